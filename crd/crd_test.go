@@ -1,0 +1,238 @@
+package crd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+const crdFile = "stepwise.dev_pipelines.yaml"
+
+// pipelineValidator runs the same checks the API server runs on a Pipeline at admission:
+// the OpenAPI schema and the CEL rules of the CRD.
+type pipelineValidator struct {
+	schema validation.SchemaValidator
+	cel    *cel.Validator
+}
+
+func loadCRD(t *testing.T) *apiextensions.CustomResourceDefinition {
+	t.Helper()
+	data, err := os.ReadFile(crdFile)
+	require.NoError(t, err)
+	var v1 apiextensionsv1.CustomResourceDefinition
+	require.NoError(t, sigsyaml.UnmarshalStrict(data, &v1))
+	var internal apiextensions.CustomResourceDefinition
+	require.NoError(t, apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(&v1, &internal, nil))
+	return &internal
+}
+
+func newPipelineValidator(t *testing.T) *pipelineValidator {
+	t.Helper()
+	crd := loadCRD(t)
+	// The conversion moves a schema that all versions share into spec.validation.
+	props := crd.Spec.Validation.OpenAPIV3Schema
+	require.NotNil(t, props, "the CRD has no schema")
+
+	schemaValidator, _, err := validation.NewSchemaValidator(props)
+	require.NoError(t, err)
+	structural, err := structuralschema.NewStructural(props)
+	require.NoError(t, err)
+	return &pipelineValidator{
+		schema: schemaValidator,
+		cel:    cel.NewValidator(structural, true, celconfig.PerCallLimit),
+	}
+}
+
+func (v *pipelineValidator) validate(t *testing.T, obj map[string]any) field.ErrorList {
+	t.Helper()
+	errs := validation.ValidateCustomResource(nil, obj, v.schema)
+	celErrs, _ := v.cel.Validate(context.Background(), nil, nil, obj, nil, celconfig.RuntimeCELCostBudget)
+	return append(errs, celErrs...)
+}
+
+func TestCRDIsValid(t *testing.T) {
+	crd := loadCRD(t)
+	// The API server fills in storedVersions on create; do the same.
+	crd.Status.StoredVersions = []string{"v1alpha1"}
+	// Besides structure, this estimates the cost of every CEL rule: a rule the API server
+	// would refuse as too expensive fails here.
+	errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), crd)
+	assert.Empty(t, errs.ToAggregate())
+
+	assert.Equal(t, "pipelines.stepwise.dev", crd.Name)
+	assert.Equal(t, []string{"swp"}, crd.Spec.Names.ShortNames)
+	assert.Equal(t, []string{"stepwise"}, crd.Spec.Names.Categories)
+	assert.Equal(t, apiextensions.NamespaceScoped, crd.Spec.Scope)
+	require.NotNil(t, crd.Spec.Subresources)
+	assert.NotNil(t, crd.Spec.Subresources.Status, "status subresource")
+
+	var columns []string
+	for _, c := range crd.Spec.AdditionalPrinterColumns {
+		columns = append(columns, c.Name+"="+c.JSONPath)
+	}
+	assert.Equal(t, []string{
+		"Phase=.status.phase", "Step=.status.currentStep", "Progress=.status.progress", "Age=.metadata.creationTimestamp",
+	}, columns)
+}
+
+// validPipeline returns a fresh, valid Pipeline as the API server sees it: plain JSON values.
+func validPipeline() map[string]any {
+	return map[string]any{
+		"apiVersion": "stepwise.dev/v1alpha1",
+		"kind":       "Pipeline",
+		"metadata":   map[string]any{"name": "p", "namespace": "ns"},
+		"spec": map[string]any{
+			"params": map[string]any{"node": "n1"},
+			"steps": []any{
+				map[string]any{"name": "cordon", "executor": "node.cordon", "with": map[string]any{"node": "$(params.node)"}},
+				map[string]any{"name": "drain", "executor": "node.drain", "timeout": "15m",
+					"retry": map[string]any{"limit": int64(5), "backoff": map[string]any{"initial": "2s", "factor": int64(2), "max": "1m30s"}}},
+			},
+		},
+	}
+}
+
+func steps(p map[string]any) []any { return p["spec"].(map[string]any)["steps"].([]any) }
+
+func step(p map[string]any, i int) map[string]any { return steps(p)[i].(map[string]any) }
+
+func TestValidationRejectsBadPipelines(t *testing.T) {
+	v := newPipelineValidator(t)
+	tests := []struct {
+		name    string
+		mutate  func(p map[string]any)
+		wantErr string // a part of the message the user sees
+	}{
+		{
+			name:    "duplicate step names",
+			mutate:  func(p map[string]any) { step(p, 1)["name"] = "cordon" },
+			wantErr: "step names must be unique",
+		},
+		{
+			name:    "zero steps",
+			mutate:  func(p map[string]any) { p["spec"].(map[string]any)["steps"] = []any{} },
+			wantErr: "a pipeline needs at least one step",
+		},
+		{
+			name:    "no steps field",
+			mutate:  func(p map[string]any) { delete(p["spec"].(map[string]any), "steps") },
+			wantErr: "spec.steps: Required value",
+		},
+		{
+			name:    "step name with capitals",
+			mutate:  func(p map[string]any) { step(p, 0)["name"] = "Cordon" },
+			wantErr: `spec.steps[0].name: Invalid value: "Cordon"`,
+		},
+		{
+			name:    "step name too long",
+			mutate:  func(p map[string]any) { step(p, 0)["name"] = strings.Repeat("a", 64) },
+			wantErr: "spec.steps[0].name: Too long",
+		},
+		{
+			name:    "malformed timeout",
+			mutate:  func(p map[string]any) { step(p, 1)["timeout"] = "15 minutes" },
+			wantErr: `spec.steps[1].timeout: Invalid value: "15 minutes"`,
+		},
+		{
+			name: "malformed backoff duration",
+			mutate: func(p map[string]any) {
+				step(p, 1)["retry"].(map[string]any)["backoff"].(map[string]any)["max"] = "1d"
+			},
+			wantErr: "spec.steps[1].retry.backoff.max",
+		},
+		{
+			name:    "executor name with spaces",
+			mutate:  func(p map[string]any) { step(p, 0)["executor"] = "node cordon" },
+			wantErr: "spec.steps[0].executor",
+		},
+		{
+			name:    "missing executor",
+			mutate:  func(p map[string]any) { delete(step(p, 0), "executor") },
+			wantErr: "spec.steps[0].executor: Required value",
+		},
+		{
+			name:    "negative retry limit",
+			mutate:  func(p map[string]any) { step(p, 1)["retry"].(map[string]any)["limit"] = int64(-1) },
+			wantErr: "spec.steps[1].retry.limit",
+		},
+		{
+			name: "too many steps",
+			mutate: func(p map[string]any) {
+				var many []any
+				for i := range 51 {
+					many = append(many, map[string]any{"name": "s" + strings.Repeat("x", i), "executor": "noop"})
+				}
+				p["spec"].(map[string]any)["steps"] = many
+			},
+			wantErr: "spec.steps: Too many",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validPipeline()
+			require.Empty(t, v.validate(t, p), "the base pipeline must be valid")
+			tt.mutate(p)
+			errs := v.validate(t, p)
+			require.NotEmpty(t, errs, "expected the pipeline to be rejected")
+			assert.Contains(t, errs.ToAggregate().Error(), tt.wantErr)
+		})
+	}
+}
+
+func TestValidationAcceptsFiftyUniqueLongNames(t *testing.T) {
+	v := newPipelineValidator(t)
+	p := validPipeline()
+	var many []any
+	for i := range 50 {
+		name := strings.Repeat("a", 60) + string(rune('a'+i/26)) + string(rune('a'+i%26))
+		many = append(many, map[string]any{"name": name, "executor": "noop"})
+	}
+	p["spec"].(map[string]any)["steps"] = many
+	assert.Empty(t, v.validate(t, p))
+}
+
+func TestExamplesAreValid(t *testing.T) {
+	v := newPipelineValidator(t)
+	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	pipelines := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		decoder := yaml.NewYAMLOrJSONDecoder(strings.NewReader(string(data)), 4096)
+		for {
+			var obj map[string]any
+			err := decoder.Decode(&obj)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err, file)
+			if obj == nil || obj["kind"] != "Pipeline" {
+				continue
+			}
+			pipelines++
+			t.Run(filepath.Base(file)+"/"+obj["metadata"].(map[string]any)["name"].(string), func(t *testing.T) {
+				assert.Empty(t, v.validate(t, obj))
+			})
+		}
+	}
+	assert.Positive(t, pipelines, "no Pipeline found in examples/")
+}

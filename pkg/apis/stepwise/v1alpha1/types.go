@@ -1,0 +1,300 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Limits shared by the schema markers below and the controller, which enforces the ones
+// the schema cannot (sizes of what executors return).
+const (
+	// MaxSteps bounds a pipeline's length; it also keeps the CEL uniqueness rule cheap.
+	MaxSteps = 50
+	// MaxStepMessageLength bounds a step's status message, in bytes.
+	MaxStepMessageLength = 1024
+	// MaxStepOutputsSize bounds the sum of a step's output keys and values, in bytes.
+	MaxStepOutputsSize = 4096
+	// MaxStepOutputs bounds the number of outputs of a step.
+	MaxStepOutputs = 32
+)
+
+// Pipeline runs its steps in order, each through a TaskExecutor, and runs their teardown in
+// reverse order when it is deleted.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=swp,categories=stepwise
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.currentStep`
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Pipeline struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec PipelineSpec `json:"spec"`
+	// +optional
+	Status PipelineStatus `json:"status,omitempty"`
+}
+
+// PipelineSpec is what the user asks for.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.steps) && size(self.steps) > 0",message="a pipeline needs at least one step"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, self.steps.exists_one(t, t.name == s.name))",message="step names must be unique"
+type PipelineSpec struct {
+	// ServiceAccountName is the ServiceAccount, in the pipeline's namespace, whose
+	// permissions the executors act with. Empty means the namespace's "default".
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Params are values steps refer to as $(params.NAME).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Params map[string]string `json:"params,omitempty"`
+
+	// Suspend stops the pipeline before its next hook; the hook already running finishes.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Steps run in order; each must succeed before the next starts.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=50
+	Steps []Step `json:"steps"`
+}
+
+// Step is one unit of work, run by the executor it names.
+type Step struct {
+	// Name identifies the step within the pipeline (a DNS-1123 label).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Executor names the TaskExecutor, built in or served by a plugin, e.g. "node.cordon".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Executor string `json:"executor"`
+
+	// With are the executor's parameters. Values may refer to $(params.NAME) and to
+	// $(steps.STEP.outputs.KEY) of an earlier step.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	With map[string]string `json:"with,omitempty"`
+
+	// Timeout bounds one attempt of a hook, including the time it spends reporting
+	// "not done yet". Defaults to 1h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Retry says how often and how fast a failing hook is tried again. Defaults to 3
+	// retries with a backoff of 1s doubling up to 1m.
+	// +optional
+	Retry *RetryPolicy `json:"retry,omitempty"`
+}
+
+// RetryPolicy bounds the retries of a step's failing hooks.
+type RetryPolicy struct {
+	// Limit is how many times a failing hook is retried; 0 means never.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Limit int32 `json:"limit"`
+
+	// Backoff is the wait between retries.
+	// +optional
+	Backoff *Backoff `json:"backoff,omitempty"`
+}
+
+// Backoff is an exponential backoff; each wait gets up to 10% of jitter on top.
+type Backoff struct {
+	// Initial is the first wait. Defaults to 1s.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	Initial *metav1.Duration `json:"initial,omitempty"`
+
+	// Factor multiplies the wait after each retry. Defaults to 2.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	Factor int32 `json:"factor,omitempty"`
+
+	// Max caps the wait. Defaults to 1m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	Max *metav1.Duration `json:"max,omitempty"`
+}
+
+// PipelinePhase summarises where a pipeline is.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Suspended;Deleting
+type PipelinePhase string
+
+// The phases of a pipeline.
+const (
+	PipelinePending   PipelinePhase = "Pending"
+	PipelineRunning   PipelinePhase = "Running"
+	PipelineSucceeded PipelinePhase = "Succeeded"
+	PipelineFailed    PipelinePhase = "Failed"
+	PipelineSuspended PipelinePhase = "Suspended"
+	PipelineDeleting  PipelinePhase = "Deleting"
+)
+
+// StepPhase summarises where a step is.
+// +kubebuilder:validation:Enum=Pending;Running;Waiting;Succeeded;Failed;Deleting;Deleted
+type StepPhase string
+
+// The phases of a step.
+const (
+	// StepPending: not started.
+	StepPending StepPhase = "Pending"
+	// StepRunning: a hook is running or reported that it is not done yet.
+	StepRunning StepPhase = "Running"
+	// StepWaiting: a hook failed and the step waits out its backoff before retrying.
+	StepWaiting StepPhase = "Waiting"
+	// StepSucceeded: every create hook is done.
+	StepSucceeded StepPhase = "Succeeded"
+	// StepFailed: a hook failed permanently or ran out of retries.
+	StepFailed StepPhase = "Failed"
+	// StepDeleting: the teardown hooks are running.
+	StepDeleting StepPhase = "Deleting"
+	// StepDeleted: every teardown hook is done.
+	StepDeleted StepPhase = "Deleted"
+)
+
+// Hook names one of the six hooks of a TaskExecutor.
+// +kubebuilder:validation:Enum=PreCreate;Create;PostCreate;PreDelete;Delete;PostDelete
+type Hook string
+
+// The hooks, in the order they run.
+const (
+	HookPreCreate  Hook = "PreCreate"
+	HookCreate     Hook = "Create"
+	HookPostCreate Hook = "PostCreate"
+	HookPreDelete  Hook = "PreDelete"
+	HookDelete     Hook = "Delete"
+	HookPostDelete Hook = "PostDelete"
+)
+
+// ConditionReady is the condition type of both the pipeline and its steps.
+const ConditionReady = "Ready"
+
+// PipelineStatus is what the operator observed and did.
+type PipelineStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase summarises where the pipeline is.
+	// +optional
+	Phase PipelinePhase `json:"phase,omitempty"`
+
+	// CurrentStep is the step being run or torn down, or the step that failed.
+	// +optional
+	CurrentStep string `json:"currentStep,omitempty"`
+
+	// Progress is "succeeded steps/all steps", e.g. "2/4".
+	// +optional
+	Progress string `json:"progress,omitempty"`
+
+	// StartTime is when the first step of the current generation started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the last step of the current generation succeeded.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Conditions of the pipeline; "Ready" is True once every step succeeded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Steps holds one entry for each step that has started, in spec order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Steps []StepStatus `json:"steps,omitempty"`
+}
+
+// StepStatus is the observed state of one step.
+type StepStatus struct {
+	// Name of the step.
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Executor that ran it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Executor string `json:"executor,omitempty"`
+
+	// Phase summarises where the step is.
+	// +optional
+	Phase StepPhase `json:"phase,omitempty"`
+
+	// Hook is the hook that ran last, or runs now.
+	// +optional
+	Hook Hook `json:"hook,omitempty"`
+
+	// ObservedGeneration is the pipeline generation this step last ran for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Attempts counts the attempts of the current hook; 1 on the first try.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+
+	// StartTime is when the step's first hook started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when its last create hook, or after deletion its last teardown
+	// hook, finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// HookStartTime is when the current attempt of the current hook started; the step's
+	// timeout counts from it.
+	// +optional
+	HookStartTime *metav1.Time `json:"hookStartTime,omitempty"`
+
+	// NextAttemptTime is when a failed hook is tried again.
+	// +optional
+	NextAttemptTime *metav1.Time `json:"nextAttemptTime,omitempty"`
+
+	// Outputs the executor reported, for later steps to refer to.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Outputs map[string]string `json:"outputs,omitempty"`
+
+	// Message is the executor's or the engine's last word on the step.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// Conditions of the step; "Ready" is True once its create hooks are done.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PipelineList is a list of Pipelines.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type PipelineList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Pipeline `json:"items"`
+}
