@@ -7,7 +7,8 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "${TMP}"' EXIT
 
 "${ROOT}/hack/update-crd.sh" "${TMP}"
-if ! diff -Naupr "${ROOT}/crd" "${TMP}"; then
+# crd/ also holds the Go tests of the CRD; only the YAML is generated.
+if ! diff -Naupr --exclude="*.go" "${ROOT}/crd" "${TMP}"; then
     echo "crd/ is out of date: run hack/update-crd.sh (make generate)" >&2
     exit 1
 fi
