@@ -191,6 +191,12 @@ type PipelineStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// SpecHash identifies the spec the steps last started running for: everything but
+	// suspend. When it changes, every step runs again.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SpecHash string `json:"specHash,omitempty"`
+
 	// Phase summarises where the pipeline is.
 	// +optional
 	Phase PipelinePhase `json:"phase,omitempty"`
@@ -218,7 +224,7 @@ type PipelineStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Steps holds one entry for each step that has started, in spec order.
+	// Steps holds one entry for each step of the spec, in spec order.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50
@@ -244,7 +250,7 @@ type StepStatus struct {
 	// +optional
 	Hook Hook `json:"hook,omitempty"`
 
-	// ObservedGeneration is the pipeline generation this step last ran for.
+	// ObservedGeneration is the pipeline generation this step last started for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 

@@ -31,6 +31,9 @@ import (
 type PipelineStatusApplyConfiguration struct {
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+	// SpecHash identifies the spec the steps last started running for: everything but
+	// suspend. When it changes, every step runs again.
+	SpecHash *string `json:"specHash,omitempty"`
 	// Phase summarises where the pipeline is.
 	Phase *stepwisev1alpha1.PipelinePhase `json:"phase,omitempty"`
 	// CurrentStep is the step being run or torn down, or the step that failed.
@@ -43,7 +46,7 @@ type PipelineStatusApplyConfiguration struct {
 	CompletionTime *v1.Time `json:"completionTime,omitempty"`
 	// Conditions of the pipeline; "Ready" is True once every step succeeded.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
-	// Steps holds one entry for each step that has started, in spec order.
+	// Steps holds one entry for each step of the spec, in spec order.
 	Steps []StepStatusApplyConfiguration `json:"steps,omitempty"`
 }
 
@@ -58,6 +61,14 @@ func PipelineStatus() *PipelineStatusApplyConfiguration {
 // If called multiple times, the ObservedGeneration field is set to the value of the last call.
 func (b *PipelineStatusApplyConfiguration) WithObservedGeneration(value int64) *PipelineStatusApplyConfiguration {
 	b.ObservedGeneration = &value
+	return b
+}
+
+// WithSpecHash sets the SpecHash field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SpecHash field is set to the value of the last call.
+func (b *PipelineStatusApplyConfiguration) WithSpecHash(value string) *PipelineStatusApplyConfiguration {
+	b.SpecHash = &value
 	return b
 }
 

@@ -37,7 +37,7 @@ type StepStatusApplyConfiguration struct {
 	Phase *stepwisev1alpha1.StepPhase `json:"phase,omitempty"`
 	// Hook is the hook that ran last, or runs now.
 	Hook *stepwisev1alpha1.Hook `json:"hook,omitempty"`
-	// ObservedGeneration is the pipeline generation this step last ran for.
+	// ObservedGeneration is the pipeline generation this step last started for.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// Attempts counts the attempts of the current hook; 1 on the first try.
 	Attempts *int32 `json:"attempts,omitempty"`

@@ -1,0 +1,231 @@
+// Package controller is the Stepwise engine: a client-go controller that runs each
+// Pipeline's steps through TaskExecutors, records their progress in the status, and runs
+// their teardown in reverse order behind a finalizer when the Pipeline is deleted.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
+	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/metrics"
+)
+
+const (
+	// ControllerName is the workqueue's name and the source of Events.
+	ControllerName = "stepwise-operator"
+	// Finalizer keeps a deleted Pipeline until the teardown of its steps is done.
+	Finalizer = "stepwise.dev/teardown"
+	// RetryAnnotation asks for a failed pipeline to be tried again: empty or "true" retries
+	// the failed step, a step name retries from that step on. The engine removes it.
+	RetryAnnotation = "stepwise.dev/retry"
+
+	// defaultRequeueAfter is when a hook that is not done and named no time is asked again.
+	defaultRequeueAfter = 5 * time.Second
+)
+
+// ExecutorLookup finds an executor by name; *executor.Registry is one.
+type ExecutorLookup interface {
+	Get(name string) (executor.TaskExecutor, bool)
+}
+
+// ClientProvider gives the clients that act as a pipeline's ServiceAccount.
+type ClientProvider interface {
+	ForServiceAccount(namespace, name string) (*executor.Clients, error)
+}
+
+// Config holds the controller's dependencies.
+type Config struct {
+	Client    clientset.Interface
+	Informer  informers.PipelineInformer
+	Executors ExecutorLookup
+	Clients   ClientProvider
+	Recorder  record.EventRecorder
+	// Optional.
+	Metrics           *metrics.Metrics
+	WorkqueueMetrics  workqueue.MetricsProvider
+	Clock             clock.WithTicker
+	Jitter            func(time.Duration) time.Duration
+	ShutdownGrace     time.Duration
+	RateLimiterMaxLag time.Duration
+}
+
+// Controller runs Pipelines.
+type Controller struct {
+	client    clientset.Interface
+	lister    listers.PipelineLister
+	synced    cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder  record.EventRecorder
+	executors ExecutorLookup
+	clients   ClientProvider
+	metrics   *metrics.Metrics
+	clock     clock.WithTicker
+	// jitter adds randomness to a retry's backoff; tests replace it to get exact times.
+	jitter        func(time.Duration) time.Duration
+	shutdownGrace time.Duration
+}
+
+// New creates a controller and registers its event handlers on the informer.
+func New(ctx context.Context, cfg Config) (*Controller, error) {
+	logger := klog.FromContext(ctx)
+	c := &Controller{
+		client:        cfg.Client,
+		lister:        cfg.Informer.Lister(),
+		synced:        cfg.Informer.Informer().HasSynced,
+		recorder:      cfg.Recorder,
+		executors:     cfg.Executors,
+		clients:       cfg.Clients,
+		metrics:       cfg.Metrics,
+		clock:         cfg.Clock,
+		jitter:        cfg.Jitter,
+		shutdownGrace: cfg.ShutdownGrace,
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	if c.jitter == nil {
+		c.jitter = func(d time.Duration) time.Duration { return wait.Jitter(d, 0.1) }
+	}
+	maxDelay := cfg.RateLimiterMaxLag
+	if maxDelay == 0 {
+		maxDelay = 5 * time.Minute
+	}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		// Failed reconciles (API errors, conflicts) back off per item; step retries have
+		// their own backoff, kept in the status.
+		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](50*time.Millisecond, maxDelay),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
+			Name:            ControllerName,
+			MetricsProvider: cfg.WorkqueueMetrics,
+			Clock:           c.clock,
+		},
+	)
+
+	_, err := cfg.Informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueue,
+		// Every update counts, our own status writes included: they start the next step.
+		// A resync with nothing new is cheap, as a reconcile that changes nothing writes
+		// nothing.
+		UpdateFunc: func(_, newObj any) { c.enqueue(newObj) },
+		DeleteFunc: c.enqueue,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add pipeline event handler: %w", err)
+	}
+	logger.V(4).Info("Controller created")
+	return c, nil
+}
+
+// enqueue adds the key of a Pipeline, or of the tombstone of a deleted one, to the queue.
+func (c *Controller) enqueue(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	name, err := cache.ObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("enqueue pipeline: %w", err))
+		return
+	}
+	c.queue.Add(name)
+}
+
+// Run waits for the cache to sync, then runs workers until ctx is done. Hooks running at
+// that moment get up to the shutdown grace period to finish before their context is
+// cancelled, so a SIGTERM does not cut a cloud call in half.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx)
+
+	// Work runs on its own context: it outlives ctx by the grace period.
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+
+	logger.Info("Waiting for the pipeline cache to sync")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		c.queue.ShutDown()
+		return errors.New("wait for the pipeline cache to sync: cancelled")
+	}
+
+	logger.Info("Starting workers", "count", workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for c.processNextWorkItem(workCtx) {
+			}
+		})
+	}
+
+	<-ctx.Done()
+	logger.Info("Shutting down workers", "grace", c.shutdownGrace)
+	c.queue.ShutDown()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(c.shutdownGrace):
+		logger.Info("Grace period over, cancelling running hooks")
+		cancelWork()
+		<-done
+	}
+	logger.Info("Workers stopped")
+	return nil
+}
+
+// processNextWorkItem takes one key from the queue and syncs it.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pipeline", key.String())
+	ctx = klog.NewContext(ctx, logger)
+
+	requeueAfter, err := c.syncHandler(ctx, key)
+	switch {
+	case err == nil:
+		c.queue.Forget(key)
+		if requeueAfter > 0 {
+			c.queue.AddAfter(key, requeueAfter)
+		}
+	case apierrors.IsConflict(err):
+		// The cache was behind our last write; the watch event brings the new version.
+		logger.V(4).Info("Conflict writing pipeline, requeued", "err", err)
+		c.queue.AddRateLimited(key)
+	default:
+		utilruntime.HandleErrorWithContext(ctx, err, "Syncing pipeline failed", "pipeline", key.String())
+		c.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// eventf records an Event on the pipeline.
+func (c *Controller) eventf(p *v1alpha1.Pipeline, warning bool, reason, format string, args ...any) {
+	if c.recorder == nil {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if warning {
+		eventType = corev1.EventTypeWarning
+	}
+	c.recorder.Eventf(p, eventType, reason, format, args...)
+}

@@ -1,0 +1,158 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+// Reasons of the pipeline's Ready condition.
+const (
+	ReasonSucceeded      = "Succeeded"
+	ReasonStepRunning    = "StepRunning"
+	ReasonStepRetrying   = "StepRetrying"
+	ReasonStepFailed     = "StepFailed"
+	ReasonSuspended      = "Suspended"
+	ReasonDeleting       = "Deleting"
+	ReasonTeardownFailed = "TeardownFailed"
+)
+
+// summarize derives the pipeline's phase, current step, progress and Ready condition from
+// its steps.
+func (r *run) summarize(deleting bool) {
+	st := r.status
+	succeeded := 0
+	for i := range st.Steps {
+		if st.Steps[i].Phase == v1alpha1.StepSucceeded {
+			succeeded++
+		}
+	}
+	st.Progress = fmt.Sprintf("%d/%d", succeeded, len(st.Steps))
+
+	switch {
+	case deleting:
+		st.Phase = v1alpha1.PipelineDeleting
+		st.CurrentStep = ""
+		i := r.lastStepToTearDown()
+		if i < 0 {
+			r.setReady(metav1.ConditionFalse, ReasonDeleting, "teardown finished")
+			return
+		}
+		s := &st.Steps[i]
+		st.CurrentStep = s.Name
+		if r.teardownBlocked(i) {
+			r.setReady(metav1.ConditionFalse, ReasonTeardownFailed, fmt.Sprintf(
+				"teardown of step %s is blocked: %s; the finalizer stays until it succeeds (annotate %s to retry)",
+				s.Name, s.Message, RetryAnnotation))
+			return
+		}
+		r.setReady(metav1.ConditionFalse, ReasonDeleting, withMessage("tearing down step "+s.Name, s.Message))
+
+	case r.failed():
+		s := &st.Steps[r.failedStep()]
+		st.Phase = v1alpha1.PipelineFailed
+		st.CurrentStep = s.Name
+		r.setReady(metav1.ConditionFalse, ReasonStepFailed, fmt.Sprintf("step %s failed: %s", s.Name, s.Message))
+
+	case succeeded == len(st.Steps):
+		if st.Phase != v1alpha1.PipelineSucceeded {
+			r.event(false, ReasonSucceeded, "All %d steps succeeded", len(st.Steps))
+		}
+		st.Phase = v1alpha1.PipelineSucceeded
+		st.CurrentStep = ""
+		if st.CompletionTime == nil {
+			st.CompletionTime = r.timeNow()
+		}
+		r.setReady(metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("all %d steps succeeded", len(st.Steps)))
+
+	default:
+		s := &st.Steps[r.currentStep()]
+		st.CurrentStep = s.Name
+		switch {
+		case r.p.Spec.Suspend:
+			st.Phase = v1alpha1.PipelineSuspended
+			r.setReady(metav1.ConditionFalse, ReasonSuspended, "suspended before step "+s.Name)
+		case s.Phase == v1alpha1.StepWaiting:
+			st.Phase = v1alpha1.PipelineRunning
+			r.setReady(metav1.ConditionFalse, ReasonStepRetrying, withMessage("step "+s.Name, s.Message))
+		default:
+			st.Phase = v1alpha1.PipelineRunning
+			r.setReady(metav1.ConditionFalse, ReasonStepRunning, withMessage("step "+s.Name, s.Message))
+		}
+	}
+}
+
+func withMessage(prefix, message string) string {
+	if message == "" {
+		return prefix
+	}
+	return prefix + ": " + message
+}
+
+// setReady sets the pipeline's Ready condition; its transition time changes only when
+// its status flips.
+func (r *run) setReady(status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&r.status.Conditions, metav1.Condition{
+		Type:               v1alpha1.ConditionReady,
+		Status:             status,
+		Reason:             reason,
+		Message:            truncateMessage(message),
+		ObservedGeneration: r.p.Generation,
+		LastTransitionTime: metav1.NewTime(r.now()),
+	})
+}
+
+// setStepCondition sets a step's Ready condition.
+func (r *run) setStepCondition(s *v1alpha1.StepStatus, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{
+		Type:               v1alpha1.ConditionReady,
+		Status:             status,
+		Reason:             reason,
+		Message:            truncateMessage(message),
+		ObservedGeneration: r.p.Generation,
+		LastTransitionTime: metav1.NewTime(r.now()),
+	})
+}
+
+// truncateMessage keeps a message within the status' bound, cutting at a rune boundary.
+func truncateMessage(msg string) string {
+	const suffix = "..."
+	if len(msg) <= v1alpha1.MaxStepMessageLength {
+		return msg
+	}
+	cut := v1alpha1.MaxStepMessageLength - len(suffix)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + suffix
+}
+
+// mergeOutputs adds a hook's outputs to the step's, refusing outputs that would not fit the
+// status: an executor returning that much is a bug no retry fixes.
+func mergeOutputs(s *v1alpha1.StepStatus, outputs map[string]string) error {
+	if len(outputs) == 0 {
+		return nil
+	}
+	merged := maps.Clone(s.Outputs)
+	if merged == nil {
+		merged = make(map[string]string, len(outputs))
+	}
+	maps.Copy(merged, outputs)
+	size := 0
+	for k, v := range merged {
+		size += len(k) + len(v)
+	}
+	if len(merged) > v1alpha1.MaxStepOutputs || size > v1alpha1.MaxStepOutputsSize {
+		return executor.Permanent("OutputsTooLarge", fmt.Errorf(
+			"the executor returned %d outputs of %d bytes; a step may keep at most %d outputs of %d bytes",
+			len(merged), size, v1alpha1.MaxStepOutputs, v1alpha1.MaxStepOutputsSize))
+	}
+	s.Outputs = merged
+	return nil
+}

@@ -1,0 +1,586 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+func TestFinalizerIsAddedBeforeAnythingRuns(t *testing.T) {
+	p := newPipeline(stepsOf("a")...)
+	p.Finalizers = []string{"other.example/keep"}
+	f := newFixture(t, p)
+
+	assert.Zero(t, f.sync("p"))
+
+	assert.Equal(t, []string{"patch pipelines"}, f.writes())
+	assert.Equal(t, []string{"other.example/keep", Finalizer}, f.get("p").Finalizers)
+	assert.Empty(t, f.exec.Calls(), "no hook may run before the finalizer is on")
+}
+
+func TestThreeStepPipelineRunsHooksInOrderWithExactAPIActions(t *testing.T) {
+	p := newPipeline(stepsOf("one", "two", "three")...)
+	p.Finalizers = nil
+	f := newFixture(t, p)
+
+	f.syncUntilIdle("p")
+
+	assert.Equal(t, []string{
+		"one/PreCreate#1", "one/Create#1", "one/PostCreate#1",
+		"two/PreCreate#1", "two/Create#1", "two/PostCreate#1",
+		"three/PreCreate#1", "three/Create#1", "three/PostCreate#1",
+	}, f.exec.Calls())
+	// The finalizer, then one status write per step: K+1 writes for K steps, and no GET or
+	// LIST (reads come from the cache).
+	assert.Equal(t, []string{
+		"patch pipelines",
+		"update pipelines/status",
+		"update pipelines/status",
+		"update pipelines/status",
+	}, f.writes())
+	for _, a := range f.client.Actions() {
+		assert.NotContains(t, []string{"get", "list"}, a.GetVerb(), "unexpected read %v", a)
+	}
+
+	got := f.get("p")
+	assert.Equal(t, v1alpha1.PipelineSucceeded, got.Status.Phase)
+	assert.Equal(t, "3/3", got.Status.Progress)
+	assert.Equal(t, int64(1), got.Status.ObservedGeneration)
+	assert.Empty(t, got.Status.CurrentStep)
+	assert.NotNil(t, got.Status.CompletionTime)
+	ready := readyCondition(got.Status.Conditions)
+	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	assert.Equal(t, ReasonSucceeded, ready.Reason)
+	assert.Equal(t, int64(1), ready.ObservedGeneration)
+	for _, s := range got.Status.Steps {
+		assert.Equal(t, v1alpha1.StepSucceeded, s.Phase, s.Name)
+		assert.Equal(t, v1alpha1.HookPostCreate, s.Hook, s.Name)
+		assert.Equal(t, int32(1), s.Attempts, s.Name)
+		assert.Equal(t, metav1.ConditionTrue, readyCondition(s.Conditions).Status, s.Name)
+		assert.Equal(t, "Completed", readyCondition(s.Conditions).Reason, s.Name)
+	}
+	assert.Equal(t, []string{
+		"Normal StepStarted", "Normal StepSucceeded",
+		"Normal StepStarted", "Normal StepSucceeded",
+		"Normal StepStarted", "Normal StepSucceeded", "Normal Succeeded",
+	}, f.events())
+	assert.Equal(t, []string{"ns/runner"}, uniq(f.clients.asked), "executors act as the pipeline's ServiceAccount")
+}
+
+func uniq(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if len(out) == 0 || out[len(out)-1] != s {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestStatusIsNotWrittenWhenUnchanged(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("a", "b")...))
+	f.syncUntilIdle("p")
+	f.client.ClearActions()
+	f.exec.reset()
+
+	for range 3 {
+		assert.Zero(t, f.sync("p"))
+	}
+	assert.Empty(t, f.writes(), "a finished pipeline must cost no writes")
+	assert.Empty(t, f.exec.Calls(), "a finished step must not run again")
+}
+
+func TestHookNotDoneIsLookedAtAgainAfterItsRequeue(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("drain")...))
+	f.exec.on("drain", v1alpha1.HookCreate, waitFor(30*time.Second, "3 pods left"))
+
+	assert.Equal(t, 30*time.Second, f.sync("p"))
+	got := f.get("p")
+	s := stepStatus(got, "drain")
+	assert.Equal(t, v1alpha1.StepRunning, s.Phase)
+	assert.Equal(t, v1alpha1.HookCreate, s.Hook)
+	assert.Equal(t, "3 pods left", s.Message)
+	assert.Equal(t, v1alpha1.PipelineRunning, got.Status.Phase)
+	assert.Equal(t, "drain", got.Status.CurrentStep)
+	ready := readyCondition(got.Status.Conditions)
+	assert.Equal(t, ReasonStepRunning, ready.Reason)
+	assert.Equal(t, "step drain: 3 pods left", ready.Message)
+
+	// Looked at again: only the hook that was not done runs, the status is unchanged.
+	f.client.ClearActions()
+	f.clock.Step(30 * time.Second)
+	assert.Equal(t, 30*time.Second, f.sync("p"))
+	assert.Equal(t, []string{"drain/PreCreate#1", "drain/Create#1", "drain/Create#1"}, f.exec.Calls())
+	assert.Empty(t, f.writes(), "nothing changed, nothing written")
+
+	f.exec.on("drain", v1alpha1.HookCreate, done)
+	assert.Zero(t, f.sync("p"))
+	assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
+}
+
+func TestResumeAfterRestartRunsNothingTwice(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one", "two", "three")...))
+	f.exec.on("two", v1alpha1.HookCreate, waitFor(time.Minute, "working"))
+	f.sync("p") // one succeeds
+	f.sync("p") // two waits in Create
+	require.Equal(t, []string{
+		"one/PreCreate#1", "one/Create#1", "one/PostCreate#1", "two/PreCreate#1", "two/Create#1",
+	}, f.exec.Calls())
+
+	// A new controller, with empty memory, over the persisted status.
+	g := f.restart()
+	g.exec.reset()
+	g.exec.on("two", v1alpha1.HookCreate, done)
+	g.syncUntilIdle("p")
+
+	assert.Equal(t, []string{
+		"two/Create#1", "two/PostCreate#1", "three/PreCreate#1", "three/Create#1", "three/PostCreate#1",
+	}, g.exec.Calls())
+	assert.Equal(t, v1alpha1.PipelineSucceeded, g.get("p").Status.Phase)
+}
+
+func TestRetryBackoffTiming(t *testing.T) {
+	step := v1alpha1.Step{Name: "flaky", Executor: "test.record", Retry: &v1alpha1.RetryPolicy{
+		Limit:   3,
+		Backoff: &v1alpha1.Backoff{Initial: &metav1.Duration{Duration: 2 * time.Second}, Factor: 3, Max: &metav1.Duration{Duration: 10 * time.Second}},
+	}}
+	f := newFixture(t, newPipeline(step))
+	f.exec.on("flaky", v1alpha1.HookCreate, failTimes(3, errBoom))
+
+	// Attempt 1 fails: wait 2s.
+	assert.Equal(t, 2*time.Second, f.sync("p"))
+	s := stepStatus(f.get("p"), "flaky")
+	assert.Equal(t, v1alpha1.StepWaiting, s.Phase)
+	assert.Equal(t, int32(1), s.Attempts)
+	require.NotNil(t, s.NextAttemptTime)
+	assert.Equal(t, start.Add(2*time.Second), s.NextAttemptTime.UTC())
+	assert.Contains(t, s.Message, "attempt 1 of 4 failed, retrying in 2s: Create: boom")
+	assert.Equal(t, ReasonStepRetrying, readyCondition(f.get("p").Status.Conditions).Reason)
+
+	// Too early: nothing runs, the remaining wait is returned.
+	f.clock.Step(500 * time.Millisecond)
+	assert.Equal(t, 1500*time.Millisecond, f.sync("p"))
+	assert.Len(t, f.exec.Calls(), 2)
+
+	// Attempt 2 fails: 6s. Attempt 3 fails: 18s capped at 10s. Attempt 4 succeeds.
+	f.clock.Step(1500 * time.Millisecond)
+	assert.Equal(t, 6*time.Second, f.sync("p"))
+	f.clock.Step(6 * time.Second)
+	assert.Equal(t, 10*time.Second, f.sync("p"))
+	f.clock.Step(10 * time.Second)
+	assert.Zero(t, f.sync("p"))
+
+	assert.Equal(t, []string{
+		"flaky/PreCreate#1", "flaky/Create#1", "flaky/Create#2", "flaky/Create#3", "flaky/Create#4", "flaky/PostCreate#1",
+	}, f.exec.Calls())
+	assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
+	assert.Equal(t, []string{
+		"Normal StepStarted", "Warning StepRetrying", "Warning StepRetrying", "Warning StepRetrying",
+		"Normal StepSucceeded", "Normal Succeeded",
+	}, f.events())
+}
+
+func TestFailures(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "n1",
+		errors.New(`User "system:serviceaccount:ns:runner" cannot patch resource "nodes"`))
+	tests := []struct {
+		name        string
+		step        v1alpha1.Step
+		script      hookFunc
+		wantReason  string
+		wantMessage string
+		wantCalls   []string
+	}{
+		{
+			name:        "permanent error fails at once despite retries",
+			step:        v1alpha1.Step{Name: "a", Executor: "test.record", Retry: &v1alpha1.RetryPolicy{Limit: 5}},
+			script:      failWith(executor.Permanent("InvalidParameter", errors.New(`parameter "node" is required`))),
+			wantReason:  "InvalidParameter",
+			wantMessage: `step a failed: Create: parameter "node" is required`,
+			wantCalls:   []string{"a/PreCreate#1", "a/Create#1"},
+		},
+		{
+			name:        "retries exhausted keeps the cause's reason",
+			step:        v1alpha1.Step{Name: "a", Executor: "test.record", Retry: &v1alpha1.RetryPolicy{Limit: 1}},
+			script:      failWith(forbidden),
+			wantReason:  "Forbidden",
+			wantMessage: "step a failed: failed after 2 attempts: Create: nodes \"n1\" is forbidden",
+			wantCalls:   []string{"a/PreCreate#1", "a/Create#1", "a/Create#2"},
+		},
+		{
+			name:        "unknown executor",
+			step:        v1alpha1.Step{Name: "a", Executor: "no.such"},
+			wantReason:  "UnknownExecutor",
+			wantMessage: `step a failed: no executor named "no.such" is registered`,
+		},
+		{
+			name: "executor panic is a retryable error",
+			step: v1alpha1.Step{Name: "a", Executor: "test.record", Retry: &v1alpha1.RetryPolicy{Limit: 0}},
+			script: func(context.Context, *executor.Request) (executor.Result, error) {
+				panic("nil map")
+			},
+			wantReason:  executor.ReasonHookFailed,
+			wantMessage: "step a failed: Create: executor test.record panicked: nil map",
+			wantCalls:   []string{"a/PreCreate#1", "a/Create#1"},
+		},
+		{
+			name: "outputs too large",
+			step: v1alpha1.Step{Name: "a", Executor: "test.record"},
+			script: func(context.Context, *executor.Request) (executor.Result, error) {
+				return executor.DoneWithOutputs("", map[string]string{"big": strings.Repeat("x", 5000)}), nil
+			},
+			wantReason:  "OutputsTooLarge",
+			wantMessage: "step a failed: the executor returned 1 outputs of 5003 bytes",
+			wantCalls:   []string{"a/PreCreate#1", "a/Create#1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, newPipeline(tt.step, v1alpha1.Step{Name: "after", Executor: "test.record"}))
+			if tt.script != nil {
+				f.exec.on("a", v1alpha1.HookCreate, tt.script)
+			}
+			for range 10 {
+				f.sync("p")
+				f.clock.Step(time.Minute) // past any backoff
+			}
+			got := f.get("p")
+			assert.Equal(t, v1alpha1.PipelineFailed, got.Status.Phase)
+			assert.Equal(t, "a", got.Status.CurrentStep)
+			ready := readyCondition(got.Status.Conditions)
+			assert.Equal(t, metav1.ConditionFalse, ready.Status)
+			assert.Equal(t, ReasonStepFailed, ready.Reason)
+			assert.Contains(t, ready.Message, tt.wantMessage)
+			s := stepStatus(got, "a")
+			assert.Equal(t, v1alpha1.StepFailed, s.Phase)
+			assert.Equal(t, tt.wantReason, readyCondition(s.Conditions).Reason)
+			assert.Equal(t, len(tt.wantCalls), len(f.exec.Calls()), "the step after a failed one never runs")
+			if tt.wantCalls != nil {
+				assert.Equal(t, tt.wantCalls, f.exec.Calls())
+			}
+			assert.Equal(t, v1alpha1.StepPending, stepStatus(got, "after").Phase)
+		})
+	}
+}
+
+func TestTimeoutCountsNotDoneTimeAndFails(t *testing.T) {
+	step := v1alpha1.Step{Name: "slow", Executor: "test.record",
+		Timeout: &metav1.Duration{Duration: time.Minute}, Retry: &v1alpha1.RetryPolicy{Limit: 0}}
+	f := newFixture(t, newPipeline(step))
+	f.exec.on("slow", v1alpha1.HookCreate, waitFor(45*time.Second, "still going"))
+
+	assert.Equal(t, 45*time.Second, f.sync("p"))
+	f.clock.Step(45 * time.Second)
+	// Asked to wait 45s again, but the timeout is 15s away: look then.
+	assert.Equal(t, 15*time.Second, f.sync("p"))
+	f.clock.Step(15 * time.Second)
+	assert.Zero(t, f.sync("p"))
+
+	got := f.get("p")
+	assert.Equal(t, v1alpha1.PipelineFailed, got.Status.Phase)
+	s := stepStatus(got, "slow")
+	assert.Equal(t, executor.ReasonTimeout, readyCondition(s.Conditions).Reason)
+	assert.Contains(t, s.Message, "Create did not finish within the step's timeout of 1m0s")
+	assert.Equal(t, []string{"slow/PreCreate#1", "slow/Create#1", "slow/Create#1"}, f.exec.Calls())
+}
+
+func TestHookContextCarriesTheAttemptDeadline(t *testing.T) {
+	step := v1alpha1.Step{Name: "a", Executor: "test.record", Timeout: &metav1.Duration{Duration: 90 * time.Second}}
+	f := newFixture(t, newPipeline(step))
+	var deadline time.Time
+	f.exec.on("a", v1alpha1.HookCreate, func(ctx context.Context, _ *executor.Request) (executor.Result, error) {
+		deadline, _ = ctx.Deadline()
+		return executor.Result{Done: true}, nil
+	})
+	f.sync("p")
+	assert.Equal(t, start.Add(90*time.Second), deadline.UTC())
+}
+
+func TestSuspendStopsBeforeTheNextHook(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one", "two")...))
+	f.sync("p") // one succeeds
+	f.update("p", func(p *v1alpha1.Pipeline) { p.Spec.Suspend = true; p.Generation = 2 })
+	f.exec.reset()
+
+	f.sync("p")
+	got := f.get("p")
+	assert.Empty(t, f.exec.Calls())
+	assert.Equal(t, v1alpha1.PipelineSuspended, got.Status.Phase)
+	assert.Equal(t, "two", got.Status.CurrentStep)
+	assert.Equal(t, ReasonSuspended, readyCondition(got.Status.Conditions).Reason)
+
+	f.update("p", func(p *v1alpha1.Pipeline) { p.Spec.Suspend = false; p.Generation = 3 })
+	f.syncUntilIdle("p")
+	got = f.get("p")
+	assert.Equal(t, v1alpha1.PipelineSucceeded, got.Status.Phase)
+	assert.Equal(t, int64(3), got.Status.ObservedGeneration)
+	// Suspend and resume change only suspend: the pipeline goes on where it stopped.
+	assert.Equal(t, []string{"two/PreCreate#1", "two/Create#1", "two/PostCreate#1"}, f.exec.Calls())
+}
+
+func TestNewGenerationRerunsStepsAndRecordsIt(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one", "two")...))
+	f.syncUntilIdle("p")
+	first := f.get("p").Status.Steps[0].StartTime
+	f.exec.reset()
+
+	f.clock.Step(time.Hour)
+	f.update("p", func(p *v1alpha1.Pipeline) {
+		p.Generation = 2
+		p.Spec.Steps = append(p.Spec.Steps, v1alpha1.Step{Name: "three", Executor: "test.record"})
+	})
+	f.syncUntilIdle("p")
+
+	got := f.get("p")
+	assert.Equal(t, int64(2), got.Status.ObservedGeneration)
+	assert.Equal(t, "3/3", got.Status.Progress)
+	assert.Equal(t, int64(2), readyCondition(got.Status.Conditions).ObservedGeneration)
+	for _, s := range got.Status.Steps {
+		assert.Equal(t, int64(2), s.ObservedGeneration, s.Name)
+	}
+	assert.True(t, got.Status.Steps[0].StartTime.After(first.Time), "step one ran again")
+	assert.Len(t, f.exec.Calls(), 9)
+}
+
+func TestNewGenerationRetriesAFailedPipeline(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one")...))
+	f.exec.on("one", v1alpha1.HookCreate, failWith(executor.Permanent("Bad", errBoom)))
+	f.sync("p")
+	require.Equal(t, v1alpha1.PipelineFailed, f.get("p").Status.Phase)
+
+	f.exec.on("one", v1alpha1.HookCreate, done)
+	f.update("p", func(p *v1alpha1.Pipeline) {
+		p.Generation = 2
+		p.Spec.Params = map[string]string{"fixed": "yes"}
+	})
+	f.syncUntilIdle("p")
+	assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
+}
+
+func TestFailedPipelineStaysFailedUntilRetryAnnotation(t *testing.T) {
+	tests := []struct {
+		name      string
+		value     string
+		wantCalls []string
+		wantEvent string
+	}{
+		{
+			name:      "empty value retries the failed step",
+			value:     "",
+			wantCalls: []string{"two/PreCreate#1", "two/Create#1", "two/PostCreate#1", "three/PreCreate#1", "three/Create#1", "three/PostCreate#1"},
+			wantEvent: "Normal RetryRequested",
+		},
+		{
+			name:  "a step name retries from that step",
+			value: "one",
+			wantCalls: []string{"one/PreCreate#1", "one/Create#1", "one/PostCreate#1",
+				"two/PreCreate#1", "two/Create#1", "two/PostCreate#1", "three/PreCreate#1", "three/Create#1", "three/PostCreate#1"},
+			wantEvent: "Normal RetryRequested",
+		},
+		{
+			name:      "an unknown step name is ignored with a warning",
+			value:     "nope",
+			wantEvent: "Warning RetryIgnored",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, newPipeline(stepsOf("one", "two", "three")...))
+			f.exec.on("two", v1alpha1.HookCreate, failWith(executor.Permanent("Bad", errBoom)))
+			f.syncUntilIdle("p")
+			require.Equal(t, v1alpha1.PipelineFailed, f.get("p").Status.Phase)
+
+			// Failed stays failed: more syncs run nothing and write nothing.
+			f.exec.reset()
+			f.client.ClearActions()
+			f.sync("p")
+			f.sync("p")
+			assert.Empty(t, f.exec.Calls())
+			assert.Empty(t, f.writes())
+			f.events()
+
+			f.exec.on("two", v1alpha1.HookCreate, done)
+			f.update("p", func(p *v1alpha1.Pipeline) {
+				p.Annotations = map[string]string{RetryAnnotation: tt.value}
+			})
+			f.syncUntilIdle("p")
+
+			assert.Equal(t, len(tt.wantCalls), len(f.exec.Calls()))
+			if tt.wantCalls != nil {
+				assert.Equal(t, tt.wantCalls, f.exec.Calls())
+			}
+			assert.NotContains(t, f.get("p").Annotations, RetryAnnotation, "the annotation is removed once honoured")
+			assert.Contains(t, f.events(), tt.wantEvent)
+			if tt.wantCalls != nil {
+				assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
+			} else {
+				assert.Equal(t, v1alpha1.PipelineFailed, f.get("p").Status.Phase)
+			}
+		})
+	}
+}
+
+func TestParameterSubstitution(t *testing.T) {
+	tests := []struct {
+		name      string
+		with      map[string]string
+		wantParam string // the value the executor gets for "x"
+		wantErr   string
+	}{
+		{name: "plain value", with: map[string]string{"x": "plain"}, wantParam: "plain"},
+		{name: "pipeline parameter", with: map[string]string{"x": "node=$(params.node)"}, wantParam: "node=n1"},
+		{name: "earlier step output", with: map[string]string{"x": "$(steps.first.outputs.id)-$(params.node)"}, wantParam: "vm-42-n1"},
+		{name: "missing parameter", with: map[string]string{"x": "$(params.zone)"}, wantErr: `parameter "x": $(params.zone): the pipeline has no parameter "zone"`},
+		{name: "later step", with: map[string]string{"x": "$(steps.last.outputs.id)"}, wantErr: `step "last" does not run before this step`},
+		{name: "no such step", with: map[string]string{"x": "$(steps.ghost.outputs.id)"}, wantErr: `the pipeline has no step "ghost"`},
+		{name: "no such output", with: map[string]string{"x": "$(steps.first.outputs.ip)"}, wantErr: `step "first" has no output "ip"`},
+		{name: "malformed reference", with: map[string]string{"x": "$(param.node)"}, wantErr: `$(param.node): not a reference`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPipeline(
+				v1alpha1.Step{Name: "first", Executor: "test.record"},
+				v1alpha1.Step{Name: "uses", Executor: "test.record", With: tt.with},
+				v1alpha1.Step{Name: "last", Executor: "test.record"},
+			)
+			p.Spec.Params = map[string]string{"node": "n1"}
+			f := newFixture(t, p)
+			f.exec.on("first", v1alpha1.HookCreate, func(context.Context, *executor.Request) (executor.Result, error) {
+				return executor.DoneWithOutputs("", map[string]string{"id": "vm-42"}), nil
+			})
+			f.syncUntilIdle("p")
+
+			got := f.get("p")
+			if tt.wantErr != "" {
+				s := stepStatus(got, "uses")
+				assert.Equal(t, v1alpha1.StepFailed, s.Phase)
+				assert.Equal(t, "InvalidReference", readyCondition(s.Conditions).Reason)
+				assert.Contains(t, s.Message, tt.wantErr)
+				assert.NotContains(t, f.exec.Calls(), "uses/PreCreate#1", "no hook runs with unresolved parameters")
+				return
+			}
+			assert.Equal(t, v1alpha1.PipelineSucceeded, got.Status.Phase)
+			var req executor.Request
+			for _, r := range f.exec.requests {
+				if r.Step == "uses" {
+					req = r
+				}
+			}
+			assert.Equal(t, tt.wantParam, req.Params["x"])
+			assert.Equal(t, map[string]map[string]string{"first": {"id": "vm-42"}}, req.Outputs)
+			assert.Equal(t, "uid-1/uses/PostCreate", req.IdempotencyKey)
+			assert.Equal(t, "runner", req.ServiceAccountName)
+		})
+	}
+}
+
+func TestDeletionTearsDownStartedStepsInReverse(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one", "two", "three", "four")...))
+	// three waits in Create: it started, four never did.
+	f.exec.on("three", v1alpha1.HookCreate, waitFor(time.Minute, "busy"))
+	f.syncUntilIdle("p")
+	f.exec.reset()
+	f.client.ClearActions()
+
+	f.delete("p")
+	f.syncUntilIdle("p")
+
+	assert.Equal(t, []string{
+		"three/PreDelete#1", "three/Delete#1", "three/PostDelete#1",
+		"two/PreDelete#1", "two/Delete#1", "two/PostDelete#1",
+		"one/PreDelete#1", "one/Delete#1", "one/PostDelete#1",
+	}, f.exec.Calls(), "only started steps, last first")
+	assert.Equal(t, []string{
+		"update pipelines/status", "update pipelines/status", "patch pipelines",
+	}, f.writes(), "a status write per torn-down step, then the finalizer comes off")
+	assert.NotContains(t, f.get("p").Finalizers, Finalizer)
+}
+
+func TestTeardownOwnOutputsAreGiven(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("cordon")...))
+	f.exec.on("cordon", v1alpha1.HookCreate, func(context.Context, *executor.Request) (executor.Result, error) {
+		return executor.DoneWithOutputs("", map[string]string{"wasSchedulable": "true"}), nil
+	})
+	f.syncUntilIdle("p")
+	f.delete("p")
+	f.syncUntilIdle("p")
+	assert.Equal(t, map[string]map[string]string{"cordon": {"wasSchedulable": "true"}}, f.exec.lastRequest().Outputs)
+}
+
+func TestFailingTeardownKeepsTheFinalizerAndSaysWhy(t *testing.T) {
+	step := v1alpha1.Step{Name: "two", Executor: "test.record", Retry: &v1alpha1.RetryPolicy{Limit: 1}}
+	f := newFixture(t, newPipeline(v1alpha1.Step{Name: "one", Executor: "test.record"}, step))
+	f.syncUntilIdle("p")
+	f.exec.on("two", v1alpha1.HookDelete, failWith(errors.New("cloud API unavailable")))
+	f.delete("p")
+
+	for range 5 {
+		f.sync("p")
+		f.clock.Step(time.Minute)
+	}
+	got := f.get("p")
+	assert.Contains(t, got.Finalizers, Finalizer)
+	assert.Equal(t, v1alpha1.PipelineDeleting, got.Status.Phase)
+	assert.Equal(t, "two", got.Status.CurrentStep)
+	ready := readyCondition(got.Status.Conditions)
+	assert.Equal(t, ReasonTeardownFailed, ready.Reason)
+	assert.Contains(t, ready.Message, "teardown of step two is blocked: failed after 2 attempts: Delete: cloud API unavailable")
+	assert.NotContains(t, f.exec.Calls(), "one/PreDelete#1", "an earlier step is not torn down past a blocked one")
+	assert.Contains(t, f.events(), "Warning TeardownFailed")
+
+	// Fix the cause and ask for a retry: teardown finishes and the finalizer comes off.
+	f.exec.on("two", v1alpha1.HookDelete, done)
+	f.update("p", func(p *v1alpha1.Pipeline) { p.Annotations = map[string]string{RetryAnnotation: ""} })
+	f.syncUntilIdle("p")
+	assert.NotContains(t, f.get("p").Finalizers, Finalizer)
+	assert.Contains(t, f.exec.Calls(), "one/PostDelete#1")
+}
+
+func TestDeletionWithoutFinalizerDoesNothing(t *testing.T) {
+	p := newPipeline(stepsOf("a")...)
+	p.Finalizers = []string{"other.example/keep"}
+	now := metav1.NewTime(start)
+	p.DeletionTimestamp = &now
+	f := newFixture(t, p)
+	f.sync("p")
+	assert.Empty(t, f.writes())
+	assert.Empty(t, f.exec.Calls())
+}
+
+func TestMissingPipelineIsForgotten(t *testing.T) {
+	f := newFixture(t)
+	assert.Zero(t, f.sync("gone"))
+	assert.Empty(t, f.writes())
+}
+
+func TestClientErrorIsRetried(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("a")...))
+	f.clients.err = errors.New("no credentials")
+	assert.Equal(t, time.Second, f.sync("p"))
+	s := stepStatus(f.get("p"), "a")
+	assert.Equal(t, v1alpha1.StepWaiting, s.Phase)
+	assert.Equal(t, "ClientError", readyCondition(s.Conditions).Reason)
+	assert.Empty(t, f.exec.Calls())
+}
+
+func TestMessagesAreBounded(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("a")...))
+	f.exec.on("a", v1alpha1.HookCreate, waitFor(time.Second, strings.Repeat("é", 2000)))
+	f.sync("p")
+	got := f.get("p")
+	msg := stepStatus(got, "a").Message
+	assert.LessOrEqual(t, len(msg), v1alpha1.MaxStepMessageLength)
+	assert.True(t, strings.HasSuffix(msg, "..."))
+	assert.LessOrEqual(t, len(readyCondition(got.Status.Conditions).Message), v1alpha1.MaxStepMessageLength)
+}
