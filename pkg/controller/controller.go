@@ -21,10 +21,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
 	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
 )
 

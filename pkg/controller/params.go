@@ -3,8 +3,8 @@ package controller
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 )
 
