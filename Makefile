@@ -30,11 +30,16 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informer
 ##@ Check
 
 .PHONY: test
-test: lint verify unit ## Everything CI runs: lint, verify generated files, all tests with -race.
+test: lint verify build localcluster-tools ## Everything CI runs: lint, verify generated files, unit and e2e tests with -race.
+	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: unit
-unit: ## go test -race ./...
-	go test $(GO_TEST_FLAGS) ./...
+unit: ## Unit tests only (no control plane needed).
+	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
+
+.PHONY: e2e
+e2e: build localcluster-tools ## End-to-end tests on a local control plane started for the run.
+	go test $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: verify
 verify: $(CONTROLLER_GEN) ## Fail when generated code or the CRD is stale.

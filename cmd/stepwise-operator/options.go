@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+// options are the operator's command-line flags.
+type options struct {
+	kubeconfig string
+	master     string
+	qps        float64
+	burst      int
+	workers    int
+	resync     time.Duration
+
+	leaderElect          bool
+	leaderElectNamespace string
+	leaderElectID        string
+	leaseDuration        time.Duration
+	renewDeadline        time.Duration
+	retryPeriod          time.Duration
+
+	metricsAddr   string
+	healthAddr    string
+	shutdownGrace time.Duration
+
+	enableTestExecutors bool
+}
+
+func (o *options) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Empty: the in-cluster configuration.")
+	fs.StringVar(&o.master, "master", "", "The address of the Kubernetes API server, overriding the one in the kubeconfig.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 200, "Requests per second to the API server, sustained. A negative value turns client-side throttling off (the server's priority and fairness still applies).")
+	fs.IntVar(&o.burst, "kube-api-burst", 400, "Requests to the API server allowed in a burst above --kube-api-qps.")
+	fs.IntVar(&o.workers, "workers", 8, "Pipelines reconciled at the same time.")
+	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "How often every pipeline is looked at even when nothing changed.")
+
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Run the engine only in the replica holding the Lease, so that several replicas can run for availability.")
+	fs.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "Namespace of the leader election Lease. Default: the operator's own namespace (POD_NAMESPACE), else stepwise-system.")
+	fs.StringVar(&o.leaderElectID, "leader-elect-id", "stepwise-operator", "Name of the leader election Lease.")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits before taking over a Lease that is not renewed.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader tries to renew its Lease before giving up leadership.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader election is tried.")
+
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint. Empty or 0 turns it off.")
+	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints. Empty or 0 turns them off.")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 30*time.Second, "On SIGTERM, how long running hooks may take to finish before they are cancelled.")
+
+	fs.BoolVar(&o.enableTestExecutors, "enable-test-executors", false, "Register test.noop and test.record, executors for tests and demos.")
+}
+
+func (o *options) validate() error {
+	var errs []error
+	if o.workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.workers))
+	}
+	if o.burst < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must not be negative, got %d", o.burst))
+	}
+	if o.leaderElect && o.renewDeadline >= o.leaseDuration {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.renewDeadline, o.leaseDuration))
+	}
+	if o.shutdownGrace < 0 {
+		errs = append(errs, errors.New("--shutdown-grace-period must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// leaseNamespace is where the leader election Lease lives.
+func (o *options) leaseNamespace() string {
+	if o.leaderElectNamespace != "" {
+		return o.leaderElectNamespace
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "stepwise-system"
+}
+
+// enabled tells whether an address flag asks for a server.
+func enabled(addr string) bool { return addr != "" && addr != "0" }

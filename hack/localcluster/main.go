@@ -1,0 +1,76 @@
+// Command localcluster runs a small but real Kubernetes control plane on
+// loopback for local demos and e2e tests: embedded etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler built from k8s.io/kubernetes, plus
+// kwok for fake nodes.
+//
+// It is one hyperkube-style binary: `up` re-executes the same binary once per
+// component (`localcluster etcd ...`, `localcluster kube-apiserver ...`), so
+// every component is a separate, detached process with its own log and PID
+// file, and `down` stops exactly those PIDs.
+//
+// It lives in its own Go module so the product module never depends on
+// k8s.io/kubernetes.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/component-base/cli"
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+const usage = `usage: localcluster <command> [flags]
+
+commands:
+  up                       start a local control plane (see: localcluster up -h)
+  down                     stop the processes recorded by up
+  etcd                     run embedded etcd (used by up)
+  kube-apiserver           run kube-apiserver (used by up)
+  kube-controller-manager  run kube-controller-manager (used by up)
+  kube-scheduler           run kube-scheduler (used by up)
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	name, args := os.Args[1], os.Args[2:]
+
+	var err error
+	switch name {
+	case "up":
+		err = runUp(args)
+	case "down":
+		err = runDown(args)
+	case "etcd":
+		err = runEtcd(args)
+	case "kube-apiserver":
+		os.Exit(runCobra(apiserver.NewAPIServerCommand(), args))
+	case "kube-controller-manager":
+		os.Exit(runCobra(controllermanager.NewControllerManagerCommand(), args))
+	case "kube-scheduler":
+		os.Exit(runCobra(scheduler.NewSchedulerCommand(), args))
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "unknown command %q\n\n%s", name, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "localcluster %s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+// runCobra runs an upstream component command with our arguments; cli.Run
+// sets up logging and flushes it the same way the upstream binaries do.
+func runCobra(cmd *cobra.Command, args []string) int {
+	cmd.SetArgs(args)
+	return cli.Run(cmd)
+}
