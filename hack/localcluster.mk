@@ -67,8 +67,13 @@ $(KWOK_STAGES): $(KWOK_STAMP)
 	  for f in $(KWOK_STAGE_FILES); do echo "---"; cat "$$dir/kustomize/stage/$$f"; done; } > $@.tmp; \
 	mv $@.tmp $@
 
+# kubectl is the localcluster binary under another name (hyperkube-style).
+KUBECTL = $(LOCALBIN)/kubectl
+$(KUBECTL): $(LOCALCLUSTER)
+	ln -sf localcluster $@
+
 .PHONY: localcluster-tools
-localcluster-tools: $(LOCALCLUSTER) $(KWOK) $(KWOK_STAGES) ## Build bin/localcluster, install kwok and its stage file.
+localcluster-tools: $(LOCALCLUSTER) $(KUBECTL) $(KWOK) $(KWOK_STAGES) ## Build bin/localcluster (and bin/kubectl), install kwok and its stage file.
 
 .PHONY: cluster-up
 cluster-up: localcluster-tools ## Start the local control plane (idempotent); kubeconfig in .local/kubeconfig.

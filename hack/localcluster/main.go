@@ -15,9 +15,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/component-base/cli"
+	kubectl "k8s.io/kubectl/pkg/cmd"
+	"k8s.io/kubectl/pkg/cmd/plugin"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -32,9 +37,15 @@ commands:
   kube-apiserver           run kube-apiserver (used by up)
   kube-controller-manager  run kube-controller-manager (used by up)
   kube-scheduler           run kube-scheduler (used by up)
+  kubectl                  run kubectl (also when invoked through a link named kubectl)
 `
 
 func main() {
+	// Like hyperkube: a link named kubectl runs kubectl, so the demo and the tests have
+	// the real client at the cluster's own version without another build.
+	if filepath.Base(os.Args[0]) == "kubectl" {
+		os.Exit(runKubectl(os.Args[1:]))
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
@@ -55,6 +66,8 @@ func main() {
 		os.Exit(runCobra(controllermanager.NewControllerManagerCommand(), args))
 	case "kube-scheduler":
 		os.Exit(runCobra(scheduler.NewSchedulerCommand(), args))
+	case "kubectl":
+		os.Exit(runKubectl(args))
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -73,4 +86,15 @@ func main() {
 func runCobra(cmd *cobra.Command, args []string) int {
 	cmd.SetArgs(args)
 	return cli.Run(cmd)
+}
+
+// runKubectl runs kubectl with args, as the kubectl binary would.
+func runKubectl(args []string) int {
+	cmd := kubectl.NewDefaultKubectlCommandWithArgs(kubectl.KubectlOptions{
+		PluginHandler: kubectl.NewDefaultPluginHandler(plugin.ValidPluginFilenamePrefixes),
+		Arguments:     append([]string{"kubectl"}, args...),
+		ConfigFlags:   genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag(),
+		IOStreams:     genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+	})
+	return runCobra(cmd, args)
 }

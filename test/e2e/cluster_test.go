@@ -23,6 +23,10 @@ import (
 // seconds, and tests isolate themselves with their own namespace.
 var cluster *framework.Cluster
 
+// operator is the stepwise-operator process running against cluster. Tests that restart
+// it do not run in parallel.
+var operator *framework.Operator
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -41,6 +45,19 @@ func run(m *testing.M) int {
 		}
 	}()
 	cluster = c
+	if err := c.InstallCRDs(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "install CRDs: %v\n", err)
+		return 1
+	}
+	if operator, err = c.StartOperator(); err != nil {
+		fmt.Fprintf(os.Stderr, "start operator: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := operator.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stop operator: %v\n", err)
+		}
+	}()
 	return m.Run()
 }
 

@@ -83,6 +83,7 @@ type Cluster struct {
 	// Dir is the state directory (logs/ holds every component's log).
 	Dir string
 
+	root     string
 	bin      string
 	keepDir  bool
 	watchdog *exec.Cmd
@@ -111,7 +112,7 @@ func StartCluster(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	c := &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), bin: lc, keepDir: opts.KeepStateDir}
+	c := &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), root: root, bin: lc, keepDir: opts.KeepStateDir}
 
 	up := exec.CommandContext(ctx, lc, "up", "--dir", dir, "--kwok", kwok, "--kwok-stages", stages)
 	if deadline, ok := ctx.Deadline(); ok {

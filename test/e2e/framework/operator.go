@@ -1,0 +1,133 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+)
+
+// InstallCRDs creates every CustomResourceDefinition in the repository's crd/ directory
+// and waits until the API server serves them.
+func (c *Cluster) InstallCRDs(ctx context.Context) error {
+	client, err := apiextensions.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("apiextensions client: %w", err)
+	}
+	files, err := filepath.Glob(filepath.Join(c.root, "crd", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("find CRDs in %s/crd: %v", c.root, err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", file, err)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+			return fmt.Errorf("decode %s: %w", file, err)
+		}
+		_, err = client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, pollInterval, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("wait for CRD %s to be established: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+// BinPath is the path of a program in the repository's bin/, such as "kubectl".
+func (c *Cluster) BinPath(name string) string { return filepath.Join(c.root, "bin", name) }
+
+// Operator is a stepwise-operator process started from bin/ against the cluster.
+type Operator struct {
+	cmd  *exec.Cmd
+	done chan error
+	Log  string
+}
+
+// StartOperator runs bin/stepwise-operator against the cluster with the test executors,
+// without leader election, its endpoints on loopback, and its log in the cluster's dir.
+func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
+	bin := c.BinPath("stepwise-operator")
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%s is missing; run `make build` first: %w", bin, err)
+	}
+	logPath := filepath.Join(c.Dir, "logs", fmt.Sprintf("operator-%d.log", time.Now().UnixNano()))
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create operator log: %w", err)
+	}
+	defer func() { _ = log.Close() }() // the child keeps its own descriptor
+	args := append([]string{
+		"--kubeconfig", c.Kubeconfig,
+		"--enable-test-executors",
+		"--leader-elect=false",
+		"--metrics-bind-address=127.0.0.1:0",
+		"--health-probe-bind-address=127.0.0.1:0",
+		"--shutdown-grace-period=5s",
+		"-v=2",
+	}, extraArgs...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// The operator must not outlive a test binary that dies without cleaning up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start operator: %w", err)
+	}
+	o := &Operator{cmd: cmd, done: make(chan error, 1), Log: logPath}
+	go func() { o.done <- cmd.Wait() }()
+	return o, nil
+}
+
+// Kill stops the operator with SIGKILL, as a crash or an OOM kill would.
+func (o *Operator) Kill() error {
+	if err := o.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill operator %d: %w", o.cmd.Process.Pid, err)
+	}
+	<-o.done
+	return nil
+}
+
+// Stop sends SIGTERM and waits, bounded, for the operator to exit.
+func (o *Operator) Stop() error {
+	if err := o.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stop operator %d: %w", o.cmd.Process.Pid, err)
+	}
+	select {
+	case err := <-o.done:
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			return fmt.Errorf("operator exited with %v (log: %s)", exitErr, o.Log)
+		}
+		return err
+	case <-time.After(30 * time.Second):
+		_ = o.Kill()
+		return fmt.Errorf("operator did not stop within 30s of SIGTERM (log: %s)", o.Log)
+	}
+}
