@@ -110,7 +110,11 @@ func (o *Operator) Kill() error {
 	if err := o.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("kill operator %d: %w", o.cmd.Process.Pid, err)
 	}
-	_ = <-o.done // killed on purpose: its exit status says nothing
+	// Killed on purpose, so an exit error is expected; a failure to wait is not.
+	var exitErr *exec.ExitError
+	if err := <-o.done; err != nil && !errors.As(err, &exitErr) {
+		return fmt.Errorf("wait for operator %d: %w", o.cmd.Process.Pid, err)
+	}
 	return nil
 }
 
