@@ -22,6 +22,14 @@ GO_TEST_FLAGS ?= -race -count=1
 build: ## Build the operator and its tools into ./bin.
 	go build -o $(LOCALBIN)/ ./cmd/...
 
+.PHONY: demo
+demo: build localcluster-tools ## Start a local control plane and the operator, and run a first pipeline.
+	hack/demo.sh up
+
+.PHONY: demo-down
+demo-down: ## Stop the demo's operator and control plane.
+	hack/demo.sh down
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informers, apply configurations and the CRD.
 	hack/update-codegen.sh
