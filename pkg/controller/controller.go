@@ -59,12 +59,11 @@ type Config struct {
 	Clients   ClientProvider
 	Recorder  record.EventRecorder
 	// Optional.
-	Metrics           *metrics.Metrics
-	WorkqueueMetrics  workqueue.MetricsProvider
-	Clock             clock.WithTicker
-	Jitter            func(time.Duration) time.Duration
-	ShutdownGrace     time.Duration
-	RateLimiterMaxLag time.Duration
+	Metrics          *metrics.Metrics
+	WorkqueueMetrics workqueue.MetricsProvider
+	Clock            clock.WithTicker
+	Jitter           func(time.Duration) time.Duration
+	ShutdownGrace    time.Duration
 }
 
 // Controller runs Pipelines.
@@ -104,14 +103,10 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if c.jitter == nil {
 		c.jitter = func(d time.Duration) time.Duration { return wait.Jitter(d, 0.1) }
 	}
-	maxDelay := cfg.RateLimiterMaxLag
-	if maxDelay == 0 {
-		maxDelay = 5 * time.Minute
-	}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		// Failed reconciles (API errors, conflicts) back off per item; step retries have
 		// their own backoff, kept in the status.
-		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](50*time.Millisecond, maxDelay),
+		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](50*time.Millisecond, 5*time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
 			Name:            ControllerName,
 			MetricsProvider: cfg.WorkqueueMetrics,

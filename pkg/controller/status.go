@@ -95,22 +95,20 @@ func withMessage(prefix, message string) string {
 	return prefix + ": " + message
 }
 
-// setReady sets the pipeline's Ready condition; its transition time changes only when
-// its status flips.
+// setReady sets the pipeline's Ready condition.
 func (r *run) setReady(status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&r.status.Conditions, metav1.Condition{
-		Type:               v1alpha1.ConditionReady,
-		Status:             status,
-		Reason:             reason,
-		Message:            truncateMessage(message),
-		ObservedGeneration: r.p.Generation,
-		LastTransitionTime: metav1.NewTime(r.now()),
-	})
+	r.setCondition(&r.status.Conditions, status, reason, message)
 }
 
 // setStepCondition sets a step's Ready condition.
 func (r *run) setStepCondition(s *v1alpha1.StepStatus, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&s.Conditions, metav1.Condition{
+	r.setCondition(&s.Conditions, status, reason, message)
+}
+
+// setCondition sets a Ready condition; its transition time changes only when its status
+// flips.
+func (r *run) setCondition(conditions *[]metav1.Condition, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(conditions, metav1.Condition{
 		Type:               v1alpha1.ConditionReady,
 		Status:             status,
 		Reason:             reason,

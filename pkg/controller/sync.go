@@ -70,15 +70,7 @@ func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (ti
 		requeue = r.runStep(ctx, i, createDirection)
 	}
 	r.summarize(false)
-	if err := c.writeStatus(ctx, r); err != nil {
-		return 0, err
-	}
-	if retryRequested {
-		if err := c.removeRetryAnnotation(ctx, p); err != nil {
-			return 0, err
-		}
-	}
-	return requeue, nil
+	return requeue, c.finish(ctx, r, retryRequested)
 }
 
 // syncDeletion tears down the last step that started and is not torn down yet; with none
@@ -101,15 +93,19 @@ func (c *Controller) syncDeletion(ctx context.Context, p *v1alpha1.Pipeline) (ti
 		}
 	}
 	r.summarize(true)
+	return requeue, c.finish(ctx, r, retryRequested)
+}
+
+// finish writes the run's status and then, once the retry it asked for is recorded,
+// removes the retry annotation.
+func (c *Controller) finish(ctx context.Context, r *run, retryRequested bool) error {
 	if err := c.writeStatus(ctx, r); err != nil {
-		return 0, err
+		return err
 	}
 	if retryRequested {
-		if err := c.removeRetryAnnotation(ctx, p); err != nil {
-			return 0, err
-		}
+		return c.removeRetryAnnotation(ctx, r.p)
 	}
-	return requeue, nil
+	return nil
 }
 
 // run is the work of one sync on one pipeline: a working copy of its status and the
