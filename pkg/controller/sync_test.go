@@ -584,3 +584,27 @@ func TestMessagesAreBounded(t *testing.T) {
 	assert.True(t, strings.HasSuffix(msg, "..."))
 	assert.LessOrEqual(t, len(readyCondition(got.Status.Conditions).Message), v1alpha1.MaxStepMessageLength)
 }
+
+func TestConditionTransitionTimeChangesOnlyOnFlip(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("a")...))
+	f.exec.on("a", v1alpha1.HookCreate, waitFor(time.Second, "1 left"))
+	f.sync("p")
+	first := readyCondition(f.get("p").Status.Conditions)
+	require.Equal(t, metav1.ConditionFalse, first.Status)
+	assert.Equal(t, []string{"Normal StepStarted"}, f.events())
+
+	f.clock.Step(time.Minute)
+	f.exec.on("a", v1alpha1.HookCreate, waitFor(time.Second, "0 left"))
+	f.sync("p")
+	second := readyCondition(f.get("p").Status.Conditions)
+	assert.Equal(t, "step a: 0 left", second.Message, "the message follows the step")
+	assert.Equal(t, first.LastTransitionTime, second.LastTransitionTime, "still False: no transition")
+	assert.Empty(t, f.events(), "waiting again is not a transition worth an Event")
+
+	f.clock.Step(time.Minute)
+	f.exec.on("a", v1alpha1.HookCreate, done)
+	f.sync("p")
+	third := readyCondition(f.get("p").Status.Conditions)
+	assert.Equal(t, metav1.ConditionTrue, third.Status)
+	assert.Equal(t, start.Add(2*time.Minute), third.LastTransitionTime.UTC())
+}
