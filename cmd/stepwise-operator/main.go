@@ -39,6 +39,7 @@ import (
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
 	"github.com/stepwise-dev/stepwise/pkg/impersonate"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
+	"github.com/stepwise-dev/stepwise/tasks/node"
 	"github.com/stepwise-dev/stepwise/tasks/testexec"
 )
 
@@ -88,6 +89,9 @@ func run(ctx context.Context, opts *options) error {
 	}
 
 	registry := executor.NewRegistry()
+	if err := registry.Register(builtinExecutors()...); err != nil {
+		return fmt.Errorf("register built-in executors: %w", err)
+	}
 	if opts.enableTestExecutors {
 		if err := registry.Register(testexec.Executors()...); err != nil {
 			return fmt.Errorf("register test executors: %w", err)
@@ -192,6 +196,11 @@ func run(ctx context.Context, opts *options) error {
 	case <-time.After(opts.shutdownGrace + 5*time.Second):
 		return errors.New("engine did not stop within the shutdown grace period")
 	}
+}
+
+// builtinExecutors are the executors compiled into the operator.
+func builtinExecutors() []executor.TaskExecutor {
+	return node.Executors()
 }
 
 func identity(hostname string) string {

@@ -1,0 +1,96 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+// Cordon is node.cordon: it marks the node unschedulable. Output wasSchedulable tells
+// whether it was schedulable before this pipeline cordoned it. Teardown uncordons the node
+// only if this pipeline cordoned it and the node still exists.
+type Cordon struct{ executor.Base }
+
+func (Cordon) Name() string { return "node.cordon" }
+
+func (Cordon) Create(ctx context.Context, req *executor.Request) (executor.Result, error) {
+	client, err := kubeClient(req)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	name, err := nodeName(req)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	node, err := getNode(ctx, client, name)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	ours := node.Annotations[CordonedByAnnotation] == string(req.Pipeline.UID)
+	if node.Spec.Unschedulable {
+		// Cordoned already: by us on an earlier attempt, or by someone else.
+		return executor.DoneWithOutputs("node was already cordoned",
+			map[string]string{"wasSchedulable": strconv.FormatBool(ours)}), nil
+	}
+	if err := patchCordon(ctx, client, name, true, string(req.Pipeline.UID)); err != nil {
+		return executor.Result{}, err
+	}
+	return executor.DoneWithOutputs("node cordoned", map[string]string{"wasSchedulable": "true"}), nil
+}
+
+func (Cordon) Delete(ctx context.Context, req *executor.Request) (executor.Result, error) {
+	client, err := kubeClient(req)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	name, err := nodeName(req)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return executor.Done("node is gone"), nil
+	}
+	if err != nil {
+		return executor.Result{}, fmt.Errorf("get node %q: %w", name, err)
+	}
+	if node.Annotations[CordonedByAnnotation] != string(req.Pipeline.UID) {
+		return executor.Done("left as it was: this pipeline did not cordon it"), nil
+	}
+	if err := patchCordon(ctx, client, name, false, ""); err != nil {
+		return executor.Result{}, err
+	}
+	return executor.Done("node uncordoned"), nil
+}
+
+// patchCordon sets spec.unschedulable and the ownership annotation in one patch, so a node
+// is never cordoned without saying by whom.
+func patchCordon(ctx context.Context, client kubernetes.Interface, name string, cordon bool, owner string) error {
+	var annotation any // null removes it
+	if owner != "" {
+		annotation = owner
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{CordonedByAnnotation: annotation}},
+		"spec":     map[string]any{"unschedulable": cordon},
+	})
+	if err != nil {
+		return fmt.Errorf("marshal cordon patch: %w", err)
+	}
+	if _, err := client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "stepwise"}); err != nil {
+		verb := "cordon"
+		if !cordon {
+			verb = "uncordon"
+		}
+		return fmt.Errorf("%s node %q: %w", verb, name, err)
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+func request(client *fake.Clientset, params map[string]string) *executor.Request {
+	return &executor.Request{
+		Pipeline: executor.PipelineRef{Namespace: "ops", Name: "retire", UID: "uid-1"},
+		Step:     "step",
+		Params:   params,
+		Outputs:  map[string]map[string]string{},
+		Clients:  &executor.Clients{Kube: client},
+	}
+}
+
+func newNode(name string, unschedulable bool, annotations map[string]string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Spec:       corev1.NodeSpec{Unschedulable: unschedulable},
+	}
+}
+
+func TestParameterErrorsArePermanent(t *testing.T) {
+	tests := []struct {
+		name    string
+		exec    executor.TaskExecutor
+		params  map[string]string
+		objects []runtime.Object
+		wantErr string
+		reason  string
+	}{
+		{"cordon without node", Cordon{}, nil, nil, `parameter "node" is required`, "InvalidParameter"},
+		{"cordon of a missing node", Cordon{}, map[string]string{"node": "n9"}, nil, `node "n9" not found`, "NodeNotFound"},
+		{"drain without node", Drain{}, map[string]string{}, nil, `parameter "node" is required`, "InvalidParameter"},
+		{"drain of a missing node", Drain{}, map[string]string{"node": "n9"}, nil, `node "n9" not found`, "NodeNotFound"},
+		{"drain bad timeout", Drain{}, map[string]string{"node": "n1", "timeout": "soon"}, nil, `parameter "timeout": "soon" is not a positive duration`, "InvalidParameter"},
+		{"drain bad policy", Drain{}, map[string]string{"node": "n1", "policy": "Maybe"}, nil, `parameter "policy": "Maybe" is neither Fail nor Force`, "InvalidParameter"},
+		{"drain bad selector", Drain{}, map[string]string{"node": "n1", "podSelector": "a in (("}, nil, `parameter "podSelector"`, "InvalidParameter"},
+		{"drain bad grace", Drain{}, map[string]string{"node": "n1", "gracePeriodSeconds": "x"}, nil, `parameter "gracePeriodSeconds"`, "InvalidParameter"},
+		{"delete without node", Delete{}, nil, nil, `parameter "node" is required`, "InvalidParameter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(tt.objects...)
+			_, err := tt.exec.Create(context.Background(), request(client, tt.params))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.True(t, executor.IsPermanent(err))
+			assert.Equal(t, tt.reason, executor.ReasonFor(err))
+		})
+	}
+}
+
+func TestCordonAndItsTeardown(t *testing.T) {
+	tests := []struct {
+		name               string
+		node               *corev1.Node
+		wantWasSchedulable string
+		wantUncordoned     bool
+	}{
+		{"schedulable node is cordoned and uncordoned again", newNode("n1", false, nil), "true", true},
+		{"node cordoned by someone else stays cordoned", newNode("n1", true, nil), "false", false},
+		{"node this pipeline cordoned on an earlier attempt", newNode("n1", true, map[string]string{CordonedByAnnotation: "uid-1"}), "true", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			client := fake.NewClientset(tt.node)
+			req := request(client, map[string]string{"node": "n1"})
+			res, err := Cordon{}.Create(ctx, req)
+			require.NoError(t, err)
+			assert.True(t, res.Done)
+			assert.Equal(t, tt.wantWasSchedulable, res.Outputs["wasSchedulable"])
+			n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.True(t, n.Spec.Unschedulable)
+
+			// A second Create changes nothing.
+			again, err := Cordon{}.Create(ctx, req)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantWasSchedulable, again.Outputs["wasSchedulable"])
+
+			_, err = Cordon{}.Delete(ctx, req)
+			require.NoError(t, err)
+			n, err = client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, !tt.wantUncordoned, n.Spec.Unschedulable)
+			if tt.wantUncordoned {
+				assert.NotContains(t, n.Annotations, CordonedByAnnotation)
+			}
+		})
+	}
+}
+
+func TestCordonTeardownOfAGoneNodeIsDone(t *testing.T) {
+	res, err := Cordon{}.Delete(context.Background(), request(fake.NewClientset(), map[string]string{"node": "n1"}))
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+}
+
+func TestDeleteNode(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset(newNode("n1", true, nil))
+	req := request(client, map[string]string{"node": "n1"})
+	res, err := Delete{}.Create(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, "true", res.Outputs["deleted"])
+	_, err = client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err))
+
+	res, err = Delete{}.Create(ctx, req)
+	require.NoError(t, err, "deleting a node that is gone is done")
+	assert.Equal(t, "false", res.Outputs["deleted"])
+}
+
+func managedPod(name string) *corev1.Pod {
+	isController := true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "apps", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: &isController,
+		}}},
+		Spec: corev1.PodSpec{NodeName: "n1"},
+	}
+}
+
+// evictions records eviction calls; pods in blocked get the API server's PDB refusal.
+func evictions(client *fake.Clientset, blocked map[string]bool) *[]string {
+	var evicted []string
+	client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		eviction := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+		if blocked[eviction.Name] {
+			err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: "DisruptionBudget",
+				Message: "The disruption budget web-pdb needs 2 healthy pods and has 2 currently"}}
+			return true, nil, err
+		}
+		evicted = append(evicted, eviction.Name)
+		return true, nil, nil
+	})
+	return &evicted
+}
+
+func TestDrainEvictsWhatItCanAndSaysWhatBlocks(t *testing.T) {
+	ctx := context.Background()
+	clock := testingclock.NewFakeClock(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
+	client := fake.NewClientset(newNode("n1", true, nil), managedPod("web-1"), managedPod("web-2"))
+	evicted := evictions(client, map[string]bool{"web-2": true})
+	d := Drain{Clock: clock}
+	req := request(client, map[string]string{"node": "n1", "timeout": "10m"})
+
+	res, err := d.Create(ctx, req)
+	require.NoError(t, err)
+	assert.False(t, res.Done)
+	assert.Equal(t, drainPoll, res.RequeueAfter)
+	assert.Equal(t, []string{"web-1"}, *evicted)
+	assert.Equal(t, "2 pods left; apps/web-2: The disruption budget web-pdb needs 2 healthy pods and has 2 currently", res.Message)
+	assert.Equal(t, "1", res.Outputs["podsEvicted"])
+	assert.Equal(t, "2026-11-22T08:00:00Z", res.Outputs["drainStarted"])
+
+	// The engine hands the outputs back; the deadline counts from the first call.
+	req.Outputs[req.Step] = res.Outputs
+	clock.Step(11 * time.Minute)
+	_, err = d.Create(ctx, req)
+	require.Error(t, err)
+	assert.True(t, executor.IsPermanent(err))
+	assert.Equal(t, "DrainTimeout", executor.ReasonFor(err))
+	assert.Contains(t, err.Error(), `node "n1" not drained within 10m0s: 2 pods left`)
+}
+
+func TestDrainForcePolicyDeletesAfterTheDeadline(t *testing.T) {
+	ctx := context.Background()
+	clock := testingclock.NewFakeClock(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
+	client := fake.NewClientset(newNode("n1", true, nil), managedPod("web-1"))
+	evictions(client, map[string]bool{"web-1": true})
+	d := Drain{Clock: clock}
+	req := request(client, map[string]string{"node": "n1", "timeout": "1m", "policy": "Force"})
+
+	res, err := d.Create(ctx, req)
+	require.NoError(t, err)
+	assert.False(t, res.Done)
+	req.Outputs[req.Step] = res.Outputs
+
+	clock.Step(2 * time.Minute)
+	res, err = d.Create(ctx, req)
+	require.NoError(t, err)
+	req.Outputs[req.Step] = res.Outputs
+	_, err = client.CoreV1().Pods("apps").Get(ctx, "web-1", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the pod the PDB protected is deleted once the deadline passed")
+
+	res, err = d.Create(ctx, req)
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+	assert.Equal(t, "1", res.Outputs["podsEvicted"])
+}
+
+func TestDrainIgnoresDaemonSetPodsAndRefusesBarePods(t *testing.T) {
+	ctx := context.Background()
+	isController := true
+	daemon := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds", Controller: &isController,
+		}}},
+		Spec: corev1.PodSpec{NodeName: "n1"},
+	}
+	client := fake.NewClientset(newNode("n1", true, nil), daemon)
+	// kubectl's drain looks the DaemonSet up to know the pod is managed.
+	client.PrependReactor("get", "daemonsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, nil
+	})
+	res, err := Drain{}.Create(ctx, request(client, map[string]string{"node": "n1"}))
+	require.NoError(t, err)
+	assert.True(t, res.Done, res.Message)
+
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "apps"}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	client = fake.NewClientset(newNode("n1", true, nil), bare)
+	_, err = Drain{}.Create(ctx, request(client, map[string]string{"node": "n1"}))
+	require.Error(t, err)
+	assert.Equal(t, "DrainBlocked", executor.ReasonFor(err))
+	assert.Contains(t, err.Error(), "apps/bare")
+}
