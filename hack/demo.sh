@@ -37,33 +37,47 @@ up() {
         echo "Started the operator (PID $!, log .local/logs/operator.log, metrics http://127.0.0.1:8480/metrics)"
     fi
 
-    echo "Applying examples/hello.yaml"
-    kubectl apply -f "${ROOT}/examples/hello.yaml" >/dev/null
-    echo
-    local last="" line
-    for _ in $(seq 1 120); do
-        line="$(kubectl -n stepwise-demo get pipeline hello -o jsonpath='{.status.phase} {.status.progress} |{range .status.steps[*]} {.name}={.phase}{end}')"
-        if [[ "${line}" != "${last}" ]]; then
-            echo "  ${line}"
-            last="${line}"
-        fi
-        if kubectl -n stepwise-demo wait --for=condition=Ready --timeout=0 pipeline/hello >/dev/null 2>&1; then
-            break
-        fi
-        sleep 0.5
+    for example in hello retire-kwok-node; do
+        echo "Applying examples/${example}.yaml"
+        kubectl apply -f "${ROOT}/examples/${example}.yaml" >/dev/null
     done
+    watch_pipeline stepwise-demo hello
+    watch_pipeline node-ops retire-demo-worker-1
     echo
-    kubectl -n stepwise-demo get swp
+    kubectl get swp -A
     cat <<EOT
 
-The pipeline is Ready. Poke at it:
+Both pipelines are Ready: hello ran three steps, and retire-demo-worker-1 cordoned,
+drained and deleted the kwok node demo-worker-1. Poke at them:
   export KUBECONFIG=${KUBECONFIG}
   bin/kubectl -n stepwise-demo get pipeline hello -o yaml        # per-step status and conditions
   bin/kubectl -n stepwise-demo get events --field-selector involvedObject.name=hello
   bin/kubectl -n stepwise-demo get configmap stepwise-record-hello -o jsonpath='{.data.calls}'
   bin/kubectl -n stepwise-demo delete pipeline hello             # teardown runs, last step first
+  bin/kubectl -n node-ops get pipeline retire-demo-worker-1 -o yaml
 Stop everything with: make demo-down
 EOT
+}
+
+# watch_pipeline prints a pipeline's per-step progress whenever it changes, until it is
+# Ready or a bound passes.
+watch_pipeline() {
+    local ns="$1" name="$2" last="" line
+    echo
+    echo "${ns}/${name}:"
+    for _ in $(seq 1 240); do
+        line="$(kubectl -n "${ns}" get pipeline "${name}" -o jsonpath='{.status.phase} {.status.progress} |{range .status.steps[*]} {.name}={.phase}{end}')"
+        if [[ "${line}" != "${last}" ]]; then
+            echo "  ${line}"
+            last="${line}"
+        fi
+        if kubectl -n "${ns}" wait --for=condition=Ready --timeout=0 "pipeline/${name}" >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    echo "  not Ready after 2 minutes; see: bin/kubectl -n ${ns} describe pipeline ${name}" >&2
+    return 1
 }
 
 down() {
