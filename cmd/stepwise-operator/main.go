@@ -39,6 +39,7 @@ import (
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
 	"github.com/stepwise-dev/stepwise/pkg/impersonate"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
+	"github.com/stepwise-dev/stepwise/tasks/k8s"
 	"github.com/stepwise-dev/stepwise/tasks/node"
 	"github.com/stepwise-dev/stepwise/tasks/testexec"
 )
@@ -200,7 +201,7 @@ func run(ctx context.Context, opts *options) error {
 
 // builtinExecutors are the executors compiled into the operator.
 func builtinExecutors() []executor.TaskExecutor {
-	return node.Executors()
+	return append(node.Executors(), k8s.Executors()...)
 }
 
 func identity(hostname string) string {

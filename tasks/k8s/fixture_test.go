@@ -1,0 +1,168 @@
+package k8s
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+var (
+	deploymentGVK  = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	serviceGVK     = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
+	configMapGVK   = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	namespaceGVK   = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	clusterRoleGVK = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
+	widgetGVK      = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+
+	deployments  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	services     = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	configMaps   = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	namespaces   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	clusterRoles = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+	widgets      = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+)
+
+const (
+	pipelineNS   = "shop"
+	pipelineName = "webapp"
+	stepName     = "deploy"
+)
+
+// newMapper knows the kinds of the tests, except Widget.
+func newMapper() *meta.DefaultRESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(deploymentGVK, meta.RESTScopeNamespace)
+	m.Add(serviceGVK, meta.RESTScopeNamespace)
+	m.Add(configMapGVK, meta.RESTScopeNamespace)
+	m.Add(namespaceGVK, meta.RESTScopeRoot)
+	m.Add(clusterRoleGVK, meta.RESTScopeRoot)
+	return m
+}
+
+// resettableMapper is a mapper with a stale cache: Widget appears only after a Reset.
+type resettableMapper struct {
+	*meta.DefaultRESTMapper
+	resets int
+}
+
+func (m *resettableMapper) Reset() {
+	m.resets++
+	m.Add(widgetGVK, meta.RESTScopeNamespace)
+}
+
+// newClient is a fake dynamic client holding objs, that also serves server-side apply.
+//
+// The fake's own apply only patches objects that exist, so a reactor stands in for the
+// API server: it stores the applied object as is (creating or replacing it). Merging and
+// field ownership are left to the e2e tests, against a real API server.
+func newClient(t *testing.T, objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	listKinds := map[schema.GroupVersionResource]string{}
+	for gvr, gvk := range map[schema.GroupVersionResource]schema.GroupVersionKind{
+		deployments: deploymentGVK, services: serviceGVK, configMaps: configMapGVK,
+		namespaces: namespaceGVK, clusterRoles: clusterRoleGVK, widgets: widgetGVK,
+	} {
+		scheme.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
+		listKinds[gvr] = gvk.Kind + "List"
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, listKinds, objs...)
+	client.PrependReactor("patch", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		patch, ok := action.(clienttesting.PatchActionImpl)
+		if !ok || patch.GetPatchType() != types.ApplyPatchType {
+			return false, nil, nil
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(patch.GetPatch()); err != nil {
+			return true, nil, err
+		}
+		gvr, ns, tracker := patch.GetResource(), patch.GetNamespace(), client.Tracker()
+		_, err := tracker.Get(gvr, ns, patch.GetName())
+		switch {
+		case apierrors.IsNotFound(err):
+			err = tracker.Create(gvr, obj, ns)
+		case err == nil:
+			err = tracker.Update(gvr, obj, ns)
+		}
+		if err != nil {
+			return true, nil, err
+		}
+		stored, err := tracker.Get(gvr, ns, patch.GetName())
+		return true, stored, err
+	})
+	return client
+}
+
+func newRequest(client *dynamicfake.FakeDynamicClient, mapper meta.RESTMapper, params, outputs map[string]string) *executor.Request {
+	req := &executor.Request{
+		Pipeline: executor.PipelineRef{Namespace: pipelineNS, Name: pipelineName, UID: "uid-1", Generation: 1},
+		Step:     stepName,
+		Params:   params,
+		Outputs:  map[string]map[string]string{},
+		Clients:  &executor.Clients{Dynamic: client, Mapper: mapper},
+	}
+	if outputs != nil {
+		req.Outputs[stepName] = outputs
+	}
+	return req
+}
+
+// object builds an unstructured object.
+func object(gvk schema.GroupVersionKind, ns, name string, fields map[string]any) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]any{}}
+	for k, v := range fields {
+		obj.Object[k] = v
+	}
+	obj.SetGroupVersionKind(gvk)
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	return obj
+}
+
+// getObject reads an object from the fake's store.
+func getObject(t *testing.T, client *dynamicfake.FakeDynamicClient, gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := client.Tracker().Get(gvr, ns, name)
+	require.NoError(t, err, "%s %s/%s", gvr.Resource, ns, name)
+	u, ok := obj.(*unstructured.Unstructured)
+	require.True(t, ok, "%T", obj)
+	return u
+}
+
+// requirePermanent checks that err is a permanent error with the reason and a message
+// holding every one of want.
+func requirePermanent(t *testing.T, err error, reason string, want ...string) {
+	t.Helper()
+	require.Error(t, err)
+	require.True(t, executor.IsPermanent(err), "not permanent: %v", err)
+	require.Equal(t, reason, executor.ReasonFor(err), "%v", err)
+	for _, w := range want {
+		require.Contains(t, err.Error(), w)
+	}
+}
+
+// writes lists the writes the fake saw, in order, as "VERB RESOURCE NAMESPACE/NAME".
+func writes(client *dynamicfake.FakeDynamicClient) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		switch a := a.(type) {
+		case clienttesting.PatchActionImpl:
+			out = append(out, "patch "+a.GetResource().Resource+" "+a.GetNamespace()+"/"+a.GetName())
+		case clienttesting.DeleteActionImpl:
+			out = append(out, "delete "+a.GetResource().Resource+" "+a.GetNamespace()+"/"+a.GetName())
+		case clienttesting.CreateActionImpl, clienttesting.UpdateActionImpl:
+			out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+	}
+	return out
+}

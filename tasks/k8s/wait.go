@@ -1,0 +1,257 @@
+package k8s
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+// Wait is k8s.wait: its Create waits until an object meets a condition.
+//
+// Parameters: apiVersion, kind and name of the object; namespace (default: the
+// pipeline's; ignored for cluster-scoped kinds); then either condition, e.g. Available,
+// met when .status.conditions[type=CONDITION].status is "True", or jsonPath (a template
+// such as {.status.readyReplicas}) and value, met when the template prints exactly value;
+// and timeout, a Go duration (default 5m).
+//
+// A condition counts only once the status describes the object's current generation:
+// when .status.observedGeneration, or the condition's observedGeneration, is set and
+// older than .metadata.generation, the condition is not met yet.
+//
+// The executor keeps no state: its first call reports the output "waitStarted" (an
+// RFC 3339 time), which the engine hands back on later calls, and the step fails with
+// reason Timeout once the wait has lasted longer than timeout. When the condition is met,
+// Create is done with the output "observed": the condition's status, or the JSONPath's value.
+type Wait struct{ executor.Base }
+
+func (Wait) Name() string { return "k8s.wait" }
+
+// Outputs of k8s.wait.
+const (
+	WaitStartedOutput = "waitStarted"
+	ObservedOutput    = "observed"
+)
+
+// DefaultWaitTimeout is the timeout of k8s.wait when none is given.
+const DefaultWaitTimeout = 5 * time.Minute
+
+// waitPoll is how often k8s.wait looks at the object again.
+const waitPoll = 2 * time.Second
+
+// maxObserved bounds the "observed" output and values quoted in messages.
+const maxObserved = 256
+
+type waitParams struct {
+	gvk       schema.GroupVersionKind
+	name      string
+	namespace string
+	condition string
+	jsonPath  string
+	template  *jsonpath.JSONPath
+	value     string
+	timeout   time.Duration
+}
+
+// parseWaitParams checks the parameters; every problem is a permanent error naming the
+// parameter.
+func parseWaitParams(params map[string]string) (*waitParams, error) {
+	p := &waitParams{
+		name:      params["name"],
+		namespace: params["namespace"],
+		condition: params["condition"],
+		jsonPath:  params["jsonPath"],
+		value:     params["value"],
+		timeout:   DefaultWaitTimeout,
+	}
+	apiVersion, kind := params["apiVersion"], params["kind"]
+	switch {
+	case apiVersion == "":
+		return nil, invalidParam("apiVersion", "is required, e.g. apps/v1")
+	case kind == "":
+		return nil, invalidParam("kind", "is required, e.g. Deployment")
+	case p.name == "":
+		return nil, invalidParam("name", "is required: the name of the object to wait for")
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, invalidParam("apiVersion", "%v", err)
+	}
+	p.gvk = gv.WithKind(kind)
+
+	switch {
+	case p.condition != "" && p.jsonPath != "":
+		return nil, executor.Permanent(ReasonInvalidParameter,
+			errors.New(`parameters "condition" and "jsonPath" exclude each other: give one of them`))
+	case p.condition == "" && p.jsonPath == "":
+		return nil, executor.Permanent(ReasonInvalidParameter,
+			errors.New(`give either parameter "condition" (e.g. Available) or parameters "jsonPath" and "value"`))
+	case p.jsonPath != "" && p.value == "":
+		return nil, invalidParam("value", `is required with "jsonPath": the value to wait for`)
+	case p.condition != "" && p.value != "":
+		return nil, invalidParam("value", `goes with "jsonPath", not with "condition"`)
+	}
+	if p.jsonPath != "" {
+		text := p.jsonPath
+		if !strings.Contains(text, "{") {
+			text = "{" + text + "}" // accept .status.x as well as {.status.x}
+		}
+		p.template = jsonpath.New("jsonPath").AllowMissingKeys(true)
+		if err := p.template.Parse(text); err != nil {
+			return nil, invalidParam("jsonPath", "%q is not a JSONPath template such as {.status.readyReplicas}: %v", p.jsonPath, err)
+		}
+	}
+	if t := params["timeout"]; t != "" {
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			return nil, invalidParam("timeout", "%q is not a duration such as 90s or 5m", t)
+		}
+		if d <= 0 {
+			return nil, invalidParam("timeout", "%q must be positive", t)
+		}
+		p.timeout = d
+	}
+	return p, nil
+}
+
+// goal describes what is waited for, for messages.
+func (p *waitParams) goal() string {
+	if p.condition != "" {
+		return "condition " + p.condition
+	}
+	return fmt.Sprintf("%s to be %q", p.jsonPath, p.value)
+}
+
+// check tells whether obj meets the wait's condition, what it observed, and otherwise
+// what the object shows instead.
+func (p *waitParams) check(obj *unstructured.Unstructured) (met bool, observed, state string) {
+	if p.template != nil {
+		var buf bytes.Buffer
+		if err := p.template.Execute(&buf, obj.Object); err != nil {
+			return false, "", "cannot evaluate: " + err.Error()
+		}
+		got := strings.TrimSpace(buf.String())
+		if got == strings.TrimSpace(p.value) {
+			return true, truncate(got, maxObserved), ""
+		}
+		if got == "" {
+			return false, "", "not set"
+		}
+		return false, "", fmt.Sprintf("now %q", truncate(got, maxObserved))
+	}
+
+	generation := obj.GetGeneration()
+	if og, ok := int64Field(obj.Object, "status", "observedGeneration"); ok && og < generation {
+		return false, "", fmt.Sprintf("status is of generation %d, the object is at %d", og, generation)
+	}
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		cond, ok := c.(map[string]any)
+		if !ok || cond["type"] != p.condition {
+			continue
+		}
+		status, _ := cond["status"].(string)
+		if og, ok := int64Field(cond, "observedGeneration"); ok && og < generation {
+			return false, "", fmt.Sprintf("now %s for generation %d, the object is at %d", status, og, generation)
+		}
+		if status == string(metav1.ConditionTrue) {
+			return true, status, ""
+		}
+		state := "now " + status
+		if msg, _ := cond["message"].(string); msg != "" {
+			state += ": " + truncate(msg, maxObserved)
+		}
+		return false, "", state
+	}
+	return false, "", "not reported yet"
+}
+
+// int64Field reads an integer field, whichever way it was decoded.
+func int64Field(obj map[string]any, fields ...string) (int64, bool) {
+	v, found, err := unstructured.NestedFieldNoCopy(obj, fields...)
+	if !found || err != nil {
+		return 0, false
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		return int64(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
+}
+
+func (Wait) Create(ctx context.Context, req *executor.Request) (executor.Result, error) {
+	p, err := parseWaitParams(req.Params)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	client, restMapper, err := clients(req)
+	if err != nil {
+		return executor.Result{}, err
+	}
+	now := time.Now()
+	started := now
+	if s := req.Outputs[req.Step][WaitStartedOutput]; s != "" {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			started = t
+		}
+	}
+
+	mapping, err := (&mapper{m: restMapper}).mapping(p.gvk)
+	if meta.IsNoMatchError(err) {
+		return executor.Result{}, invalidParam("kind", "the API server serves no kind %q in %q", p.gvk.Kind, p.gvk.GroupVersion().String())
+	}
+	if err != nil {
+		return executor.Result{}, fmt.Errorf("look up kind %s: %w", p.gvk.Kind, err)
+	}
+	ns := p.namespace
+	if ns == "" {
+		ns = req.Pipeline.Namespace
+	}
+	what := kindName(p.gvk.Kind, "", p.name)
+
+	var met bool
+	var observed, state string
+	obj, err := resourceFor(client, mapping, ns).Get(ctx, p.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		state = "not found"
+	case err != nil:
+		return executor.Result{}, fmt.Errorf("wait for %s: get: %w", kindName(p.gvk.Kind, ns, p.name), err)
+	default:
+		met, observed, state = p.check(obj)
+	}
+	if met {
+		return executor.DoneWithOutputs(fmt.Sprintf("%s: %s met (%s)", what, p.goal(), observed),
+			map[string]string{ObservedOutput: observed}), nil
+	}
+	if elapsed := now.Sub(started); elapsed > p.timeout {
+		return executor.Result{}, executor.Permanent(executor.ReasonTimeout,
+			fmt.Errorf("%s: %s not met within %s (%s)", what, p.goal(), p.timeout, state))
+	}
+	return executor.Result{
+		RequeueAfter: waitPoll,
+		Message:      fmt.Sprintf("%s: waiting for %s (%s)", what, p.goal(), state),
+		Outputs:      map[string]string{WaitStartedOutput: started.UTC().Format(time.RFC3339)},
+	}, nil
+}
+
+var _ executor.TaskExecutor = Wait{}

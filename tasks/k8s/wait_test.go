@@ -1,0 +1,261 @@
+package k8s
+
+import (
+	"errors"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+// waitParamsFor is a valid set of k8s.wait parameters with the changes given (an empty
+// value removes the parameter).
+func waitParamsFor(changes map[string]string) map[string]string {
+	p := map[string]string{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "condition": "Available"}
+	for k, v := range changes {
+		if v == "" {
+			delete(p, k)
+			continue
+		}
+		p[k] = v
+	}
+	return p
+}
+
+func TestWaitRejectsBadParameters(t *testing.T) {
+	tests := []struct {
+		name    string
+		changes map[string]string
+		want    string
+	}{
+		{"no apiVersion", map[string]string{"apiVersion": ""}, `parameter "apiVersion": is required`},
+		{"bad apiVersion", map[string]string{"apiVersion": "a/b/c"}, `parameter "apiVersion": `},
+		{"no kind", map[string]string{"kind": ""}, `parameter "kind": is required`},
+		{"no name", map[string]string{"name": ""}, `parameter "name": is required`},
+		{"neither condition nor jsonPath", map[string]string{"condition": ""}, `give either parameter "condition" (e.g. Available) or parameters "jsonPath" and "value"`},
+		{"both condition and jsonPath", map[string]string{"jsonPath": "{.status.readyReplicas}", "value": "2"}, `parameters "condition" and "jsonPath" exclude each other`},
+		{"jsonPath without value", map[string]string{"condition": "", "jsonPath": "{.status.readyReplicas}"}, `parameter "value": is required with "jsonPath"`},
+		{"value with condition", map[string]string{"value": "True"}, `parameter "value": goes with "jsonPath"`},
+		{"bad jsonPath", map[string]string{"condition": "", "jsonPath": "{.status[", "value": "1"}, `parameter "jsonPath": "{.status[" is not a JSONPath template`},
+		{"bad timeout", map[string]string{"timeout": "soon"}, `parameter "timeout": "soon" is not a duration`},
+		{"negative timeout", map[string]string{"timeout": "-1s"}, `parameter "timeout": "-1s" must be positive`},
+		{"unknown kind", map[string]string{"apiVersion": "example.com/v1", "kind": "Gadget"}, `parameter "kind": the API server serves no kind "Gadget" in "example.com/v1"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := newClient(t)
+			_, err := Wait{}.Create(t.Context(), newRequest(client, newMapper(), waitParamsFor(tc.changes), nil))
+			requirePermanent(t, err, ReasonInvalidParameter, tc.want)
+		})
+	}
+}
+
+// deployment is a Deployment at generation 2 with the given status.
+func deployment(ns string, status map[string]any) runtime.Object {
+	obj := object(deploymentGVK, ns, "web", map[string]any{"status": status})
+	obj.SetGeneration(2)
+	return obj
+}
+
+func available(status string, extra map[string]any) map[string]any {
+	c := map[string]any{"type": "Available", "status": status, "reason": "MinimumReplicasAvailable"}
+	maps.Copy(c, extra)
+	return c
+}
+
+func TestWaitCreate(t *testing.T) {
+	unavailable := map[string]any{
+		"observedGeneration": int64(2),
+		"readyReplicas":      int64(1),
+		"conditions": []any{
+			map[string]any{"type": "Progressing", "status": "True"},
+			available("False", map[string]any{"message": "Deployment does not have minimum availability."}),
+		},
+	}
+	ready := map[string]any{
+		"observedGeneration": int64(2),
+		"readyReplicas":      int64(2),
+		"conditions":         []any{available("True", nil)},
+	}
+	tests := []struct {
+		name         string
+		objs         []runtime.Object
+		changes      map[string]string
+		wantDone     bool
+		wantMessage  string
+		wantObserved string
+	}{
+		{
+			name:         "condition met",
+			objs:         []runtime.Object{deployment(pipelineNS, ready)},
+			wantDone:     true,
+			wantMessage:  "Deployment web: condition Available met (True)",
+			wantObserved: "True",
+		},
+		{
+			name:        "condition not met",
+			objs:        []runtime.Object{deployment(pipelineNS, unavailable)},
+			wantMessage: "Deployment web: waiting for condition Available (now False: Deployment does not have minimum availability.)",
+		},
+		{
+			name:        "not found",
+			wantMessage: "Deployment web: waiting for condition Available (not found)",
+		},
+		{
+			name:        "condition not reported",
+			objs:        []runtime.Object{deployment(pipelineNS, map[string]any{})},
+			wantMessage: "Deployment web: waiting for condition Available (not reported yet)",
+		},
+		{
+			name:        "status of an older generation",
+			objs:        []runtime.Object{deployment(pipelineNS, map[string]any{"observedGeneration": int64(1), "conditions": []any{available("True", nil)}})},
+			wantMessage: "Deployment web: waiting for condition Available (status is of generation 1, the object is at 2)",
+		},
+		{
+			name:        "condition of an older generation",
+			objs:        []runtime.Object{deployment(pipelineNS, map[string]any{"conditions": []any{available("True", map[string]any{"observedGeneration": int64(1)})}})},
+			wantMessage: "Deployment web: waiting for condition Available (now True for generation 1, the object is at 2)",
+		},
+		{
+			name:        "in the namespace given",
+			objs:        []runtime.Object{deployment("other", ready)},
+			changes:     map[string]string{"namespace": "other"},
+			wantDone:    true,
+			wantMessage: "Deployment web: condition Available met (True)", wantObserved: "True",
+		},
+		{
+			name:        "not in the pipeline's namespace",
+			objs:        []runtime.Object{deployment("other", ready)},
+			wantMessage: "Deployment web: waiting for condition Available (not found)",
+		},
+		{
+			name:         "jsonPath value met",
+			objs:         []runtime.Object{deployment(pipelineNS, ready)},
+			changes:      map[string]string{"condition": "", "jsonPath": "{.status.readyReplicas}", "value": "2"},
+			wantDone:     true,
+			wantMessage:  `Deployment web: {.status.readyReplicas} to be "2" met (2)`,
+			wantObserved: "2",
+		},
+		{
+			name:        "jsonPath value not met",
+			objs:        []runtime.Object{deployment(pipelineNS, unavailable)},
+			changes:     map[string]string{"condition": "", "jsonPath": "{.status.readyReplicas}", "value": "2"},
+			wantMessage: `Deployment web: waiting for {.status.readyReplicas} to be "2" (now "1")`,
+		},
+		{
+			name:        "jsonPath not set",
+			objs:        []runtime.Object{deployment(pipelineNS, map[string]any{})},
+			changes:     map[string]string{"condition": "", "jsonPath": "{.status.readyReplicas}", "value": "2"},
+			wantMessage: `Deployment web: waiting for {.status.readyReplicas} to be "2" (not set)`,
+		},
+		{
+			name:         "jsonPath without braces, with a filter",
+			objs:         []runtime.Object{deployment(pipelineNS, unavailable)},
+			changes:      map[string]string{"condition": "", "jsonPath": `.status.conditions[?(@.type=="Progressing")].status`, "value": "True"},
+			wantDone:     true,
+			wantMessage:  `Deployment web: .status.conditions[?(@.type=="Progressing")].status to be "True" met (True)`,
+			wantObserved: "True",
+		},
+		{
+			name:         "cluster-scoped kind ignores the namespace",
+			objs:         []runtime.Object{object(namespaceGVK, "", "shop", map[string]any{"status": map[string]any{"phase": "Active"}})},
+			changes:      map[string]string{"apiVersion": "v1", "kind": "Namespace", "name": "shop", "namespace": "other", "condition": "", "jsonPath": "{.status.phase}", "value": "Active"},
+			wantDone:     true,
+			wantMessage:  `Namespace shop: {.status.phase} to be "Active" met (Active)`,
+			wantObserved: "Active",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := newClient(t, tc.objs...)
+			before := time.Now().Truncate(time.Second)
+			res, err := Wait{}.Create(t.Context(), newRequest(client, newMapper(), waitParamsFor(tc.changes), nil))
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantMessage, res.Message)
+			assert.Equal(t, tc.wantDone, res.Done)
+			if tc.wantDone {
+				assert.Equal(t, map[string]string{ObservedOutput: tc.wantObserved}, res.Outputs)
+				return
+			}
+			assert.Equal(t, 2*time.Second, res.RequeueAfter)
+			started, err := time.Parse(time.RFC3339, res.Outputs[WaitStartedOutput])
+			require.NoError(t, err, "the first call records when the wait started")
+			assert.WithinRange(t, started, before, time.Now())
+		})
+	}
+}
+
+func TestWaitTimesOutFromWhenItStarted(t *testing.T) {
+	client := newClient(t, deployment(pipelineNS, map[string]any{"observedGeneration": int64(2)}))
+	params := waitParamsFor(map[string]string{"timeout": "2m"})
+
+	// Within the timeout: still waiting, and the start recorded earlier stays.
+	started := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	res, err := Wait{}.Create(t.Context(), newRequest(client, newMapper(), params, map[string]string{WaitStartedOutput: started}))
+	require.NoError(t, err)
+	assert.False(t, res.Done)
+	assert.Equal(t, started, res.Outputs[WaitStartedOutput])
+
+	// Past it: a permanent Timeout naming what was awaited and what was seen.
+	started = time.Now().Add(-3 * time.Minute).UTC().Format(time.RFC3339)
+	_, err = Wait{}.Create(t.Context(), newRequest(client, newMapper(), params, map[string]string{WaitStartedOutput: started}))
+	requirePermanent(t, err, "Timeout", "Deployment web: condition Available not met within 2m0s (not reported yet)")
+
+	// The default timeout is 5m.
+	params = waitParamsFor(nil)
+	started = time.Now().Add(-4 * time.Minute).UTC().Format(time.RFC3339)
+	_, err = Wait{}.Create(t.Context(), newRequest(client, newMapper(), params, map[string]string{WaitStartedOutput: started}))
+	require.NoError(t, err)
+	started = time.Now().Add(-6 * time.Minute).UTC().Format(time.RFC3339)
+	_, err = Wait{}.Create(t.Context(), newRequest(client, newMapper(), params, map[string]string{WaitStartedOutput: started}))
+	requirePermanent(t, err, "Timeout", "not met within 5m0s")
+
+	// Met, even late: done.
+	client = newClient(t, deployment(pipelineNS, map[string]any{"conditions": []any{available("True", nil)}}))
+	res, err = Wait{}.Create(t.Context(), newRequest(client, newMapper(), params, map[string]string{WaitStartedOutput: started}))
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+}
+
+func TestWaitReportsAPIErrors(t *testing.T) {
+	client := newClient(t)
+	client.PrependReactor("get", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("no RBAC"))
+	})
+	_, err := Wait{}.Create(t.Context(), newRequest(client, newMapper(), waitParamsFor(nil), nil))
+	require.Error(t, err)
+	assert.False(t, executor.IsPermanent(err))
+	assert.Equal(t, "Forbidden", executor.ReasonFor(err))
+	assert.Contains(t, err.Error(), "wait for Deployment shop/web: get: ")
+}
+
+func TestWaitTeardownDoesNothing(t *testing.T) {
+	client := newClient(t)
+	req := newRequest(client, newMapper(), waitParamsFor(nil), nil)
+	for _, hook := range []func() (executor.Result, error){
+		func() (executor.Result, error) { return Wait{}.PreDelete(t.Context(), req) },
+		func() (executor.Result, error) { return Wait{}.Delete(t.Context(), req) },
+		func() (executor.Result, error) { return Wait{}.PostDelete(t.Context(), req) },
+	} {
+		res, err := hook()
+		require.NoError(t, err)
+		assert.True(t, res.Done)
+	}
+	assert.Empty(t, client.Actions())
+}
+
+func TestExecutors(t *testing.T) {
+	var names []string
+	for _, e := range Executors() {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"k8s.apply", "k8s.wait"}, names)
+}
