@@ -8,9 +8,22 @@ export GOBIN := $(LOCALBIN)
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
+PROTOC_GEN_GO_VERSION ?= v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.0
 # Versioned file names make a version bump install the new tool.
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+PROTOC_GEN_GO ?= $(LOCALBIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
+PROTOC_GEN_GO_GRPC ?= $(LOCALBIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
+# protoc itself comes from Debian (protobuf-compiler, 3.21.12 on bookworm), installed by the
+# protoc target when missing; buf is not used. The generated files record the protoc version.
+PROTOC ?= protoc
+PROTO_ENV = PROTOC=$(PROTOC) PROTOC_GEN_GO=$(PROTOC_GEN_GO) PROTOC_GEN_GO_GRPC=$(PROTOC_GEN_GO_GRPC)
+
+# Out-of-process executor plugins (plugins/<name>) are built into bin/plugins as
+# stepwise-plugin-<name>, with their SHA-256 in bin/plugins/SHA256SUMS (--plugin-checksums).
+PLUGINS_DIR ?= $(LOCALBIN)/plugins
+PLUGINS := $(notdir $(wildcard plugins/*))
 
 GO_TEST_FLAGS ?= -race -count=1
 
@@ -19,8 +32,14 @@ GO_TEST_FLAGS ?= -race -count=1
 ##@ Build
 
 .PHONY: build
-build: ## Build the operator and its tools into ./bin.
+build: plugins ## Build the operator, its tools and the plugins into ./bin.
 	go build -o $(LOCALBIN)/ ./cmd/...
+
+.PHONY: plugins
+plugins: ## Build every plugins/<name> into bin/plugins/stepwise-plugin-<name> and write bin/plugins/SHA256SUMS.
+	mkdir -p $(PLUGINS_DIR)
+	for p in $(PLUGINS); do go build -o $(PLUGINS_DIR)/stepwise-plugin-$$p ./plugins/$$p; done
+	cd $(PLUGINS_DIR) && sha256sum stepwise-plugin-* > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
 
 .PHONY: demo
 demo: build localcluster-tools ## Start a local control plane and the operator, and run a first pipeline.
@@ -34,6 +53,10 @@ demo-down: ## Stop the demo's operator and control plane.
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informers, apply configurations and the CRD.
 	hack/update-codegen.sh
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-crd.sh
+
+.PHONY: proto
+proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code of the plugin protocol (pkg/plugin/proto).
+	$(PROTO_ENV) hack/update-proto.sh
 
 ##@ Check
 
@@ -50,9 +73,13 @@ e2e: build localcluster-tools ## End-to-end tests on a local control plane start
 	go test $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) ## Fail when generated code or the CRD is stale.
+verify: $(CONTROLLER_GEN) verify-proto ## Fail when generated code, the CRD or the plugin protocol is stale.
 	hack/verify-codegen.sh
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/verify-crd.sh
+
+.PHONY: verify-proto
+verify-proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Fail when pkg/plugin/proto differs from what plugin.proto generates.
+	$(PROTO_ENV) hack/verify-proto.sh
 
 .PHONY: lint
 lint: fmt-check vet golangci-lint ## gofmt, go vet and golangci-lint.
@@ -82,6 +109,21 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/golangci-lint $@
+
+# apt-get runs only when protoc is missing, and as root (or through sudo).
+.PHONY: protoc
+protoc: ## Install protoc from Debian's protobuf-compiler package when it is missing.
+	@command -v $(PROTOC) >/dev/null || { \
+	  sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq protobuf-compiler; }
+
+$(PROTOC_GEN_GO): | $(LOCALBIN)
+	go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	mv $(LOCALBIN)/protoc-gen-go $@
+
+$(PROTOC_GEN_GO_GRPC): | $(LOCALBIN)
+	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	mv $(LOCALBIN)/protoc-gen-go-grpc $@
 
 .PHONY: help
 help: ## Show this help.

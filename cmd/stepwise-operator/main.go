@@ -39,6 +39,7 @@ import (
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
 	"github.com/stepwise-dev/stepwise/pkg/impersonate"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
 	"github.com/stepwise-dev/stepwise/tasks/k8s"
 	"github.com/stepwise-dev/stepwise/tasks/node"
 	"github.com/stepwise-dev/stepwise/tasks/testexec"
@@ -97,6 +98,12 @@ func run(ctx context.Context, opts *options) error {
 		if err := registry.Register(testexec.Executors()...); err != nil {
 			return fmt.Errorf("register test executors: %w", err)
 		}
+	}
+	// Plugins start before the engine, and are killed when the operator stops.
+	plugins := host.New(logger, host.Options{Dir: opts.pluginDir, Checksums: opts.pluginChecksums})
+	defer plugins.Close()
+	if err := plugins.Load(ctx, registry); err != nil {
+		return fmt.Errorf("load plugins: %w", err)
 	}
 	logger.Info("Executors registered", "names", registry.Names())
 

@@ -29,6 +29,9 @@ type options struct {
 	shutdownGrace time.Duration
 
 	enableTestExecutors bool
+
+	pluginDir       string
+	pluginChecksums string
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -51,6 +54,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 30*time.Second, "On SIGTERM, how long running hooks may take to finish before they are cancelled.")
 
 	fs.BoolVar(&o.enableTestExecutors, "enable-test-executors", false, "Register test.noop and test.record, executors for tests and demos.")
+
+	fs.StringVar(&o.pluginDir, "plugin-dir", "", "Directory of out-of-process executor plugins (executables named stepwise-plugin-*), started once and reused. Empty: no plugins.")
+	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
 }
 
 func (o *options) validate() error {
@@ -66,6 +72,9 @@ func (o *options) validate() error {
 	}
 	if o.shutdownGrace < 0 {
 		errs = append(errs, errors.New("--shutdown-grace-period must not be negative"))
+	}
+	if o.pluginChecksums != "" && o.pluginDir == "" {
+		errs = append(errs, errors.New("--plugin-checksums needs --plugin-dir"))
 	}
 	return errors.Join(errs...)
 }

@@ -49,7 +49,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "install CRDs: %v\n", err)
 		return 1
 	}
-	if operator, err = c.StartOperator(); err != nil {
+	if operator, err = c.StartOperator(pluginArgs()...); err != nil {
 		fmt.Fprintf(os.Stderr, "start operator: %v\n", err)
 		return 1
 	}

@@ -1,0 +1,357 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+// binDir holds the example plugin and the test plugin, built once by TestMain.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "stepwise-plugins-")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	for name, pkg := range map[string]string{
+		"stepwise-plugin-example": "github.com/stepwise-dev/stepwise/plugins/example",
+		"stepwise-plugin-test":    "github.com/stepwise-dev/stepwise/pkg/plugin/internal/testplugin",
+	} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			panic(fmt.Sprintf("build %s: %v\n%s", pkg, err, out))
+		}
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// copyPlugin copies a built plugin into dir and lists it in dir/SHA256SUMS.
+func copyPlugin(tb testing.TB, dir, name string) {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(binDir, name))
+	require.NoError(tb, err)
+	require.NoError(tb, os.WriteFile(filepath.Join(dir, name), b, 0o755))
+	sum := sha256.Sum256(b)
+	require.NoError(tb, os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(hex.EncodeToString(sum[:])+"  "+name+"\n"), 0o644))
+}
+
+// pluginDir copies the named binaries into a fresh directory and writes SHA256SUMS;
+// sums overrides a file's listed checksum.
+func pluginDir(t *testing.T, names []string, sums map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	var lines []string
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(binDir, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o755))
+		sum := sha256.Sum256(b)
+		lines = append(lines, hex.EncodeToString(sum[:])+"  "+name)
+	}
+	for name, sum := range sums {
+		lines = append(lines, sum+"  "+name)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	return dir
+}
+
+// logSink collects log lines.
+type logSink struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (s *logSink) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.lines = append(s.lines, prefix+" "+args)
+	}, funcr.Options{})
+}
+
+func (s *logSink) contains(sub string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.lines {
+		if strings.Contains(l, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func startHost(t *testing.T, logger klog.Logger, dir string) (*Host, *executor.Registry) {
+	t.Helper()
+	h := New(logger, Options{Dir: dir})
+	t.Cleanup(h.Close)
+	reg := executor.NewRegistry()
+	require.NoError(t, h.Load(context.Background(), reg))
+	return h, reg
+}
+
+func request(hook v1alpha1.Hook, params map[string]string) *executor.Request {
+	return &executor.Request{
+		Pipeline: executor.PipelineRef{Namespace: "ns", Name: "p", UID: "uid-1", Generation: 3},
+		Step:     "second", Hook: hook, Params: params, Attempt: 2,
+		IdempotencyKey: executor.IdempotencyKey("uid-1", "second", hook),
+		Outputs:        map[string]map[string]string{"first": {"x": "from-first"}},
+	}
+}
+
+func get(t *testing.T, reg *executor.Registry, name string) executor.TaskExecutor {
+	t.Helper()
+	e, ok := reg.Get(name)
+	require.True(t, ok, "executor %s registered (have %v)", name, reg.Names())
+	return e
+}
+
+var allHooks = []v1alpha1.Hook{
+	v1alpha1.HookPreCreate, v1alpha1.HookCreate, v1alpha1.HookPostCreate,
+	v1alpha1.HookPreDelete, v1alpha1.HookDelete, v1alpha1.HookPostDelete,
+}
+
+func TestExamplePluginThroughTheHost(t *testing.T) {
+	h, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-example", "stepwise-plugin-test"}, nil))
+	assert.Equal(t, []string{"example.greet", "test.block", "test.echo", "test.fail"}, reg.Names())
+
+	greet := get(t, reg, "example.greet")
+	info := greet.(*pluginExecutor).Info()
+	assert.Equal(t, "v0.1.0", info.GetVersion())
+	assert.NotEmpty(t, info.GetDescription())
+	require.Len(t, info.GetParameters(), 1)
+	assert.Equal(t, "name", info.GetParameters()[0].GetName())
+	assert.True(t, info.GetParameters()[0].GetRequired())
+
+	ctx := context.Background()
+	for _, hook := range allHooks {
+		res, err := executor.RunHook(ctx, greet, hook, request(hook, map[string]string{"name": "Ada"}))
+		require.NoError(t, err, hook)
+		assert.True(t, res.Done, hook)
+	}
+	res, err := executor.RunHook(ctx, greet, v1alpha1.HookCreate, request(v1alpha1.HookCreate, map[string]string{"name": "Ada"}))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"greeting": "Hello, Ada!"}, res.Outputs)
+	assert.Equal(t, "greeted Ada", res.Message)
+
+	_, err = greet.Create(ctx, request(v1alpha1.HookCreate, nil))
+	require.Error(t, err)
+	assert.True(t, executor.IsPermanent(err))
+	assert.Equal(t, "InvalidParameter", executor.ReasonFor(err))
+	assert.Contains(t, err.Error(), "parameter name is required")
+
+	// Every field of the Request crosses the protocol.
+	res, err = get(t, reg, "test.echo").Create(ctx, request(v1alpha1.HookCreate, nil))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{
+		"secrets": "", "pipeline": "ns/p/uid-1/3", "step": "second", "hook": "Create", "attempt": "2",
+		"key": "uid-1/second/Create", "earlier": "from-first",
+	}, res.Outputs)
+
+	// Waiting, retryable with a reason, retryable without one.
+	fail := get(t, reg, "test.fail")
+	res, err = fail.Create(ctx, request(v1alpha1.HookCreate, nil))
+	require.NoError(t, err)
+	assert.False(t, res.Done)
+	assert.Equal(t, 3*time.Second, res.RequeueAfter)
+	assert.Equal(t, "still working", res.Message)
+	_, err = fail.Delete(ctx, request(v1alpha1.HookDelete, nil))
+	require.Error(t, err)
+	assert.False(t, executor.IsPermanent(err))
+	assert.Equal(t, "CloudBusy", executor.ReasonFor(err))
+	_, err = fail.PostDelete(ctx, request(v1alpha1.HookPostDelete, nil))
+	require.Error(t, err)
+	assert.False(t, executor.IsPermanent(err))
+	assert.Equal(t, executor.ReasonHookFailed, executor.ReasonFor(err))
+
+	// One process serves every executor of a plugin and is reused.
+	pids := h.PIDs()
+	assert.Len(t, pids, 2)
+	_, err = greet.Create(ctx, request(v1alpha1.HookCreate, map[string]string{"name": "Bob"}))
+	require.NoError(t, err)
+	assert.Equal(t, pids, h.PIDs())
+}
+
+func TestSecretsAreReadWithThePipelinesClient(t *testing.T) {
+	_, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-test"}, nil))
+	echo := get(t, reg, "test.echo")
+	kube := fake.NewClientset(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"},
+		Data:       map[string][]byte{"username": []byte("admin"), "password": []byte("s3cret!")},
+	})
+	req := request(v1alpha1.HookCreate, map[string]string{"credentialsSecret": "creds"})
+	req.Clients = &executor.Clients{Kube: kube}
+	res, err := echo.Create(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, "password=7,username=5", res.Outputs["secrets"])
+
+	req = request(v1alpha1.HookCreate, map[string]string{"tokenSecret": "missing"})
+	req.Clients = &executor.Clients{Kube: kube}
+	_, err = echo.Create(context.Background(), req)
+	require.Error(t, err)
+	assert.Equal(t, "SecretNotFound", executor.ReasonFor(err))
+	assert.False(t, executor.IsPermanent(err))
+}
+
+func waitForFile(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) == 0 {
+			return false
+		}
+		pid, err = strconv.Atoi(string(b))
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
+	return pid
+}
+
+func TestPluginKilledMidHookIsRestarted(t *testing.T) {
+	h, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-test"}, nil))
+	block := get(t, reg, "test.block")
+	started := filepath.Join(t.TempDir(), "started")
+
+	type outcome struct {
+		res executor.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := block.Create(context.Background(), request(v1alpha1.HookCreate, map[string]string{"started": started}))
+		done <- outcome{res, err}
+	}()
+	pid := waitForFile(t, started)
+	assert.Equal(t, pid, h.PIDs()["stepwise-plugin-test"])
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+
+	select {
+	case o := <-done:
+		require.Error(t, o.err)
+		assert.False(t, executor.IsPermanent(o.err))
+		assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(o.err))
+		assert.Contains(t, o.err.Error(), "died")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hook did not return after its plugin was killed")
+	}
+
+	// The next call starts a new process and succeeds.
+	res, err := get(t, reg, "test.echo").Create(context.Background(), request(v1alpha1.HookCreate, nil))
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+	newPID := h.PIDs()["stepwise-plugin-test"]
+	assert.NotZero(t, newPID)
+	assert.NotEqual(t, pid, newPID)
+}
+
+func TestHangingPluginReturnsAtTheDeadline(t *testing.T) {
+	_, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-test"}, nil))
+	block := get(t, reg, "test.block")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := block.Create(ctx, request(v1alpha1.HookCreate, map[string]string{"hang": "true"}))
+	elapsed := time.Since(start)
+	require.Error(t, err)
+	assert.Equal(t, executor.ReasonTimeout, executor.ReasonFor(err))
+	assert.False(t, executor.IsPermanent(err))
+	assert.Less(t, elapsed, 2*time.Second, "returned %s after a 300ms deadline", elapsed)
+
+	// The plugin is still usable.
+	res, err := get(t, reg, "test.echo").Create(context.Background(), request(v1alpha1.HookCreate, nil))
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+}
+
+func TestWrongChecksumIsRefused(t *testing.T) {
+	dir := pluginDir(t, []string{"stepwise-plugin-test"}, map[string]string{
+		"stepwise-plugin-example": strings.Repeat("ab", sha256.Size),
+	})
+	b, err := os.ReadFile(filepath.Join(binDir, "stepwise-plugin-example"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stepwise-plugin-example"), b, 0o755))
+	// Listed nowhere: refused too.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stepwise-plugin-unlisted"), b, 0o755))
+
+	var logs logSink
+	h, reg := startHost(t, logs.logger(), dir)
+	assert.Equal(t, []string{"test.block", "test.echo", "test.fail"}, reg.Names(), "nothing of the refused plugins")
+	assert.True(t, logs.contains("does not match the checksum file"), "logs: %v", logs.lines)
+	assert.True(t, logs.contains("not listed in the checksum file"), "logs: %v", logs.lines)
+	assert.Len(t, h.PIDs(), 1)
+
+	res, err := get(t, reg, "test.echo").Create(context.Background(), request(v1alpha1.HookCreate, nil))
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+}
+
+func TestNonPluginExecutableIsIgnored(t *testing.T) {
+	script := []byte("#!/bin/sh\necho 'I am not a plugin'\n")
+	sum := sha256.Sum256(script)
+	dir := pluginDir(t, []string{"stepwise-plugin-example"}, map[string]string{
+		"stepwise-plugin-bogus": hex.EncodeToString(sum[:]),
+	})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stepwise-plugin-bogus"), script, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("not a plugin by name"), 0o644))
+
+	var logs logSink
+	_, reg := startHost(t, logs.logger(), dir)
+	assert.Equal(t, []string{"example.greet"}, reg.Names())
+	assert.True(t, logs.contains("is it a Stepwise plugin?"), "logs: %v", logs.lines)
+	assert.True(t, logs.contains("stepwise-plugin-bogus"), "logs: %v", logs.lines)
+}
+
+func TestCloseKillsEveryPlugin(t *testing.T) {
+	h, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-example", "stepwise-plugin-test"}, nil))
+	pids := h.PIDs()
+	require.Len(t, pids, 2)
+	for _, pid := range pids {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		require.NoError(t, err, "plugin %d runs", pid)
+	}
+	h.Close()
+	for name, pid := range pids {
+		assert.Eventually(t, func() bool {
+			_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+			return os.IsNotExist(err)
+		}, 5*time.Second, 10*time.Millisecond, "%s (pid %d) still runs", name, pid)
+	}
+	_, err := get(t, reg, "example.greet").Create(context.Background(), request(v1alpha1.HookCreate, map[string]string{"name": "x"}))
+	require.Error(t, err, "no call after Close")
+	assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(err))
+	assert.Empty(t, h.PIDs())
+}
+
+func TestNoPluginDirectory(t *testing.T) {
+	executors, err := New(klog.Background(), Options{}).Start(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, executors)
+	_, err = New(klog.Background(), Options{Dir: filepath.Join(t.TempDir(), "missing")}).Start(context.Background())
+	assert.Error(t, err)
+}

@@ -1,0 +1,72 @@
+// Command testplugin is a plugin for the host's tests: executors that block, hang, fail
+// and report the secrets they got.
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk"
+)
+
+// block: Create writes the parameter "started" (a file) and blocks until the context ends;
+// with hang=true it ignores the context too.
+type block struct{ sdk.Base }
+
+func (block) Name() string { return "test.block" }
+
+func (block) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	if f := req.Params["started"]; f != "" {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return sdk.Result{}, err
+		}
+	}
+	if req.Params["hang"] == "true" {
+		select {}
+	}
+	<-ctx.Done()
+	return sdk.Result{}, ctx.Err()
+}
+
+// fail: every hook fails retryably with reason CloudBusy; Create returns a Wait.
+type fail struct{ sdk.Base }
+
+func (fail) Name() string { return "test.fail" }
+
+func (fail) Create(context.Context, *sdk.Request) (sdk.Result, error) {
+	return sdk.Wait(3*time.Second, "still working"), nil
+}
+
+func (fail) Delete(context.Context, *sdk.Request) (sdk.Result, error) {
+	return sdk.Result{}, sdk.Retryable("CloudBusy", errors.New("the cloud is busy"))
+}
+
+func (fail) PostDelete(context.Context, *sdk.Request) (sdk.Result, error) {
+	return sdk.Result{}, errors.New("plain failure")
+}
+
+// echo: Create outputs what it received (secret keys and sizes, never values).
+type echo struct{ sdk.Base }
+
+func (echo) Name() string { return "test.echo" }
+
+func (echo) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
+	var keys []string
+	for k, v := range req.Secrets {
+		keys = append(keys, k+"="+strconv.Itoa(len(v)))
+	}
+	slices.Sort(keys)
+	return sdk.DoneWithOutputs("echo", map[string]string{
+		"secrets":  strings.Join(keys, ","),
+		"pipeline": req.Pipeline.Namespace + "/" + req.Pipeline.Name + "/" + req.Pipeline.UID + "/" + strconv.FormatInt(req.Pipeline.Generation, 10),
+		"step":     req.Step, "hook": string(req.Hook), "attempt": strconv.Itoa(int(req.Attempt)),
+		"key": req.IdempotencyKey, "earlier": req.Outputs["first"]["x"],
+	}), nil
+}
+
+func main() { sdk.Serve(block{}, fail{}, echo{}) }

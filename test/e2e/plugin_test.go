@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+// pluginArgs makes the operator load the plugins `make plugins` built into bin/plugins.
+func pluginArgs() []string {
+	return []string{"--plugin-dir", cluster.BinPath("plugins")}
+}
+
+// pluginPIDs lists the running processes of bin/plugins/stepwise-plugin-example.
+func pluginPIDs(t *testing.T) []int {
+	t.Helper()
+	exe := filepath.Join(cluster.BinPath("plugins"), "stepwise-plugin-example")
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if arg0, _, _ := bytes.Cut(cmdline, []byte{0}); string(arg0) == exe {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestPluginExecutorMixedWithBuiltIn(t *testing.T) {
+	// Not parallel: it restarts the shared operator, which another test may have
+	// restarted without plugins, and checks that stopping it stops its plugins.
+	// Let a just-started operator install its signal handler (it has once its plugins run).
+	deadline := time.Now().Add(10 * time.Second)
+	for len(pluginPIDs(t)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	// Not checked: the operator may exit non-zero on SIGTERM; it must be replaced below
+	// whatever happened to it, and its plugins must be gone.
+	if err := operator.Stop(); err != nil {
+		t.Logf("stop operator: %v", err)
+	}
+	assert.Eventually(t, func() bool { return len(pluginPIDs(t)) == 0 }, 10*time.Second, 50*time.Millisecond,
+		"plugin processes outlive the operator: %v", pluginPIDs(t))
+	var err error
+	operator, err = cluster.StartOperator(pluginArgs()...)
+	require.NoError(t, err)
+
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	client := stepwiseClient(t)
+
+	p := recordPipeline(ns, "mixed", "runner",
+		recordStep("first", nil),
+		v1alpha1.Step{Name: "greet", Executor: "example.greet", With: map[string]string{"name": "Ada"}},
+		recordStep("last", map[string]string{"output": "$(steps.greet.outputs.greeting)"}),
+	)
+	_, err = client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, p, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	out, err := kubectl(t, "wait", "--for=condition=Ready", "--timeout=60s", "-n", ns, "pipeline/mixed")
+	require.NoError(t, err, "kubectl wait: %s (operator log %s)", out, operator.Log)
+	got := waitPipeline(t, ns, "mixed", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineSucceeded })
+	require.Len(t, got.Status.Steps, 3)
+	assert.Equal(t, "Hello, Ada!", got.Status.Steps[1].Outputs["greeting"])
+	assert.Equal(t, "Hello, Ada!", got.Status.Steps[2].Outputs["value"], "plugin outputs flow to later steps")
+	assert.NotEmpty(t, pluginPIDs(t), "the plugin runs")
+	assert.Equal(t, []string{
+		"first/PreCreate", "first/Create", "first/PostCreate",
+		"last/PreCreate", "last/Create", "last/PostCreate",
+	}, recordedCalls(t, ns, "stepwise-record-mixed"))
+
+	require.NoError(t, client.StepwiseV1alpha1().Pipelines(ns).Delete(ctx, "mixed", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, err := client.StepwiseV1alpha1().Pipelines(ns).Get(ctx, "mixed", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, time.Minute, 100*time.Millisecond, "pipeline was not deleted; operator log %s", operator.Log)
+	assert.Equal(t, []string{
+		"last/PreDelete", "last/Delete", "last/PostDelete",
+		"first/PreDelete", "first/Delete", "first/PostDelete",
+	}, recordedCalls(t, ns, "stepwise-record-mixed")[6:], "teardown in reverse, the plugin step between")
+
+	// A plugin's permanent error fails the step at once with the plugin's reason.
+	_, err = client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, recordPipeline(ns, "nameless", "runner",
+		v1alpha1.Step{Name: "greet", Executor: "example.greet"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	failed := waitPipeline(t, ns, "nameless", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineFailed })
+	ready := meta.FindStatusCondition(failed.Status.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Contains(t, ready.Message, "parameter name is required")
+	assert.Equal(t, int32(1), failed.Status.Steps[0].Attempts, "a permanent error is not retried")
+}
