@@ -15,7 +15,9 @@ import (
 )
 
 // Cordon is node.cordon: it marks the node unschedulable. Output wasSchedulable tells
-// whether it was schedulable before this pipeline cordoned it. Teardown uncordons the node
+// whether it was schedulable before this pipeline cordoned it; output providerID is the
+// node's spec.providerID (e.g. vsphere://<uuid>), so that a later step can terminate the
+// machine at the cloud after the Node object is gone. Teardown uncordons the node
 // only if this pipeline cordoned it and the node still exists.
 type Cordon struct{ executor.Base }
 
@@ -38,12 +40,13 @@ func (Cordon) Create(ctx context.Context, req *executor.Request) (executor.Resul
 	if node.Spec.Unschedulable {
 		// Cordoned already: by us on an earlier attempt, or by someone else.
 		return executor.DoneWithOutputs("node was already cordoned",
-			map[string]string{"wasSchedulable": strconv.FormatBool(ours)}), nil
+			map[string]string{"wasSchedulable": strconv.FormatBool(ours), "providerID": node.Spec.ProviderID}), nil
 	}
 	if err := patchCordon(ctx, client, name, true, string(req.Pipeline.UID)); err != nil {
 		return executor.Result{}, err
 	}
-	return executor.DoneWithOutputs("node cordoned", map[string]string{"wasSchedulable": "true"}), nil
+	return executor.DoneWithOutputs("node cordoned",
+		map[string]string{"wasSchedulable": "true", "providerID": node.Spec.ProviderID}), nil
 }
 
 func (Cordon) Delete(ctx context.Context, req *executor.Request) (executor.Result, error) {

@@ -81,12 +81,14 @@ func TestCordonAndItsTeardown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
+			tt.node.Spec.ProviderID = "vsphere://4201-n1"
 			client := fake.NewClientset(tt.node)
 			req := request(client, map[string]string{"node": "n1"})
 			res, err := Cordon{}.Create(ctx, req)
 			require.NoError(t, err)
 			assert.True(t, res.Done)
 			assert.Equal(t, tt.wantWasSchedulable, res.Outputs["wasSchedulable"])
+			assert.Equal(t, "vsphere://4201-n1", res.Outputs["providerID"])
 			n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 			require.NoError(t, err)
 			assert.True(t, n.Spec.Unschedulable)
@@ -95,6 +97,7 @@ func TestCordonAndItsTeardown(t *testing.T) {
 			again, err := Cordon{}.Create(ctx, req)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantWasSchedulable, again.Outputs["wasSchedulable"])
+			assert.Equal(t, "vsphere://4201-n1", again.Outputs["providerID"])
 
 			_, err = Cordon{}.Delete(ctx, req)
 			require.NoError(t, err)
