@@ -44,6 +44,9 @@ const (
 // ExecutorLookup finds an executor by name; *executor.Registry is one.
 type ExecutorLookup interface {
 	Get(name string) (executor.TaskExecutor, bool)
+	// Missing explains why no executor of that name is registered (e.g. its plugin was
+	// refused), for the failed step's condition.
+	Missing(name string) error
 }
 
 // ClientProvider gives the clients that act as a pipeline's ServiceAccount.

@@ -336,8 +336,7 @@ func (r *run) runStep(ctx context.Context, i int, d direction) time.Duration {
 
 	exec, ok := r.c.executors.Get(step.Executor)
 	if !ok {
-		return r.failStep(s, step, d, executor.Permanent("UnknownExecutor",
-			fmt.Errorf("no executor named %q is registered (built in or served by a plugin)", step.Executor)))
+		return r.failStep(s, step, d, executor.Permanent("UnknownExecutor", r.c.executors.Missing(step.Executor)))
 	}
 	req, err := r.request(i, s)
 	if err != nil {

@@ -1,8 +1,11 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -11,11 +14,37 @@ import (
 type Registry struct {
 	mu        sync.RWMutex
 	executors map[string]TaskExecutor
+	// refused holds, by source (a plugin), why its executors could not be registered.
+	refused map[string]string
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{executors: map[string]TaskExecutor{}}
+	return &Registry{executors: map[string]TaskExecutor{}, refused: map[string]string{}}
+}
+
+// Refuse records that a source of executors (a plugin) was refused and why, so that a step
+// naming an executor it would have served fails with that reason, not only "unknown".
+func (r *Registry) Refuse(source, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refused[source] = reason
+}
+
+// Missing explains why no executor of that name is registered.
+func (r *Registry) Missing(name string) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	msg := fmt.Sprintf("no executor named %q is registered (built in or served by a plugin)", name)
+	if len(r.refused) == 0 {
+		return errors.New(msg)
+	}
+	sources := slices.Sorted(maps.Keys(r.refused))
+	parts := make([]string, 0, len(sources))
+	for _, s := range sources {
+		parts = append(parts, s+": "+r.refused[s])
+	}
+	return fmt.Errorf("%s; plugins refused at start: %s", msg, strings.Join(parts, "; "))
 }
 
 // Register adds executors; a name already taken is an error and nothing is added.

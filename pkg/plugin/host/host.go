@@ -74,21 +74,22 @@ func New(logger klog.Logger, opts Options) *Host {
 	return &Host{opts: opts, logger: logger.WithName("plugins")}
 }
 
-// Start discovers, verifies and starts the plugins and returns the executors they serve.
-// A plugin that fails its checksum, its handshake or Describe is logged and skipped: it
-// never stops the others or the operator. An error is returned only when the directory
-// cannot be read.
-func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, error) {
+// Start discovers, verifies and starts the plugins and returns the executors they serve,
+// and the plugins it refused with why. A plugin that fails its checksum, its handshake or
+// Describe is logged and skipped: it never stops the others or the operator. An error is
+// returned only when the directory cannot be read.
+func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]string, error) {
+	refused := map[string]string{}
 	if h.opts.Dir == "" {
-		return nil, nil
+		return nil, refused, nil
 	}
 	dir, err := filepath.Abs(h.opts.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("plugin directory %q: %w", h.opts.Dir, err)
+		return nil, refused, fmt.Errorf("plugin directory %q: %w", h.opts.Dir, err)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("read plugin directory: %w", err)
+		return nil, refused, fmt.Errorf("read plugin directory: %w", err)
 	}
 	var paths []string
 	for _, e := range entries {
@@ -104,7 +105,7 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, error) {
 	}
 	if len(paths) == 0 {
 		h.logger.Info("No plugins found", "dir", dir)
-		return nil, nil
+		return nil, refused, nil
 	}
 	sums, sumsErr := readChecksums(h.opts.Checksums)
 	var executors []executor.TaskExecutor
@@ -112,20 +113,27 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, error) {
 	for _, path := range paths {
 		name := filepath.Base(path)
 		logger := h.logger.WithValues("plugin", name, "path", path)
+		refuse := func(err error, msg string, kv ...any) {
+			logger.Error(err, "Plugin refused: "+msg, kv...)
+			if err != nil {
+				msg += ": " + err.Error()
+			}
+			refused[name] = msg
+		}
 		if sumsErr != nil {
-			logger.Error(sumsErr, "Plugin refused: no checksum file to verify it against", "checksums", h.opts.Checksums)
+			refuse(sumsErr, "no checksum file to verify it against", "checksums", h.opts.Checksums)
 			continue
 		}
 		sum, ok := sums[name]
 		if !ok {
-			logger.Error(nil, "Plugin refused: it is not listed in the checksum file", "checksums", h.opts.Checksums)
+			refuse(nil, "it is not listed in the checksum file "+h.opts.Checksums)
 			continue
 		}
 		p := &process{name: name, path: path, checksum: sum, logger: logger, host: h}
 		infos, err := p.describe(ctx)
 		if err != nil {
-			logger.Error(err, "Plugin refused")
 			p.kill()
+			refuse(err, "it did not start")
 			continue
 		}
 		var names []string
@@ -143,14 +151,18 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, error) {
 		h.plugins = append(h.plugins, p)
 		h.mu.Unlock()
 	}
-	return executors, nil
+	return executors, refused, nil
 }
 
-// Load starts the plugins and registers their executors in the registry.
+// Load starts the plugins and registers their executors in the registry, and the plugins
+// it refused, so that a step naming one of their executors says why it cannot run.
 func (h *Host) Load(ctx context.Context, registry *executor.Registry) error {
-	executors, err := h.Start(ctx)
+	executors, refused, err := h.Start(ctx)
 	if err != nil {
 		return err
+	}
+	for name, why := range refused {
+		registry.Refuse(name, why)
 	}
 	for _, e := range executors {
 		if err := registry.Register(e); err != nil {

@@ -305,6 +305,11 @@ func TestWrongChecksumIsRefused(t *testing.T) {
 	assert.True(t, logs.contains("does not match the checksum file"), "logs: %v", logs.lines)
 	assert.True(t, logs.contains("not listed in the checksum file"), "logs: %v", logs.lines)
 	assert.Len(t, h.PIDs(), 1)
+	// A step naming the refused plugin's executor is told why it cannot run.
+	missing := reg.Missing("example.greet").Error()
+	assert.Contains(t, missing, `no executor named "example.greet"`)
+	assert.Contains(t, missing, "stepwise-plugin-example: it did not start: plugin stepwise-plugin-example: its SHA-256 does not match the checksum file")
+	assert.Contains(t, missing, "stepwise-plugin-unlisted: it is not listed in the checksum file")
 
 	res, err := get(t, reg, "test.echo").Create(context.Background(), request(v1alpha1.HookCreate, nil))
 	require.NoError(t, err)
@@ -349,9 +354,10 @@ func TestCloseKillsEveryPlugin(t *testing.T) {
 }
 
 func TestNoPluginDirectory(t *testing.T) {
-	executors, err := New(klog.Background(), Options{}).Start(context.Background())
+	executors, refused, err := New(klog.Background(), Options{}).Start(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, executors)
-	_, err = New(klog.Background(), Options{Dir: filepath.Join(t.TempDir(), "missing")}).Start(context.Background())
+	assert.Empty(t, refused)
+	_, _, err = New(klog.Background(), Options{Dir: filepath.Join(t.TempDir(), "missing")}).Start(context.Background())
 	assert.Error(t, err)
 }
