@@ -206,7 +206,7 @@ func TestOperatorRestartResumesWithoutRerunningSteps(t *testing.T) {
 
 	// Crash the operator while the gated step waits, then start a new one.
 	require.NoError(t, operator.Kill())
-	operator, err = cluster.StartOperator()
+	operator, err = cluster.StartOperator(pluginArgs()...)
 	require.NoError(t, err)
 
 	// Open the gate.

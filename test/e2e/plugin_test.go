@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +23,9 @@ func pluginArgs() []string {
 	return []string{"--plugin-dir", cluster.BinPath("plugins")}
 }
 
-// pluginPIDs lists the running processes of bin/plugins/stepwise-plugin-example.
-func pluginPIDs(t *testing.T) []int {
+// pluginPIDs lists the running processes of bin/plugins/stepwise-plugin-example that are
+// children of the operator process parent (other test runs on the machine may run theirs).
+func pluginPIDs(t *testing.T, parent int) []int {
 	t.Helper()
 	exe := filepath.Join(cluster.BinPath("plugins"), "stepwise-plugin-example")
 	entries, err := os.ReadDir("/proc")
@@ -38,29 +40,44 @@ func pluginPIDs(t *testing.T) []int {
 		if err != nil {
 			continue
 		}
-		if arg0, _, _ := bytes.Cut(cmdline, []byte{0}); string(arg0) == exe {
+		if arg0, _, _ := bytes.Cut(cmdline, []byte{0}); string(arg0) == exe && parentPID(e.Name()) == parent {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
 }
 
+// parentPID reads the PPid of /proc/<pid>/status; 0 when the process is gone.
+func parentPID(pid string) int {
+	status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			ppid, _ := strconv.Atoi(strings.TrimSpace(v))
+			return ppid
+		}
+	}
+	return 0
+}
+
 func TestPluginExecutorMixedWithBuiltIn(t *testing.T) {
 	// Not parallel: it restarts the shared operator, which another test may have
 	// restarted without plugins, and checks that stopping it stops its plugins.
-	// Let a just-started operator install its signal handler (it has once its plugins run).
-	deadline := time.Now().Add(10 * time.Second)
-	for len(pluginPIDs(t)) == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond)
+	// The operator started by TestMain runs the example plugin once it has loaded it.
+	old := operator.PID()
+	require.Eventually(t, func() bool { return len(pluginPIDs(t, old)) > 0 }, 30*time.Second, 50*time.Millisecond,
+		"the operator never started its plugins; log %s", operator.Log)
 	// Not checked: the operator may exit non-zero on SIGTERM; it must be replaced below
 	// whatever happened to it, and its plugins must be gone.
 	if err := operator.Stop(); err != nil {
 		t.Logf("stop operator: %v", err)
 	}
-	assert.Eventually(t, func() bool { return len(pluginPIDs(t)) == 0 }, 10*time.Second, 50*time.Millisecond,
-		"plugin processes outlive the operator: %v", pluginPIDs(t))
+	// Orphans would be re-parented, so look for every process of the plugin binary whose
+	// parent is gone or is the stopped operator: none may be left once it has exited.
+	assert.Eventually(t, func() bool { return len(pluginPIDs(t, old)) == 0 && len(pluginPIDs(t, 1)) == 0 }, 10*time.Second, 50*time.Millisecond,
+		"plugin processes outlive the operator")
 	var err error
 	operator, err = cluster.StartOperator(pluginArgs()...)
 	require.NoError(t, err)
@@ -84,7 +101,7 @@ func TestPluginExecutorMixedWithBuiltIn(t *testing.T) {
 	require.Len(t, got.Status.Steps, 3)
 	assert.Equal(t, "Hello, Ada!", got.Status.Steps[1].Outputs["greeting"])
 	assert.Equal(t, "Hello, Ada!", got.Status.Steps[2].Outputs["value"], "plugin outputs flow to later steps")
-	assert.NotEmpty(t, pluginPIDs(t), "the plugin runs")
+	assert.Len(t, pluginPIDs(t, operator.PID()), 1, "one plugin process, started once")
 	assert.Equal(t, []string{
 		"first/PreCreate", "first/Create", "first/PostCreate",
 		"last/PreCreate", "last/Create", "last/PostCreate",

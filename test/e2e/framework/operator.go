@@ -105,6 +105,9 @@ func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 	return o, nil
 }
 
+// PID is the operator's process ID.
+func (o *Operator) PID() int { return o.cmd.Process.Pid }
+
 // Kill stops the operator with SIGKILL, as a crash or an OOM kill would.
 func (o *Operator) Kill() error {
 	if err := o.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
