@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk"
+)
+
+const (
+	executorName = "aws.terminate-instance"
+
+	// pollInterval is how long to wait before looking again at an instance shutting
+	// down: EC2 usually terminates an instance within a minute or two.
+	pollInterval = 10 * time.Second
+	// requestTimeout bounds one HTTP request, so that a hung endpoint costs one retry
+	// rather than the whole attempt of the hook.
+	requestTimeout = 30 * time.Second
+	// sdkMaxAttempts keeps the SDK's own retries low (one retry of a blip, after at most
+	// sdkMaxBackoff): the engine's retry policy, with the step's limit and backoff, is
+	// what retries a failing hook.
+	sdkMaxAttempts = 2
+	sdkMaxBackoff  = time.Second
+
+	// Output keys.
+	outInstanceID         = "instanceID"
+	outPreviousPowerState = "previousPowerState"
+
+	// unknownState is recorded when the instance was already gone the first time this
+	// step looked at it: its state before termination cannot be known.
+	unknownState = "Unknown"
+)
+
+// Secret keys read from the data of the Secret named by credentialsSecret.
+const (
+	keyAccessKeyID     = "accessKeyID"
+	keySecretAccessKey = "secretAccessKey"
+	keySessionToken    = "sessionToken"
+)
+
+var (
+	// instanceIDPattern is the shape of an EC2 instance ID (i- and 8 or 17 hex digits;
+	// EC2-compatible clouds use the same prefix with other lengths).
+	instanceIDPattern = regexp.MustCompile(`^i-[0-9a-zA-Z]{1,64}$`)
+	// regionOfZone takes the region out of a zone name: us-east-1a, us-west-2-lax-1a (a
+	// Local Zone) and us-gov-west-1a all start with their region.
+	regionOfZone = regexp.MustCompile(`^([a-z]{2}(?:-[a-z]+)+-[0-9]+)`)
+)
+
+// terminateInstance is aws.terminate-instance: Create terminates the instance and reports
+// done once EC2 says it is terminated. The other hooks are sdk.Base's no-ops: a terminated
+// instance cannot be brought back, so there is nothing to undo on the pipeline's teardown.
+type terminateInstance struct {
+	sdk.Base
+	httpClient *http.Client
+}
+
+// newTerminateInstance returns the executor; transport carries every request to EC2 (the
+// plugin passes its rate-limited transport, tests their own).
+func newTerminateInstance(transport http.RoundTripper) *terminateInstance {
+	return &terminateInstance{httpClient: &http.Client{Transport: transport, Timeout: requestTimeout}}
+}
+
+func (*terminateInstance) Name() string { return executorName }
+
+func (*terminateInstance) Describe() sdk.Description {
+	return sdk.Description{
+		Version:     "v0.1.0",
+		Description: "Terminates an AWS EC2 instance (or one of an EC2-compatible cloud) and waits until it is terminated.",
+		Parameters: []sdk.Parameter{
+			{Name: "providerID", Description: "The Node's spec.providerID, aws:///<zone>/<instance-id>. Either this or instanceID."},
+			{Name: "instanceID", Description: "The EC2 instance ID (i-...). Either this or providerID; when both are given they must agree."},
+			{Name: "region", Description: "The AWS region, e.g. us-east-1. Required unless the providerID's zone names it (us-east-1a → us-east-1)."},
+			{Name: "endpoint", Description: "Base URL of an EC2-compatible API to use instead of AWS's (private clouds)."},
+			{Name: "credentialsSecret", Required: true, Description: "Secret in the pipeline's namespace with keys accessKeyID, secretAccessKey and optional sessionToken."},
+		},
+	}
+}
+
+// Create is idempotent: an instance that is terminated (or unknown to EC2) is done, one
+// shutting down is waited for, any other is terminated.
+func (t *terminateInstance) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	tgt, err := parseTarget(req.Params)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	client, err := t.client(req.Secrets, tgt)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+
+	// What this step saw first is kept in its outputs across the polls of a termination.
+	recorded := req.Outputs[req.Step][outPreviousPowerState]
+	outputs := map[string]string{outInstanceID: tgt.instanceID, outPreviousPowerState: recorded}
+	if recorded == "" {
+		outputs[outPreviousPowerState] = unknownState
+	}
+	gone := sdk.DoneWithOutputs(fmt.Sprintf("instance %s is terminated", tgt.instanceID), outputs)
+
+	state, err := describeState(ctx, client, tgt.instanceID)
+	if err != nil {
+		if isNotFound(err) {
+			return gone, nil
+		}
+		return sdk.Result{}, classify(fmt.Sprintf("describe instance %s", tgt.instanceID), err)
+	}
+	if recorded == "" {
+		outputs[outPreviousPowerState] = string(state)
+	}
+	switch state {
+	case types.InstanceStateNameTerminated:
+		return gone, nil
+	case types.InstanceStateNameShuttingDown:
+		return waitResult(tgt.instanceID, state, outputs), nil
+	}
+
+	out, err := client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{tgt.instanceID}})
+	if err != nil {
+		if isNotFound(err) {
+			return gone, nil
+		}
+		return sdk.Result{}, classify(fmt.Sprintf("terminate instance %s", tgt.instanceID), err)
+	}
+	current := types.InstanceStateNameShuttingDown
+	for _, change := range out.TerminatingInstances {
+		if aws.ToString(change.InstanceId) == tgt.instanceID && change.CurrentState != nil {
+			current = change.CurrentState.Name
+		}
+	}
+	if current == types.InstanceStateNameTerminated {
+		return gone, nil
+	}
+	return waitResult(tgt.instanceID, current, outputs), nil
+}
+
+func waitResult(instanceID string, state types.InstanceStateName, outputs map[string]string) sdk.Result {
+	r := sdk.Wait(pollInterval, fmt.Sprintf("instance %s is %s (was %s)", instanceID, state, outputs[outPreviousPowerState]))
+	r.Outputs = outputs
+	return r
+}
+
+// describeState returns the instance's state; an instance EC2 no longer lists is
+// reported as InvalidInstanceID.NotFound, as EC2 does.
+func describeState(ctx context.Context, client *ec2.Client, instanceID string) (types.InstanceStateName, error) {
+	out, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{instanceID}})
+	if err != nil {
+		return "", err
+	}
+	for _, r := range out.Reservations {
+		for _, i := range r.Instances {
+			if aws.ToString(i.InstanceId) == instanceID && i.State != nil {
+				return i.State.Name, nil
+			}
+		}
+	}
+	return "", errNotListed
+}
+
+// errNotListed is an answer without the instance asked for: it is gone.
+var errNotListed = errors.New("instance not listed")
+
+// client returns an EC2 client with the Secret's access key. The credentials come only
+// from the Secret, never from the plugin's environment: a pipeline acts with what its
+// service account may read, not with the operator's identity.
+func (t *terminateInstance) client(secrets map[string][]byte, tgt target) (*ec2.Client, error) {
+	get := func(key string) string { return strings.TrimSpace(string(secrets[key])) }
+	var missing []string
+	for _, k := range []string{keyAccessKeyID, keySecretAccessKey} {
+		if get(k) == "" {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, sdk.Permanent("MissingCredentials", fmt.Errorf(
+			"the Secret named by parameter credentialsSecret lacks key(s) %s", strings.Join(missing, ", ")))
+	}
+	opts := ec2.Options{
+		Region:      tgt.region,
+		Credentials: credentials.NewStaticCredentialsProvider(get(keyAccessKeyID), get(keySecretAccessKey), get(keySessionToken)),
+		HTTPClient:  t.httpClient,
+		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = sdkMaxAttempts
+			o.MaxBackoff = sdkMaxBackoff
+		}),
+	}
+	if tgt.endpoint != "" {
+		opts.BaseEndpoint = aws.String(tgt.endpoint)
+	}
+	return ec2.New(opts), nil
+}
+
+// target is the instance to terminate and where its API is.
+type target struct {
+	instanceID string
+	region     string
+	endpoint   string
+}
+
+func parseTarget(params map[string]string) (target, error) {
+	instanceID, providerID := strings.TrimSpace(params["instanceID"]), strings.TrimSpace(params["providerID"])
+	t := target{region: strings.TrimSpace(params["region"]), endpoint: strings.TrimSpace(params["endpoint"])}
+	zone := ""
+	if providerID != "" {
+		id, z, err := parseProviderID(providerID)
+		if err != nil {
+			return target{}, err
+		}
+		t.instanceID, zone = id, z
+	}
+	switch {
+	case instanceID == "" && providerID == "":
+		return target{}, sdk.Permanent("InvalidParameter", errors.New("one of the parameters providerID and instanceID is required (a Node without spec.providerID needs instanceID)"))
+	case instanceID != "" && !instanceIDPattern.MatchString(instanceID):
+		return target{}, sdk.Permanent("InvalidParameter", fmt.Errorf("parameter instanceID %q is not an instance ID (i-...)", instanceID))
+	case instanceID != "" && providerID != "" && instanceID != t.instanceID:
+		return target{}, sdk.Permanent("InvalidParameter", fmt.Errorf("parameters instanceID %q and providerID %q name different instances", instanceID, providerID))
+	case instanceID != "":
+		t.instanceID = instanceID
+	}
+	if t.region == "" {
+		if m := regionOfZone.FindStringSubmatch(zone); m != nil {
+			t.region = m[1]
+		}
+	}
+	if t.region == "" {
+		return target{}, sdk.Permanent("InvalidParameter", errors.New("parameter region is required: the providerID names no zone it can be derived from"))
+	}
+	if t.endpoint != "" {
+		u, err := url.Parse(t.endpoint)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return target{}, sdk.Permanent("InvalidParameter", fmt.Errorf("parameter endpoint %q is not an http(s) URL", t.endpoint))
+		}
+	}
+	return t, nil
+}
+
+// parseProviderID reads aws:///<zone>/<instance-id> (the form the AWS cloud provider
+// sets), also without the zone (aws:///<instance-id>) or with a host (aws://<zone>/<id>).
+func parseProviderID(providerID string) (instanceID, zone string, err error) {
+	bad := sdk.Permanent("InvalidProviderID", fmt.Errorf("providerID %q is not of the form aws:///<zone>/<instance-id>", providerID))
+	rest, ok := strings.CutPrefix(providerID, "aws://")
+	if !ok {
+		return "", "", bad
+	}
+	parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
+	switch len(parts) {
+	case 1:
+		instanceID = parts[0]
+	case 2:
+		zone, instanceID = parts[0], parts[1]
+	default:
+		return "", "", bad
+	}
+	if !instanceIDPattern.MatchString(instanceID) {
+		return "", "", bad
+	}
+	return instanceID, zone, nil
+}

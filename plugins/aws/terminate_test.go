@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
+)
+
+const (
+	instanceID      = "i-0123456789abcdef0"
+	accessKeyID     = "AKIAFAKEFAKEFAKE0001"
+	secretAccessKey = "fake/Secret+Key/For/Tests/Only/0123456789"
+	region          = "us-east-1"
+)
+
+func validSecrets() map[string][]byte {
+	return map[string][]byte{keyAccessKeyID: []byte(accessKeyID), keySecretAccessKey: []byte(secretAccessKey)}
+}
+
+// outcome is what one Create call is expected to answer.
+type outcome struct {
+	done      bool
+	reason    string // an error's reason; empty for a result
+	permanent bool
+}
+
+var (
+	wait = outcome{}
+	done = outcome{done: true}
+)
+
+func TestTerminateInstance(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(f *fakeEC2)
+		params  func(f *fakeEC2) map[string]string // nil: providerID aws:///us-east-1a/<id>, endpoint f
+		secrets map[string][]byte                  // nil: valid
+		// want is one outcome per Create, run in order with the outputs fed forward as
+		// the engine does.
+		want           []outcome
+		wantOutputs    map[string]string // of the last result
+		wantTerminates int
+		wantDescribes  int
+	}{
+		{
+			name:  "running instance goes shutting-down then terminated, a second run is a no-op",
+			setup: func(f *fakeEC2) { f.addInstance(instanceID, "running", 1) },
+			// terminate (shutting-down) → shutting-down → terminated → terminated again
+			want:           []outcome{wait, wait, done, done},
+			wantOutputs:    map[string]string{outInstanceID: instanceID, outPreviousPowerState: "running"},
+			wantTerminates: 1, wantDescribes: 4,
+		},
+		{
+			name:  "stopped instance, instanceID and region parameters",
+			setup: func(f *fakeEC2) { f.addInstance(instanceID, "stopped", 0) },
+			params: func(f *fakeEC2) map[string]string {
+				return map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+			},
+			want:           []outcome{wait, done},
+			wantOutputs:    map[string]string{outInstanceID: instanceID, outPreviousPowerState: "stopped"},
+			wantTerminates: 1, wantDescribes: 2,
+		},
+		{
+			name:  "instance already shutting down is waited for, not terminated again",
+			setup: func(f *fakeEC2) { f.addInstance(instanceID, "shutting-down", 1) },
+			want:  []outcome{wait, done},
+			// The first DescribeInstances already sees shutting-down.
+			wantOutputs:   map[string]string{outInstanceID: instanceID, outPreviousPowerState: "shutting-down"},
+			wantDescribes: 2,
+		},
+		{
+			name:          "instance EC2 no longer knows is done",
+			want:          []outcome{done, done},
+			wantOutputs:   map[string]string{outInstanceID: instanceID, outPreviousPowerState: unknownState},
+			wantDescribes: 2,
+		},
+		{
+			name:    "session token is sent and accepted",
+			setup:   func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
+			secrets: map[string][]byte{keyAccessKeyID: []byte(accessKeyID), keySecretAccessKey: []byte(secretAccessKey), keySessionToken: []byte("FwoGZXIvYXdzEFAKE")},
+			want:    []outcome{wait, done}, wantTerminates: 1, wantDescribes: 2,
+		},
+		{
+			name:          "wrong secret key is a permanent InvalidCredentials (AuthFailure)",
+			setup:         func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
+			secrets:       map[string][]byte{keyAccessKeyID: []byte(accessKeyID), keySecretAccessKey: []byte("wrong" + secretAccessKey)},
+			want:          []outcome{{reason: "InvalidCredentials", permanent: true}},
+			wantDescribes: 1,
+		},
+		{
+			name: "UnauthorizedOperation is permanent",
+			setup: func(f *fakeEC2) {
+				f.addInstance(instanceID, "running", 0)
+				f.fail(http.StatusForbidden, "UnauthorizedOperation")
+			},
+			want:          []outcome{{reason: "Unauthorized", permanent: true}},
+			wantDescribes: 1,
+		},
+		{
+			name: "503 is retryable, after at most the SDK's bounded retries",
+			setup: func(f *fakeEC2) {
+				f.addInstance(instanceID, "running", 0)
+				f.fail(http.StatusServiceUnavailable, "Unavailable")
+			},
+			want:          []outcome{{reason: "CloudUnavailable"}},
+			wantDescribes: sdkMaxAttempts,
+		},
+		{
+			name: "RequestLimitExceeded is retryable",
+			setup: func(f *fakeEC2) {
+				f.addInstance(instanceID, "running", 0)
+				f.fail(http.StatusServiceUnavailable, "RequestLimitExceeded")
+			},
+			want:          []outcome{{reason: "Throttled"}},
+			wantDescribes: sdkMaxAttempts,
+		},
+		{
+			name: "termination protection is permanent",
+			setup: func(f *fakeEC2) {
+				f.addInstance(instanceID, "running", 0)
+				f.fail(http.StatusBadRequest, "OperationNotPermitted")
+			},
+			want:          []outcome{{reason: "OperationNotPermitted", permanent: true}},
+			wantDescribes: 1,
+		},
+		{
+			name: "malformed providerID is permanent and calls nothing",
+			params: func(f *fakeEC2) map[string]string {
+				return map[string]string{"providerID": "aws:///us-east-1a/not-an-instance", "endpoint": f.URL}
+			},
+			want: []outcome{{reason: "InvalidProviderID", permanent: true}},
+		},
+		{
+			name: "providerID of another cloud is permanent",
+			params: func(f *fakeEC2) map[string]string {
+				return map[string]string{"providerID": "openstack:///8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01", "region": region}
+			},
+			want: []outcome{{reason: "InvalidProviderID", permanent: true}},
+		},
+		{
+			name: "no region and a providerID without zone is permanent",
+			params: func(f *fakeEC2) map[string]string {
+				return map[string]string{"providerID": "aws:///" + instanceID, "endpoint": f.URL}
+			},
+			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+		},
+		{
+			name: "instanceID and providerID disagreeing is permanent",
+			params: func(f *fakeEC2) map[string]string {
+				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "instanceID": "i-0fedcba9876543210", "endpoint": f.URL}
+			},
+			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+		},
+		{
+			name:    "Secret without a secret key is permanent",
+			secrets: map[string][]byte{keyAccessKeyID: []byte(accessKeyID)},
+			want:    []outcome{{reason: "MissingCredentials", permanent: true}},
+		},
+		{
+			name: "unreachable endpoint is retryable",
+			params: func(*fakeEC2) map[string]string {
+				closed := httptest.NewServer(http.NotFoundHandler())
+				closed.Close()
+				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": closed.URL}
+			},
+			want: []outcome{{reason: "CloudUnreachable"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			params := map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+			if tt.params != nil {
+				params = tt.params(f)
+			}
+			secrets := validSecrets()
+			if tt.secrets != nil {
+				secrets = tt.secrets
+			}
+			c := plugintest.Serve(t, newTerminateInstance(http.DefaultTransport))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+
+			var last sdk.Result
+			recorded := map[string]string{}
+			for i, want := range tt.want {
+				req := plugintest.Request(sdk.HookCreate, "uid-1", params)
+				req.Secrets = secrets
+				req.Outputs[req.Step] = maps.Clone(recorded)
+				res, err := c.Run(ctx, executorName, sdk.HookCreate, req)
+				if want.reason != "" {
+					var e *sdk.Error
+					require.ErrorAs(t, err, &e, "call %d", i+1)
+					assert.Equal(t, want.reason, e.Reason, "call %d: %v", i+1, err)
+					assert.Equal(t, want.permanent, e.Permanent, "call %d: %v", i+1, err)
+					assert.NotContains(t, err.Error(), secretAccessKey, "an error message must not carry the secret key")
+					continue
+				}
+				require.NoError(t, err, "call %d", i+1)
+				assert.Equal(t, want.done, res.Done, "call %d: %+v", i+1, res)
+				if !res.Done {
+					assert.Equal(t, pollInterval, res.RequeueAfter, "call %d", i+1)
+				}
+				maps.Copy(recorded, res.Outputs) // the engine merges a hook's outputs
+				last = res
+			}
+			if tt.wantOutputs != nil {
+				assert.Equal(t, tt.wantOutputs, last.Outputs)
+			}
+			assert.Equal(t, tt.wantTerminates, f.count("TerminateInstances"), "TerminateInstances requests")
+			assert.Equal(t, tt.wantDescribes, f.count("DescribeInstances"), "DescribeInstances requests")
+		})
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	tests := []struct {
+		params map[string]string
+		want   target
+	}{
+		{map[string]string{"providerID": "aws:///us-east-1a/" + instanceID}, target{instanceID: instanceID, region: "us-east-1"}},
+		{map[string]string{"providerID": "aws:///us-west-2-lax-1a/" + instanceID}, target{instanceID: instanceID, region: "us-west-2"}},
+		{map[string]string{"providerID": "aws:///us-gov-west-1b/" + instanceID}, target{instanceID: instanceID, region: "us-gov-west-1"}},
+		{map[string]string{"providerID": "aws://eu-central-2c/" + instanceID}, target{instanceID: instanceID, region: "eu-central-2"}},
+		{map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "region": "eu-west-1"}, target{instanceID: instanceID, region: "eu-west-1"}},
+		{map[string]string{"instanceID": instanceID, "region": "r1", "endpoint": "https://ec2.cloud.example"}, target{instanceID: instanceID, region: "r1", endpoint: "https://ec2.cloud.example"}},
+	}
+	for _, tt := range tests {
+		got, err := parseTarget(tt.params)
+		require.NoError(t, err, tt.params)
+		assert.Equal(t, tt.want, got, tt.params)
+	}
+	_, err := parseTarget(map[string]string{"instanceID": instanceID, "region": "r1", "endpoint": "ftp://x"})
+	assert.Error(t, err, "an endpoint must be an http(s) URL")
+}
+
+// countingTransport counts the requests that pass through it.
+type countingTransport struct{ n atomic.Int32 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
+	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
+	f.addInstance(instanceID, "running", 0)
+	counter := &countingTransport{}
+	c := plugintest.Serve(t, newTerminateInstance(sdk.RateLimitedTransport(counter, sdk.NewLimiter(apiQPS, apiBurst))))
+	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL})
+	req.Secrets = validSecrets()
+	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), counter.n.Load(), "DescribeInstances and TerminateInstances through the plugin's transport")
+}
+
+func TestTeardownHooksAreNoOps(t *testing.T) {
+	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
+	f.addInstance(instanceID, "running", 0)
+	c := plugintest.Serve(t, newTerminateInstance(http.DefaultTransport))
+	for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
+		req := plugintest.Request(hook, "uid-1", map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL})
+		req.Secrets = validSecrets()
+		res, err := c.Run(context.Background(), executorName, hook, req)
+		require.NoError(t, err, hook)
+		assert.True(t, res.Done, hook)
+	}
+	assert.Zero(t, f.count("DescribeInstances")+f.count("TerminateInstances"), "a teardown must not call the cloud")
+}
+
+func TestDescribe(t *testing.T) {
+	c := plugintest.Serve(t, newTerminateInstance(http.DefaultTransport))
+	infos, err := c.Describe(context.Background())
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	required := map[string]bool{}
+	for _, p := range infos[0].GetParameters() {
+		assert.NotEmpty(t, p.GetDescription(), p.GetName())
+		required[p.GetName()] = p.GetRequired()
+	}
+	assert.Equal(t, map[string]bool{"providerID": false, "instanceID": false, "region": false, "endpoint": false, "credentialsSecret": true}, required)
+}
+
+func TestConformance(t *testing.T) {
+	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
+	f.addInstance(instanceID, "running", 0)
+	plugintest.Conformance(t, withSecrets{newTerminateInstance(http.DefaultTransport), validSecrets()},
+		map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"})
+}
+
+// withSecrets hands an executor the Secret data the operator would read for it:
+// plugintest.Conformance sends parameters only.
+type withSecrets struct {
+	sdk.Executor
+	secrets map[string][]byte
+}
+
+func (w withSecrets) with(req *sdk.Request) *sdk.Request {
+	r := *req
+	r.Secrets = w.secrets
+	return &r
+}
+
+func (w withSecrets) PreCreate(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	return w.Executor.PreCreate(ctx, w.with(req))
+}
+
+func (w withSecrets) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	return w.Executor.Create(ctx, w.with(req))
+}
+
+func (w withSecrets) PostCreate(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	return w.Executor.PostCreate(ctx, w.with(req))
+}
+
+func (w withSecrets) PreDelete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	return w.Executor.PreDelete(ctx, w.with(req))
+}
+
+func (w withSecrets) Delete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	return w.Executor.Delete(ctx, w.with(req))
+}
+
+func (w withSecrets) PostDelete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	return w.Executor.PostDelete(ctx, w.with(req))
+}

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk"
+)
+
+const (
+	executorName = "webhook.call"
+	version      = "v0.1.0"
+
+	// Request headers.
+	headerSignature      = "X-Stepwise-Signature"
+	headerTimestamp      = "X-Stepwise-Timestamp"
+	headerIdempotencyKey = "Idempotency-Key"
+
+	// Secret keys read from the data of the Secret named by credentialsSecret.
+	keyHMAC = "hmacKey"
+	keyCA   = "ca.crt"
+
+	// requestTimeout bounds one call, so that a hung receiver costs one retry rather than
+	// the whole attempt of the hook.
+	requestTimeout = 30 * time.Second
+	// defaultPollInterval is when to call again after a 202 without Retry-After.
+	defaultPollInterval = 10 * time.Second
+	// minRetryAfter and maxRetryAfter clamp a receiver's Retry-After: not a busy loop,
+	// and not longer than a step's attempt is likely to last.
+	minRetryAfter = time.Second
+	maxRetryAfter = 10 * time.Minute
+
+	// Bounds on what a receiver answers, so the Pipeline's status stays small.
+	maxResponseBody = 64 << 10
+	maxMessage      = 256
+	maxExcerpt      = 200
+	maxOutputs      = 16
+	maxOutputsSize  = 2048
+)
+
+// outputKeyPattern is what a step output key may look like: later steps refer to it as
+// $(steps.STEP.outputs.KEY).
+var outputKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// call is webhook.call. Create calls the webhook; Delete calls it too when the parameter
+// onDelete is "true" (by default a pipeline's teardown does not call it: most hooks, like
+// terminating a machine, have nothing to undo). The other hooks are sdk.Base's no-ops.
+type call struct {
+	sdk.Base
+	// wrap puts the plugin's rate limit around the transport of a call.
+	wrap func(http.RoundTripper) http.RoundTripper
+}
+
+// newCall returns the executor; wrap puts a transport behind the plugin's client-side rate
+// limit (shared by every call of the plugin).
+func newCall(wrap func(http.RoundTripper) http.RoundTripper) *call { return &call{wrap: wrap} }
+
+func (*call) Name() string { return executorName }
+
+func (*call) Describe() sdk.Description {
+	return sdk.Description{
+		Version:     version,
+		Description: "POSTs a signed JSON description of the hook to a URL and maps the answer to the step's result.",
+		Parameters: []sdk.Parameter{
+			{Name: "url", Required: true, Description: "The http(s) URL to POST to (https recommended; the body is signed, not encrypted)."},
+			{Name: "credentialsSecret", Required: true, Description: "Secret in the pipeline's namespace with key hmacKey (signs each request) and optional ca.crt (PEM CA bundle to verify the receiver's TLS certificate)."},
+			{Name: "onDelete", Description: `"true" to call the webhook on the pipeline's teardown (hook Delete) too; default "false": Create only.`},
+		},
+	}
+}
+
+func (c *call) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	if _, err := onDelete(req.Params); err != nil {
+		return sdk.Result{}, err
+	}
+	return c.call(ctx, req)
+}
+
+func (c *call) Delete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	on, err := onDelete(req.Params)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	if !on {
+		return sdk.Done("onDelete is not true: the webhook is not called on teardown"), nil
+	}
+	return c.call(ctx, req)
+}
+
+func onDelete(params map[string]string) (bool, error) {
+	v := strings.TrimSpace(params["onDelete"])
+	if v == "" {
+		return false, nil
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, sdk.Permanent("InvalidParameter", fmt.Errorf("parameter onDelete %q is not true or false", v))
+	}
+	return on, nil
+}
+
+// payload is the JSON body of a call. It carries no Secret data.
+type payload struct {
+	Hook     sdk.Hook          `json:"hook"`
+	Pipeline pipelineRef       `json:"pipeline"`
+	Step     string            `json:"step"`
+	Params   map[string]string `json:"params"`
+	// Outputs are this step's outputs so far, e.g. from an earlier 202 answer: a receiver
+	// can hand itself an operation ID to look at on the next call.
+	Outputs        map[string]string `json:"outputs,omitempty"`
+	IdempotencyKey string            `json:"idempotencyKey"`
+	Attempt        int32             `json:"attempt"`
+}
+
+type pipelineRef struct {
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Generation int64  `json:"generation"`
+}
+
+// answer is what a receiver may put in the JSON body of a 2xx.
+type answer struct {
+	Outputs map[string]string `json:"outputs"`
+	Message string            `json:"message"`
+}
+
+func (c *call) call(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	target, err := parseURL(req.Params["url"])
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	key := req.Secrets[keyHMAC]
+	if len(key) == 0 {
+		return sdk.Result{}, sdk.Permanent("MissingCredentials", fmt.Errorf(
+			"the Secret named by parameter credentialsSecret lacks key %s, which signs the calls", keyHMAC))
+	}
+	client, err := c.client(req.Secrets[keyCA])
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	defer client.CloseIdleConnections()
+
+	body, err := json.Marshal(payload{
+		Hook:     req.Hook,
+		Pipeline: pipelineRef{Namespace: req.Pipeline.Namespace, Name: req.Pipeline.Name, UID: req.Pipeline.UID, Generation: req.Pipeline.Generation},
+		Step:     req.Step, Params: req.Params, Outputs: req.Outputs[req.Step],
+		IdempotencyKey: req.IdempotencyKey, Attempt: req.Attempt,
+	})
+	if err != nil {
+		return sdk.Result{}, sdk.Permanent("InvalidParameter", fmt.Errorf("encode the call: %w", err))
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
+	if err != nil {
+		return sdk.Result{}, sdk.Permanent("InvalidParameter", fmt.Errorf("parameter url: %w", err))
+	}
+	timestamp := strconv.FormatInt(time.Now().Unix(), 10)
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("User-Agent", "stepwise-plugin-webhook/"+version)
+	httpReq.Header.Set(headerTimestamp, timestamp)
+	httpReq.Header.Set(headerSignature, "sha256="+sign(key, timestamp, body))
+	httpReq.Header.Set(headerIdempotencyKey, req.IdempotencyKey)
+
+	where := fmt.Sprintf("POST %s", redact(target))
+	resp, err := client.Do(httpReq)
+	if err != nil {
+		if ctx.Err() != nil {
+			// The hook's attempt ended: the engine reports Timeout and retries.
+			return sdk.Result{}, fmt.Errorf("%s: %w", where, ctx.Err())
+		}
+		var sdkErr *sdk.Error
+		if errors.As(err, &sdkErr) { // the client-side rate limiter gave up
+			return sdk.Result{}, sdkErr
+		}
+		return sdk.Result{}, sdk.Retryable("WebhookUnreachable", fmt.Errorf("%s: %w", where, err))
+	}
+	defer func() { _ = resp.Body.Close() }()
+	respBody, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	if err != nil {
+		return sdk.Result{}, sdk.Retryable("WebhookUnreachable", fmt.Errorf("%s: read the answer: %w", where, err))
+	}
+	return interpret(where, resp, respBody)
+}
+
+// interpret maps a receiver's answer to the hook's result: 2xx done (202: look again),
+// 429 look again after Retry-After, other 3xx/4xx permanent, 5xx retryable.
+func interpret(where string, resp *http.Response, body []byte) (sdk.Result, error) {
+	status := resp.StatusCode
+	switch {
+	case status == http.StatusAccepted:
+		a, err := decodeAnswer(where, resp, body)
+		if err != nil {
+			return sdk.Result{}, err
+		}
+		after, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if !ok {
+			after = defaultPollInterval
+		}
+		msg := a.Message
+		if msg == "" {
+			msg = "webhook accepted the call, in progress"
+		}
+		r := sdk.Wait(after, msg)
+		r.Outputs = a.Outputs
+		return r, nil
+	case status >= 200 && status < 300:
+		a, err := decodeAnswer(where, resp, body)
+		if err != nil {
+			return sdk.Result{}, err
+		}
+		msg := a.Message
+		if msg == "" {
+			msg = fmt.Sprintf("webhook answered %d", status)
+		}
+		return sdk.DoneWithOutputs(msg, a.Outputs), nil
+	case status == http.StatusTooManyRequests:
+		err := fmt.Errorf("%s: answered %s: %s", where, resp.Status, excerpt(body))
+		if after, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			// Honour the receiver's pace exactly; the step's timeout still bounds the wait.
+			return sdk.Wait(after, fmt.Sprintf("webhook is throttling (429), calling again in %s", after)), nil
+		}
+		return sdk.Result{}, sdk.Retryable("WebhookThrottled", err)
+	case status >= 300 && status < 400:
+		// Redirects are not followed: a POST would turn into a GET, and a signed call
+		// should reach only the configured URL.
+		return sdk.Result{}, sdk.Permanent("WebhookRedirected", fmt.Errorf(
+			"%s: answered %s to %q; redirects are not followed, set url to the final address", where, resp.Status, resp.Header.Get("Location")))
+	case status >= 400 && status < 500:
+		return sdk.Result{}, sdk.Permanent("WebhookRejected", fmt.Errorf("%s: answered %s: %s", where, resp.Status, excerpt(body)))
+	case status >= 500:
+		return sdk.Result{}, sdk.Retryable("WebhookFailed", fmt.Errorf("%s: answered %s: %s", where, resp.Status, excerpt(body)))
+	default:
+		return sdk.Result{}, sdk.Retryable("UnexpectedResponse", fmt.Errorf("%s: answered %s", where, resp.Status))
+	}
+}
+
+// decodeAnswer reads the optional {"outputs": {...}, "message": "..."} of a 2xx answer. A
+// body that is not JSON (no application/json content type) carries nothing.
+func decodeAnswer(where string, resp *http.Response, body []byte) (answer, error) {
+	var a answer
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mediaType != "application/json" || len(bytes.TrimSpace(body)) == 0 {
+		return a, nil
+	}
+	invalid := func(err error) error {
+		return sdk.Permanent("InvalidWebhookResponse", fmt.Errorf("%s: answered %s with %w", where, resp.Status, err))
+	}
+	if len(body) >= maxResponseBody {
+		return answer{}, invalid(fmt.Errorf("a JSON body over %d bytes", maxResponseBody))
+	}
+	if err := json.Unmarshal(body, &a); err != nil {
+		return answer{}, invalid(fmt.Errorf("a JSON body that is not {\"outputs\": {...}, \"message\": \"...\"}: %w", err))
+	}
+	size := 0
+	for k, v := range a.Outputs {
+		if !outputKeyPattern.MatchString(k) {
+			return answer{}, invalid(fmt.Errorf("output key %q, which is not a name (letters, digits, _ . -)", excerpt([]byte(k))))
+		}
+		size += len(k) + len(v)
+	}
+	if len(a.Outputs) > maxOutputs || size > maxOutputsSize {
+		return answer{}, invalid(fmt.Errorf("%d outputs of %d bytes; at most %d outputs and %d bytes", len(a.Outputs), size, maxOutputs, maxOutputsSize))
+	}
+	a.Message = truncate(oneLine(a.Message), maxMessage)
+	return a, nil
+}
+
+// client returns the HTTP client of one call, trusting caPEM (if any) for TLS, behind the
+// plugin's rate limit. It never follows redirects.
+func (c *call) client(caPEM []byte) (*http.Client, error) {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if len(bytes.TrimSpace(caPEM)) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, sdk.Permanent("InvalidCABundle", fmt.Errorf("secret key %s holds no PEM certificate", keyCA))
+		}
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{
+		Transport:     c.wrap(transport),
+		Timeout:       requestTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}, nil
+}
+
+func parseURL(raw string) (*url.URL, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return nil, sdk.Permanent("InvalidParameter", errors.New("parameter url is required"))
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		// Not quoting raw: a URL may carry credentials in its user info.
+		return nil, sdk.Permanent("InvalidParameter", errors.New("parameter url is not an absolute http(s) URL"))
+	}
+	return u, nil
+}
+
+// redact is the URL as messages show it: without user info or query, which may carry
+// credentials.
+func redact(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.Fragment = nil, "", ""
+	return c.String()
+}
+
+// sign returns the hex HMAC-SHA256, keyed by key, of timestamp + "." + body: what the
+// receiver recomputes to check X-Stepwise-Signature. Signing the timestamp too lets a
+// receiver refuse replays of old calls.
+func sign(key []byte, timestamp string, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(timestamp))
+	mac.Write([]byte("."))
+	mac.Write(body)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// retryAfter parses a Retry-After header (seconds or an HTTP date), clamped to
+// [minRetryAfter, maxRetryAfter].
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	} else {
+		return 0, false
+	}
+	return min(max(d, minRetryAfter), maxRetryAfter), true
+}
+
+// excerpt is the start of a body on one line, for a message.
+func excerpt(body []byte) string {
+	s := truncate(oneLine(string(body)), maxExcerpt)
+	if s == "" {
+		return "(empty body)"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, s))
+}
+
+// truncate cuts s to at most n bytes at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
