@@ -297,43 +297,7 @@ func TestDescribe(t *testing.T) {
 func TestConformance(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
-	plugintest.Conformance(t, withSecrets{newTerminateInstance(http.DefaultTransport), validSecrets()},
-		map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"})
-}
-
-// withSecrets hands an executor the Secret data the operator would read for it:
-// plugintest.Conformance sends parameters only.
-type withSecrets struct {
-	sdk.Executor
-	secrets map[string][]byte
-}
-
-func (w withSecrets) with(req *sdk.Request) *sdk.Request {
-	r := *req
-	r.Secrets = w.secrets
-	return &r
-}
-
-func (w withSecrets) PreCreate(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PreCreate(ctx, w.with(req))
-}
-
-func (w withSecrets) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.Create(ctx, w.with(req))
-}
-
-func (w withSecrets) PostCreate(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PostCreate(ctx, w.with(req))
-}
-
-func (w withSecrets) PreDelete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PreDelete(ctx, w.with(req))
-}
-
-func (w withSecrets) Delete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.Delete(ctx, w.with(req))
-}
-
-func (w withSecrets) PostDelete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PostDelete(ctx, w.with(req))
+	plugintest.Conformance(t, newTerminateInstance(http.DefaultTransport),
+		map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"},
+		plugintest.WithSecrets(validSecrets()))
 }

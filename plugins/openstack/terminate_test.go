@@ -309,43 +309,7 @@ func TestDescribe(t *testing.T) {
 func TestConformance(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
-	plugintest.Conformance(t, withSecrets{newTerminateServer(http.DefaultTransport), validSecrets(f.authURL())},
-		map[string]string{"providerID": "openstack:///" + serverID, "credentialsSecret": "os-creds"})
-}
-
-// withSecrets hands an executor the Secret data the operator would read for it:
-// plugintest.Conformance sends parameters only.
-type withSecrets struct {
-	sdk.Executor
-	secrets map[string][]byte
-}
-
-func (w withSecrets) with(req *sdk.Request) *sdk.Request {
-	r := *req
-	r.Secrets = w.secrets
-	return &r
-}
-
-func (w withSecrets) PreCreate(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PreCreate(ctx, w.with(req))
-}
-
-func (w withSecrets) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.Create(ctx, w.with(req))
-}
-
-func (w withSecrets) PostCreate(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PostCreate(ctx, w.with(req))
-}
-
-func (w withSecrets) PreDelete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PreDelete(ctx, w.with(req))
-}
-
-func (w withSecrets) Delete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.Delete(ctx, w.with(req))
-}
-
-func (w withSecrets) PostDelete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PostDelete(ctx, w.with(req))
+	plugintest.Conformance(t, newTerminateServer(http.DefaultTransport),
+		map[string]string{"providerID": "openstack:///" + serverID, "credentialsSecret": "os-creds"},
+		plugintest.WithSecrets(validSecrets(f.authURL())))
 }

@@ -438,49 +438,12 @@ func TestDescribe(t *testing.T) {
 
 func TestConformance(t *testing.T) {
 	rc := newReceiver(t, false, hmacKey, answerJSON(200, `{"outputs": {"instanceID": "vm-42"}}`))
-	plugintest.Conformance(t, withSecrets{newCall(noWrap), map[string][]byte{keyHMAC: []byte(hmacKey)}},
-		map[string]string{"url": rc.URL, "credentialsSecret": "hook-creds"})
+	plugintest.Conformance(t, newCall(noWrap), map[string]string{"url": rc.URL, "credentialsSecret": "hook-creds"},
+		plugintest.WithSecrets(map[string][]byte{keyHMAC: []byte(hmacKey)}))
 }
 
 func TestConformanceOnDelete(t *testing.T) {
 	rc := newReceiver(t, false, hmacKey, answerJSON(204, ``))
-	plugintest.Conformance(t, withSecrets{newCall(noWrap), map[string][]byte{keyHMAC: []byte(hmacKey)}},
-		map[string]string{"url": rc.URL, "credentialsSecret": "hook-creds", "onDelete": "true"})
-}
-
-// withSecrets hands an executor the Secret data the operator would read for it:
-// plugintest.Conformance sends parameters only.
-type withSecrets struct {
-	sdk.Executor
-	secrets map[string][]byte
-}
-
-func (w withSecrets) with(req *sdk.Request) *sdk.Request {
-	r := *req
-	r.Secrets = w.secrets
-	return &r
-}
-
-func (w withSecrets) PreCreate(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PreCreate(ctx, w.with(req))
-}
-
-func (w withSecrets) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.Create(ctx, w.with(req))
-}
-
-func (w withSecrets) PostCreate(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PostCreate(ctx, w.with(req))
-}
-
-func (w withSecrets) PreDelete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PreDelete(ctx, w.with(req))
-}
-
-func (w withSecrets) Delete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.Delete(ctx, w.with(req))
-}
-
-func (w withSecrets) PostDelete(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	return w.Executor.PostDelete(ctx, w.with(req))
+	plugintest.Conformance(t, newCall(noWrap), map[string]string{"url": rc.URL, "credentialsSecret": "hook-creds", "onDelete": "true"},
+		plugintest.WithSecrets(map[string][]byte{keyHMAC: []byte(hmacKey)}))
 }

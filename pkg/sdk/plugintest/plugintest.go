@@ -97,14 +97,36 @@ func Request(hook sdk.Hook, uid string, params map[string]string) *sdk.Request {
 	}
 }
 
+// Option tunes Conformance.
+type Option func(*conformance)
+
+type conformance struct {
+	secrets map[string][]byte
+}
+
+// WithSecrets hands every hook this Secret data, as the operator does for an executor
+// whose credentialsSecret (or other *Secret parameter) names a Secret.
+func WithSecrets(secrets map[string][]byte) Option {
+	return func(c *conformance) { c.secrets = secrets }
+}
+
 // Conformance checks, through gRPC, what the engine relies on from every executor:
 // Create twice is harmless (same outcome, no error the second time); teardown of
 // something never created succeeds; a cancelled context makes every hook return promptly.
 // params are valid parameters for the executor.
-func Conformance(t *testing.T, exec sdk.Executor, params map[string]string) {
+func Conformance(t *testing.T, exec sdk.Executor, params map[string]string, opts ...Option) {
 	t.Helper()
+	var cfg conformance
+	for _, o := range opts {
+		o(&cfg)
+	}
 	c := Serve(t, exec)
 	name := exec.Name()
+	request := func(hook sdk.Hook, uid string) *sdk.Request {
+		req := Request(hook, uid, params)
+		req.Secrets = cfg.secrets
+		return req
+	}
 
 	t.Run("DescribeNamesTheExecutor", func(t *testing.T) {
 		infos, err := c.Describe(context.Background())
@@ -117,11 +139,11 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for _, hook := range []sdk.Hook{sdk.HookPreCreate, sdk.HookCreate, sdk.HookPostCreate} {
-			first, err := c.Run(ctx, name, hook, Request(hook, "conformance-create", params))
+			first, err := c.Run(ctx, name, hook, request(hook, "conformance-create"))
 			if err != nil {
 				t.Fatalf("first %s: %v", hook, err)
 			}
-			second, err := c.Run(ctx, name, hook, Request(hook, "conformance-create", params))
+			second, err := c.Run(ctx, name, hook, request(hook, "conformance-create"))
 			if err != nil {
 				t.Fatalf("second %s: %v (hooks run at least once: a repeat must succeed)", hook, err)
 			}
@@ -135,7 +157,7 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
-			if _, err := c.Run(ctx, name, hook, Request(hook, "conformance-never-created", params)); err != nil {
+			if _, err := c.Run(ctx, name, hook, request(hook, "conformance-never-created")); err != nil {
 				t.Errorf("%s of something never created: %v", hook, err)
 			}
 		}
@@ -149,7 +171,7 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				_, _ = runLocal(ctx, exec, hook, Request(hook, "conformance-cancel", params))
+				_, _ = runLocal(ctx, exec, hook, request(hook, "conformance-cancel"))
 			}()
 			time.Sleep(10 * time.Millisecond)
 			cancel()
