@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+	"golang.org/x/time/rate"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk"
+)
+
+// Outputs of vsphere.terminate-vm.
+const (
+	outInstanceID         = "instanceID"
+	outPreviousPowerState = "previousPowerState"
+	// outShutdownStarted is when the guest shutdown was asked for (RFC 3339): the
+	// executor keeps no memory, the engine hands the step's outputs back on every call.
+	outShutdownStarted = "shutdownStarted"
+)
+
+// shutdownPoll is how often a guest shutdown in progress is looked at.
+const shutdownPoll = 5 * time.Second
+
+// terminateVM is vsphere.terminate-vm: it finds the node's VM, asks its guest to shut down
+// (or powers it off when VMware Tools do not run or the guest has not stopped within
+// shutdownTimeout), and destroys it once it is off. It never blocks on the guest: until
+// the VM is off it answers "look again". A VM that is not there is done: a second run is a
+// no-op.
+//
+// Delete and the other hooks are sdk.Base's no-ops on purpose: a destroyed VM cannot come
+// back, so the teardown of this step has nothing to undo.
+type terminateVM struct {
+	sdk.Base
+	// limiter paces every request to vCenter, for all the hooks the plugin serves.
+	limiter *rate.Limiter
+	// log records the destructive actions on the plugin's stderr, which goes to the
+	// operator's log. It never gets credentials.
+	log *log.Logger
+	now func() time.Time
+}
+
+func newTerminateVM(limiter *rate.Limiter) *terminateVM {
+	return &terminateVM{limiter: limiter, log: log.New(os.Stderr, "", 0), now: time.Now}
+}
+
+func (*terminateVM) Name() string { return "vsphere.terminate-vm" }
+
+func (*terminateVM) Describe() sdk.Description {
+	return sdk.Description{
+		Version: "v0.1.0",
+		Description: "Shuts down the guest of a node's vSphere VM (powering it off when the guest does not stop " +
+			"in time) and destroys the VM. Outputs instanceID and previousPowerState.",
+		Parameters: []sdk.Parameter{
+			{Name: paramProviderID, Description: "The Node's spec.providerID, vsphere://<BIOS UUID> (node.cordon outputs it as providerID); the VM is looked up by this UUID."},
+			{Name: paramNode, Description: "The node name: the VM is looked up by this name when providerID is empty (never when a providerID matches no VM: that VM is gone). One of providerID and node is required."},
+			{Name: paramCredentialsSecret, Required: true, Description: "A Secret in the pipeline's namespace with keys url (https://HOST/sdk), username, password, optional ca.crt (PEM) and optional insecure (\"true\" skips TLS verification)."},
+			{Name: paramShutdownTimeout, Description: "How long the guest may take to shut down before the VM is powered off (default 5m; 0s powers off at once)."},
+			{Name: paramDatacenter, Description: "Limits the search to this datacenter (default: all)."},
+		},
+	}
+}
+
+// vm is what the executor knows of the VM it terminates.
+type vm struct {
+	ref          types.ManagedObjectReference
+	name         string
+	uuid         string
+	powerState   types.VirtualMachinePowerState
+	toolsRunning bool
+}
+
+// id is the VM's BIOS UUID, or its managed object ID when vCenter does not know its
+// configuration (an inaccessible VM).
+func (v *vm) id() string {
+	if v.uuid != "" {
+		return v.uuid
+	}
+	return v.ref.Value
+}
+
+func (v *vm) String() string { return fmt.Sprintf("VM %q (%s)", v.name, v.id()) }
+
+func (e *terminateVM) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	p, err := parseParams(req.Params)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	creds, err := parseCredentials(req.Secrets, p.secret)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	own := req.Outputs[req.Step]
+
+	vc, err := login(ctx, creds, e.limiter, p.secret)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	defer vc.logout(ctx)
+
+	target, err := vc.findVM(ctx, p, own[outInstanceID])
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	if target == nil {
+		return sdk.DoneWithOutputs(goneMessage(p, own, creds.url.Host), own), nil
+	}
+
+	out := map[string]string{outInstanceID: target.id(), outPreviousPowerState: string(target.powerState)}
+	if v := own[outPreviousPowerState]; v != "" {
+		out[outPreviousPowerState] = v // the state before this step touched the VM
+	}
+	if v := own[outShutdownStarted]; v != "" {
+		out[outShutdownStarted] = v
+	}
+	who := fmt.Sprintf("pipeline %s/%s step %s", req.Pipeline.Namespace, req.Pipeline.Name, req.Step)
+
+	if target.powerState == types.VirtualMachinePowerStatePoweredOn {
+		started, asked := shutdownStarted(own)
+		switch {
+		case !asked && p.shutdownTimeout > 0 && target.toolsRunning:
+			res, ok, err := e.shutdownGuest(ctx, vc, target, p, out, who)
+			if ok || err != nil {
+				return res, err
+			}
+			// VMware Tools stopped meanwhile: power off below.
+		case asked && e.now().Sub(started) < p.shutdownTimeout:
+			deadline := started.Add(p.shutdownTimeout)
+			return sdk.Result{
+				RequeueAfter: min(shutdownPoll, max(time.Second, deadline.Sub(e.now()))),
+				Outputs:      out,
+				Message: fmt.Sprintf("waiting for the guest of %s to shut down; powering off at %s",
+					target, deadline.UTC().Format(time.RFC3339)),
+			}, nil
+		}
+	}
+
+	why := ""
+	if target.powerState != types.VirtualMachinePowerStatePoweredOff {
+		why, err = e.powerOff(ctx, vc, target, p, own, who)
+		if err != nil {
+			return sdk.Result{}, err
+		}
+	}
+	e.log.Printf("%s: destroying %s", who, target)
+	task, err := object.NewVirtualMachine(vc.client, target.ref).Destroy(ctx)
+	if err == nil {
+		err = task.WaitEx(ctx)
+	}
+	if err != nil && !fault.Is(err, &types.ManagedObjectNotFound{}) {
+		return sdk.Result{}, vsphereError(fmt.Sprintf("destroy %s", target), err)
+	}
+	return sdk.DoneWithOutputs(fmt.Sprintf("%s%s destroyed", why, target), out), nil
+}
+
+// shutdownStarted is when this step asked the guest to shut down, if it did.
+func shutdownStarted(own map[string]string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, own[outShutdownStarted])
+	return t, err == nil
+}
+
+// shutdownGuest asks the guest to shut down and answers "look again". It returns false
+// when the guest cannot be asked because VMware Tools stopped meanwhile: the caller powers
+// off instead.
+func (e *terminateVM) shutdownGuest(ctx context.Context, vc *vcenter, target *vm, p params, out map[string]string, who string) (sdk.Result, bool, error) {
+	e.log.Printf("%s: shutting down the guest of %s", who, target)
+	err := object.NewVirtualMachine(vc.client, target.ref).ShutdownGuest(ctx)
+	switch {
+	case err == nil:
+		started := e.now()
+		out[outShutdownStarted] = started.UTC().Format(time.RFC3339)
+		return sdk.Result{
+			RequeueAfter: min(shutdownPoll, p.shutdownTimeout),
+			Outputs:      out,
+			Message: fmt.Sprintf("guest shutdown of %s requested; powering off at %s if it has not stopped",
+				target, started.Add(p.shutdownTimeout).UTC().Format(time.RFC3339)),
+		}, true, nil
+	case fault.Is(err, &types.ToolsUnavailable{}):
+		return sdk.Result{}, false, nil
+	case fault.Is(err, &types.InvalidPowerState{}):
+		// Powered off (or suspended) by someone else since it was read: look again.
+		return sdk.Result{RequeueAfter: time.Second, Outputs: out,
+			Message: fmt.Sprintf("the power state of %s changed; looking again", target)}, true, nil
+	default:
+		return sdk.Result{}, false, vsphereError(fmt.Sprintf("shut down the guest of %s", target), err)
+	}
+}
+
+// powerOff powers the VM off and waits for the task, which takes seconds; it returns why,
+// for the message.
+func (e *terminateVM) powerOff(ctx context.Context, vc *vcenter, target *vm, p params, own map[string]string, who string) (string, error) {
+	var why string
+	switch _, asked := shutdownStarted(own); {
+	case target.powerState == types.VirtualMachinePowerStateSuspended:
+		why = "suspended: powered off; "
+	case asked:
+		why = fmt.Sprintf("the guest did not shut down within %s: powered off; ", p.shutdownTimeout)
+	case p.shutdownTimeout == 0:
+		why = "powered off (shutdownTimeout 0s); "
+	default:
+		why = "VMware Tools not running: powered off; "
+	}
+	e.log.Printf("%s: powering off %s", who, target)
+	task, err := object.NewVirtualMachine(vc.client, target.ref).PowerOff(ctx)
+	if err == nil {
+		err = task.WaitEx(ctx)
+	}
+	if err != nil && !fault.IsAlreadyPoweredOffError(err) {
+		return "", vsphereError(fmt.Sprintf("power off %s", target), err)
+	}
+	return why, nil
+}
+
+func goneMessage(p params, own map[string]string, host string) string {
+	switch {
+	case own[outInstanceID] != "":
+		return fmt.Sprintf("VM %s is gone from vCenter %s: destroyed already", own[outInstanceID], host)
+	case p.uuid != "":
+		return fmt.Sprintf("no VM with UUID %s in vCenter %s: already gone", p.uuid, host)
+	default:
+		return fmt.Sprintf("no VM named %q in vCenter %s: already gone", p.node, host)
+	}
+}
+
+// vmProperties are the properties the executor reads of a VM.
+var vmProperties = []string{"name", "config.uuid", "runtime.powerState", "guest.toolsRunningStatus"}
+
+// findVM returns the VM the step terminates, or nil when there is none. recorded is the
+// instanceID an earlier call of this step found: once the step knows its VM it looks for
+// that one only, so that a repeated run never picks another VM by name (such as the
+// node's replacement).
+func (v *vcenter) findVM(ctx context.Context, p params, recorded string) (*vm, error) {
+	var dc *object.Datacenter
+	if p.datacenter != "" {
+		var err error
+		dc, err = find.NewFinder(v.client, false).Datacenter(ctx, p.datacenter)
+		var notFound *find.NotFoundError
+		if errors.As(err, &notFound) {
+			return nil, invalidParameter("parameter %s: no datacenter %q in vCenter", paramDatacenter, p.datacenter)
+		}
+		if err != nil {
+			return nil, vsphereError(fmt.Sprintf("find datacenter %q", p.datacenter), err)
+		}
+	}
+	switch {
+	case recorded != "" && biosUUID.MatchString(recorded):
+		return v.findByUUID(ctx, dc, recorded)
+	case recorded != "":
+		return v.vmProperties(ctx, types.ManagedObjectReference{Type: "VirtualMachine", Value: recorded})
+	}
+	// The providerID names the very machine the Node ran on: when no VM has its UUID, that
+	// machine is gone, and a VM with the node's name may be its replacement.
+	if p.uuid != "" {
+		return v.findByUUID(ctx, dc, p.uuid)
+	}
+	return v.findByName(ctx, dc, p.node)
+}
+
+func (v *vcenter) findByUUID(ctx context.Context, dc *object.Datacenter, uuid string) (*vm, error) {
+	// vmSearch true, instanceUuid false: the providerID holds the BIOS UUID (config.uuid).
+	ref, err := object.NewSearchIndex(v.client).FindByUuid(ctx, dc, uuid, true, nil)
+	if err != nil {
+		return nil, vsphereError(fmt.Sprintf("find the VM with UUID %s", uuid), err)
+	}
+	if ref == nil {
+		return nil, nil
+	}
+	return v.vmProperties(ctx, ref.Reference())
+}
+
+func (v *vcenter) findByName(ctx context.Context, dc *object.Datacenter, name string) (*vm, error) {
+	root := v.client.ServiceContent.RootFolder
+	if dc != nil {
+		root = dc.Reference()
+	}
+	cv, err := view.NewManager(v.client).CreateContainerView(ctx, root, []string{"VirtualMachine"}, true)
+	if err != nil {
+		return nil, vsphereError(fmt.Sprintf("find the VM named %q", name), err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), logoutTimeout)
+		defer cancel()
+		_ = cv.Destroy(ctx) // the view dies with the session anyway
+	}()
+	// Names are compared here rather than with a property.Match filter, which globs.
+	var all []mo.VirtualMachine
+	if err := cv.Retrieve(ctx, []string{"VirtualMachine"}, []string{"name"}, &all); err != nil {
+		return nil, vsphereError(fmt.Sprintf("find the VM named %q", name), err)
+	}
+	var refs []types.ManagedObjectReference
+	for _, m := range all {
+		if m.Name == name {
+			refs = append(refs, m.Reference())
+		}
+	}
+	switch len(refs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return v.vmProperties(ctx, refs[0])
+	default:
+		return nil, sdk.Permanent("AmbiguousVM", fmt.Errorf(
+			"%d VMs are named %q: give the node's providerID, or the parameter %s", len(refs), name, paramDatacenter))
+	}
+}
+
+// vmProperties reads the VM; nil when it is gone meanwhile.
+func (v *vcenter) vmProperties(ctx context.Context, ref types.ManagedObjectReference) (*vm, error) {
+	var m mo.VirtualMachine
+	err := property.DefaultCollector(v.client).RetrieveOne(ctx, ref, vmProperties, &m)
+	if fault.Is(err, &types.ManagedObjectNotFound{}) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, vsphereError(fmt.Sprintf("read VM %s", ref.Value), err)
+	}
+	out := &vm{ref: ref, name: m.Name, powerState: m.Runtime.PowerState}
+	if m.Config != nil {
+		out.uuid = m.Config.Uuid
+	}
+	if m.Guest != nil {
+		out.toolsRunning = m.Guest.ToolsRunningStatus == string(types.VirtualMachineToolsRunningStatusGuestToolsRunning)
+	}
+	return out, nil
+}

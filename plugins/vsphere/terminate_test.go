@@ -1,0 +1,438 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+	"golang.org/x/time/rate"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
+)
+
+const executorName = "vsphere.terminate-vm"
+
+// newTestExecutor is the plugin's executor with its real rate limit and no audit log.
+func newTestExecutor() *terminateVM {
+	e := newTerminateVM(sdk.NewLimiter(apiQPS, apiBurst))
+	e.log = log.New(io.Discard, "", 0)
+	return e
+}
+
+// request is a Create of step "terminate" with the Secret data the operator would hand over
+// and the step's own outputs from earlier calls.
+func request(params map[string]string, secrets map[string][]byte, own map[string]string) *sdk.Request {
+	req := plugintest.Request(sdk.HookCreate, "uid-1", params)
+	req.Step = "terminate"
+	req.Secrets = secrets
+	if own != nil {
+		req.Outputs["terminate"] = own
+	}
+	return req
+}
+
+func withParams(base map[string]string, kv ...string) map[string]string {
+	out := map[string]string{paramCredentialsSecret: "vsphere-creds"}
+	for k, v := range base {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+func TestTerminateDestroysTheVM(t *testing.T) {
+	tests := []struct {
+		name string
+		// arrange prepares the VM; params are the step's parameters for it.
+		arrange func(t *testing.T, sim *vcsim, vm simVM)
+		params  func(vm simVM) map[string]string
+		secrets func(sim *vcsim) map[string][]byte
+		// wantPrevious is the VM's power state before the step; wantMessage is in the message.
+		wantPrevious string
+		wantMessage  string
+	}{
+		{
+			name:         "powered on without VMware Tools, by providerID: powered off and destroyed",
+			params:       func(vm simVM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.uuid) },
+			wantPrevious: "poweredOn",
+			wantMessage:  "VMware Tools not running: powered off",
+		},
+		{
+			name:         "no providerID: found by node name",
+			params:       func(vm simVM) map[string]string { return withParams(nil, paramNode, vm.name) },
+			wantPrevious: "poweredOn",
+			wantMessage:  "destroyed",
+		},
+		{
+			name: "upper-case providerID and a datacenter",
+			params: func(vm simVM) map[string]string {
+				return withParams(nil, paramProviderID, "vsphere://"+strings.ToUpper(vm.uuid), paramDatacenter, "DC0")
+			},
+			wantPrevious: "poweredOn",
+			wantMessage:  "destroyed",
+		},
+		{
+			name:         "powered off already: destroyed",
+			arrange:      func(t *testing.T, sim *vcsim, vm simVM) { sim.power(t, vm, "off") },
+			params:       func(vm simVM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.uuid) },
+			wantPrevious: "poweredOff",
+			wantMessage:  "destroyed",
+		},
+		{
+			name:         "suspended: powered off and destroyed",
+			arrange:      func(t *testing.T, sim *vcsim, vm simVM) { sim.power(t, vm, "suspend") },
+			params:       func(vm simVM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.uuid) },
+			wantPrevious: "suspended",
+			wantMessage:  "suspended: powered off",
+		},
+		{
+			name:    "shutdownTimeout 0s: powered off at once although Tools run",
+			arrange: func(t *testing.T, sim *vcsim, vm simVM) { sim.toolsRunning(t, vm) },
+			params: func(vm simVM) map[string]string {
+				return withParams(nil, paramProviderID, "vsphere://"+vm.uuid, paramShutdownTimeout, "0s")
+			},
+			wantPrevious: "poweredOn",
+			wantMessage:  "powered off (shutdownTimeout 0s)",
+		},
+		{
+			name:   "insecure instead of a CA",
+			params: func(vm simVM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.uuid) },
+			secrets: func(sim *vcsim) map[string][]byte {
+				s := sim.secrets()
+				delete(s, keyCA)
+				s[keyInsecure] = []byte("true")
+				return s
+			},
+			wantPrevious: "poweredOn",
+			wantMessage:  "destroyed",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := startVCSim(t)
+			vm := sim.vm(t, "DC0_H0_VM0")
+			others := len(sim.vms(t)) - 1
+			if tt.arrange != nil {
+				tt.arrange(t, sim, vm)
+			}
+			secrets := sim.secrets()
+			if tt.secrets != nil {
+				secrets = tt.secrets(sim)
+			}
+			c := plugintest.Serve(t, newTestExecutor())
+
+			res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(tt.params(vm), secrets, nil))
+			require.NoError(t, err)
+			assert.True(t, res.Done, "done: %+v", res)
+			assert.Contains(t, res.Message, tt.wantMessage)
+			assert.Equal(t, vm.uuid, res.Outputs[outInstanceID])
+			assert.Equal(t, tt.wantPrevious, res.Outputs[outPreviousPowerState])
+			assert.False(t, sim.exists(t, vm), "the VM is destroyed")
+			assert.Len(t, sim.vms(t), others, "no other VM was touched")
+
+			// Hooks run at least once: a second run with the step's outputs is a no-op.
+			again, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(tt.params(vm), secrets, res.Outputs))
+			require.NoError(t, err)
+			assert.True(t, again.Done)
+			assert.Contains(t, again.Message, "destroyed already")
+			assert.Equal(t, res.Outputs, again.Outputs, "the outputs stay")
+			assert.Len(t, sim.vms(t), others, "no other VM was touched")
+		})
+	}
+}
+
+// The providerID names the machine the Node ran on: when no VM has that UUID, the machine is
+// gone, and a VM that merely has the node's name (a replacement) must be left alone.
+func TestProviderIDMatchingNoVMNeverFallsBackToTheName(t *testing.T) {
+	sim := startVCSim(t)
+	vm := sim.vm(t, "DC0_H0_VM0")
+	before := sim.vms(t)
+	c := plugintest.Serve(t, newTestExecutor())
+	params := withParams(nil, paramProviderID, "vsphere://00000000-0000-0000-0000-000000000001", paramNode, vm.name)
+
+	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), nil))
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+	assert.Contains(t, res.Message, "already gone")
+	assert.True(t, sim.exists(t, vm), "the VM of the same name is not touched")
+	assert.Equal(t, before, sim.vms(t), "nothing was touched")
+}
+
+func TestTerminateOfAVMThatIsNotThereIsDone(t *testing.T) {
+	sim := startVCSim(t)
+	before := sim.vms(t)
+	c := plugintest.Serve(t, newTestExecutor())
+	params := withParams(nil, paramProviderID, "vsphere://00000000-0000-0000-0000-000000000001", paramNode, "k8s-node-gone")
+
+	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), nil))
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+	assert.Contains(t, res.Message, `no VM with UUID 00000000-0000-0000-0000-000000000001 in vCenter`)
+	assert.Contains(t, res.Message, "already gone")
+	assert.Equal(t, before, sim.vms(t), "nothing was touched")
+}
+
+func TestTerminateShutsTheGuestDownFirst(t *testing.T) {
+	sim := startVCSim(t)
+	vm := sim.vm(t, "DC0_H0_VM0")
+	sim.toolsRunning(t, vm)
+	c := plugintest.Serve(t, newTestExecutor())
+	params := withParams(nil, paramProviderID, "vsphere://"+vm.uuid)
+
+	before := time.Now().Add(-time.Second)
+	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), nil))
+	require.NoError(t, err)
+	require.False(t, res.Done, "a guest shutdown is waited for, never blocked on: %+v", res)
+	assert.Equal(t, shutdownPoll, res.RequeueAfter)
+	assert.Contains(t, res.Message, "guest shutdown of")
+	started, err := time.Parse(time.RFC3339, res.Outputs[outShutdownStarted])
+	require.NoError(t, err)
+	assert.WithinRange(t, started, before, time.Now().Add(time.Second))
+	assert.Equal(t, "poweredOn", res.Outputs[outPreviousPowerState])
+	assert.True(t, sim.exists(t, vm), "not destroyed while the guest shuts down")
+
+	// The simulated guest stops; the next call destroys the VM and keeps the state it had.
+	require.Eventually(t, func() bool { return sim.vm(t, vm.name).powerState == types.VirtualMachinePowerStatePoweredOff },
+		10*time.Second, 50*time.Millisecond)
+	asked := res.Outputs[outShutdownStarted]
+	res, err = c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), res.Outputs))
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+	assert.Equal(t, asked, res.Outputs[outShutdownStarted], "when the shutdown was asked for is kept")
+	assert.Equal(t, "poweredOn", res.Outputs[outPreviousPowerState])
+	assert.Equal(t, vm.uuid, res.Outputs[outInstanceID])
+	assert.NotContains(t, res.Message, "powered off", "the guest stopped by itself")
+	assert.False(t, sim.exists(t, vm))
+}
+
+func TestTerminatePowersOffAGuestThatDoesNotStop(t *testing.T) {
+	tests := []struct {
+		name       string
+		startedAgo time.Duration
+		wantDone   bool
+		wantInMsg  string
+	}{
+		{name: "within shutdownTimeout: waits", startedAgo: time.Minute, wantInMsg: "waiting for the guest"},
+		{name: "past shutdownTimeout: powers off and destroys", startedAgo: 6 * time.Minute, wantDone: true, wantInMsg: "did not shut down within 5m0s: powered off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := startVCSim(t)
+			vm := sim.vm(t, "DC0_H0_VM0")
+			sim.toolsRunning(t, vm)
+			c := plugintest.Serve(t, newTestExecutor())
+			// An earlier call asked for the shutdown; the guest is still running.
+			own := map[string]string{
+				outInstanceID: vm.uuid, outPreviousPowerState: "poweredOn",
+				outShutdownStarted: time.Now().Add(-tt.startedAgo).UTC().Format(time.RFC3339),
+			}
+
+			res, err := c.Run(t.Context(), executorName, sdk.HookCreate,
+				request(withParams(nil, paramProviderID, "vsphere://"+vm.uuid, paramShutdownTimeout, "5m"), sim.secrets(), own))
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantDone, res.Done)
+			assert.Contains(t, res.Message, tt.wantInMsg)
+			assert.Equal(t, !tt.wantDone, sim.exists(t, vm))
+			if !tt.wantDone {
+				assert.Equal(t, shutdownPoll, res.RequeueAfter)
+				assert.Equal(t, own[outShutdownStarted], res.Outputs[outShutdownStarted], "the start of the shutdown is kept")
+				assert.Equal(t, types.VirtualMachinePowerStatePoweredOn, sim.vm(t, vm.name).powerState)
+			}
+		})
+	}
+}
+
+func TestTerminateErrors(t *testing.T) {
+	sim := startVCSim(t)
+	vm := sim.vm(t, "DC0_H0_VM0")
+	valid := withParams(nil, paramProviderID, "vsphere://"+vm.uuid)
+	secretsWith := func(kv ...string) map[string][]byte {
+		s := sim.secrets()
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i+1] == "" {
+				delete(s, kv[i])
+			} else {
+				s[kv[i]] = []byte(kv[i+1])
+			}
+		}
+		return s
+	}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	unreachable := "https://" + closed.Addr().String() + "/sdk"
+	require.NoError(t, closed.Close())
+
+	tests := []struct {
+		name          string
+		params        map[string]string
+		secrets       map[string][]byte
+		wantPermanent bool
+		wantReason    string
+		wantInMessage []string
+	}{
+		{
+			name: "wrong password", params: valid, secrets: secretsWith(keyPassword, "hunter2"),
+			wantPermanent: true, wantReason: "InvalidCredentials",
+			wantInMessage: []string{"refused the login", `Secret "vsphere-creds"`},
+		},
+		{
+			name: "unknown user", params: valid, secrets: secretsWith(keyUsername, "nobody"),
+			wantPermanent: true, wantReason: "InvalidCredentials",
+		},
+		{
+			name: "Secret without password and url", params: valid, secrets: secretsWith(keyPassword, "", keyURL, ""),
+			wantPermanent: true, wantReason: "InvalidParameter",
+			wantInMessage: []string{`Secret "vsphere-creds" lacks the key(s) url, password`},
+		},
+		{
+			name: "no Secret data at all", params: valid, secrets: nil,
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{"lacks the key(s) url, username, password"},
+		},
+		{
+			name: "url not a URL", params: valid, secrets: secretsWith(keyURL, "ftp://user:pw@host/sdk"),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{"is not a vCenter URL"},
+		},
+		{
+			name: "ca.crt not PEM", params: valid, secrets: secretsWith(keyCA, "not a certificate"),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{"holds no PEM certificate"},
+		},
+		{
+			name: "insecure not a boolean", params: valid, secrets: secretsWith(keyInsecure, "maybe"),
+			wantPermanent: true, wantReason: "InvalidParameter",
+		},
+		{
+			name: "certificate not trusted", params: valid, secrets: secretsWith(keyCA, ""),
+			wantPermanent: true, wantReason: "UntrustedCertificate", wantInMessage: []string{"ca.crt"},
+		},
+		{
+			name: "providerID of another cloud", params: withParams(nil, paramProviderID, "aws:///eu-west-1a/i-0123"), secrets: sim.secrets(),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{"is not a vSphere providerID"},
+		},
+		{
+			name: "providerID without a UUID", params: withParams(nil, paramProviderID, "vsphere://k8s-node-3"), secrets: sim.secrets(),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{`"vsphere://k8s-node-3" is not a vSphere providerID`},
+		},
+		{
+			name: "neither providerID nor node", params: withParams(nil), secrets: sim.secrets(),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{"providerID or node is required"},
+		},
+		{
+			name: "no credentialsSecret", params: map[string]string{paramNode: "n"}, secrets: sim.secrets(),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{"credentialsSecret is required"},
+		},
+		{
+			name: "bad shutdownTimeout", params: withParams(valid, paramShutdownTimeout, "soon"), secrets: sim.secrets(),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{"shutdownTimeout"},
+		},
+		{
+			name: "unknown datacenter", params: withParams(valid, paramDatacenter, "DC9"), secrets: sim.secrets(),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{`no datacenter "DC9"`},
+		},
+		{
+			name: "vCenter unreachable", params: valid, secrets: secretsWith(keyURL, unreachable),
+			wantPermanent: false, wantReason: "VSphereUnavailable", wantInMessage: []string{"connect to vCenter"},
+		},
+	}
+	c := plugintest.Serve(t, newTestExecutor())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(tt.params, tt.secrets, nil))
+			var e *sdk.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, tt.wantPermanent, e.Permanent)
+			assert.Equal(t, tt.wantReason, e.Reason)
+			for _, want := range tt.wantInMessage {
+				assert.Contains(t, e.Error(), want)
+			}
+			for _, secret := range []string{simPassword, "hunter2", "pw@"} {
+				assert.NotContains(t, e.Error(), secret, "no secret in messages")
+			}
+		})
+	}
+	assert.True(t, sim.exists(t, vm), "no error touched the VM")
+	assert.Equal(t, types.VirtualMachinePowerStatePoweredOn, sim.vm(t, vm.name).powerState)
+}
+
+func TestTerminateRefusesAnAmbiguousName(t *testing.T) {
+	sim := startVCSim(t)
+	ctx := t.Context()
+	first, second := sim.vm(t, "DC0_H0_VM0"), sim.vm(t, "DC0_H0_VM1")
+	// Names are unique within a folder only: move the second VM to another folder and give
+	// it the first one's name.
+	dc, err := object.NewSearchIndex(sim.client.Client).FindByInventoryPath(ctx, "/DC0")
+	require.NoError(t, err)
+	folders, err := dc.(*object.Datacenter).Folders(ctx)
+	require.NoError(t, err)
+	other, err := folders.VmFolder.CreateFolder(ctx, "other")
+	require.NoError(t, err)
+	task, err := other.MoveInto(ctx, []types.ManagedObjectReference{second.ref})
+	require.NoError(t, err)
+	require.NoError(t, task.Wait(ctx))
+	task, err = object.NewVirtualMachine(sim.client.Client, second.ref).Rename(ctx, first.name)
+	require.NoError(t, err)
+	require.NoError(t, task.Wait(ctx))
+
+	c := plugintest.Serve(t, newTestExecutor())
+	_, err = c.Run(ctx, executorName, sdk.HookCreate, request(withParams(nil, paramNode, first.name), sim.secrets(), nil))
+	var e *sdk.Error
+	require.ErrorAs(t, err, &e)
+	assert.True(t, e.Permanent)
+	assert.Equal(t, "AmbiguousVM", e.Reason)
+	assert.Contains(t, e.Error(), `2 VMs are named "DC0_H0_VM0"`)
+	assert.True(t, sim.exists(t, first))
+	assert.True(t, sim.exists(t, second))
+}
+
+func TestTerminateRequestsWaitForTheSharedRateLimit(t *testing.T) {
+	sim := startVCSim(t)
+	vm := sim.vm(t, "DC0_H0_VM0")
+	// Three requests at once, then one an hour: a termination needs more than three.
+	e := newTestExecutor()
+	e.limiter = rate.NewLimiter(rate.Every(time.Hour), 3)
+	c := plugintest.Serve(t, e)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err := c.Run(ctx, executorName, sdk.HookCreate, request(withParams(nil, paramProviderID, "vsphere://"+vm.uuid), sim.secrets(), nil))
+	var se *sdk.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "RateLimited", se.Reason)
+	assert.False(t, se.Permanent)
+	assert.True(t, sim.exists(t, vm), "the limit held the destruction back")
+}
+
+func TestDescribe(t *testing.T) {
+	c := plugintest.Serve(t, newTestExecutor())
+	infos, err := c.Describe(t.Context())
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	assert.Equal(t, executorName, infos[0].GetName())
+	assert.NotEmpty(t, infos[0].GetVersion())
+	required := map[string]bool{}
+	for _, p := range infos[0].GetParameters() {
+		assert.NotEmpty(t, p.GetDescription(), p.GetName())
+		required[p.GetName()] = p.GetRequired()
+	}
+	assert.Equal(t, map[string]bool{
+		paramProviderID: false, paramNode: false, paramCredentialsSecret: true, paramShutdownTimeout: false, paramDatacenter: false,
+	}, required)
+}
+
+func TestConformance(t *testing.T) {
+	sim := startVCSim(t)
+	vm := sim.vm(t, "DC0_H0_VM0")
+	plugintest.Conformance(t, newTestExecutor(), withParams(nil, paramProviderID, "vsphere://"+vm.uuid, paramNode, vm.name),
+		plugintest.WithSecrets(sim.secrets()))
+	assert.False(t, sim.exists(t, vm), "Conformance's Create terminated the VM")
+}

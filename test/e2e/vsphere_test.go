@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/pem"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/view"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+const (
+	vcsimUser     = "retirer@vsphere.local"
+	vcsimPassword = "e2e-vcsim-password"
+)
+
+// vcenterSim is govmomi's vCenter simulator (VPX model, four powered-on VMs) serving HTTPS
+// on 127.0.0.1 inside the test process; the operator's vSphere plugin reaches it there.
+type vcenterSim struct {
+	model  *simulator.Model
+	url    string
+	ca     []byte
+	client *govmomi.Client
+}
+
+func startVCenterSim(t *testing.T) *vcenterSim {
+	t.Helper()
+	m := simulator.VPX()
+	require.NoError(t, m.Create())
+	m.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword(vcsimUser, vcsimPassword)}
+	m.Service.TLS = new(tls.Config)
+	s := m.Service.NewServer()
+	t.Cleanup(func() {
+		s.Close()
+		m.Remove()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := govmomi.NewClient(ctx, s.URL, true)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Logout(ctx)
+	})
+	u := *s.URL
+	u.User = nil
+	return &vcenterSim{
+		model: m, url: u.String(), client: c,
+		ca: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}),
+	}
+}
+
+// poweredOnVM returns a powered-on VM of the simulator.
+func (s *vcenterSim) poweredOnVM(t *testing.T) mo.VirtualMachine {
+	t.Helper()
+	cv, err := view.NewManager(s.client.Client).CreateContainerView(t.Context(), s.client.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+	require.NoError(t, err)
+	defer func() { _ = cv.Destroy(context.Background()) }()
+	var vms []mo.VirtualMachine
+	require.NoError(t, cv.Retrieve(t.Context(), []string{"VirtualMachine"}, []string{"name", "config.uuid", "runtime.powerState"}, &vms))
+	for _, vm := range vms {
+		if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
+			return vm
+		}
+	}
+	t.Fatal("the simulator has no powered-on VM")
+	return mo.VirtualMachine{}
+}
+
+// toolsRunning makes the simulator report VMware Tools running in the VM, so the plugin
+// asks the guest to shut down before it destroys the VM.
+func (s *vcenterSim) toolsRunning(t *testing.T, ref types.ManagedObjectReference) {
+	t.Helper()
+	obj := s.model.Map().Get(ref)
+	require.NotNil(t, obj)
+	s.model.Map().AtomicUpdate(s.model.Service.Context, obj, []types.PropertyChange{{
+		Name: "guest.toolsRunningStatus", Val: string(types.VirtualMachineToolsRunningStatusGuestToolsRunning),
+	}})
+}
+
+// exists tells whether the VM is still in the simulator's inventory.
+func (s *vcenterSim) exists(t *testing.T, ref types.ManagedObjectReference) bool {
+	t.Helper()
+	var vm mo.VirtualMachine
+	err := property.DefaultCollector(s.client.Client).RetrieveOne(t.Context(), ref, []string{"name"}, &vm)
+	if fault.Is(err, &types.ManagedObjectNotFound{}) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
+
+// vsphereRetirer is nodeRetirer plus reading Secrets in its namespace: the operator reads
+// the credentials Secret as the pipeline's ServiceAccount.
+func vsphereRetirer(t *testing.T, ns string) string {
+	t.Helper()
+	ctx := t.Context()
+	sa := nodeRetirer(t, ns)
+	_, err := cluster.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "read-vsphere-creds"},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"},
+			ResourceNames: []string{"vsphere-creds"},
+		}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cluster.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "read-vsphere-creds"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "read-vsphere-creds"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return sa
+}
+
+func vsphereCredentials(t *testing.T, ns string, sim *vcenterSim, password string) {
+	t.Helper()
+	_, err := cluster.Client.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "vsphere-creds"},
+		Data: map[string][]byte{
+			"url": []byte(sim.url), "username": []byte(vcsimUser), "password": []byte(password), "ca.crt": sim.ca,
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// vsphereNode is a kwok node whose providerID names the VM, as the vSphere cloud provider
+// sets it.
+func vsphereNode(t *testing.T, ns, uuid string) string {
+	t.Helper()
+	node := poolNode(t, ns)
+	patch := fmt.Sprintf(`{"spec":{"providerID":%q}}`, "vsphere://"+uuid)
+	_, err := cluster.Client.CoreV1().Nodes().Patch(t.Context(), node, k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	require.NoError(t, err)
+	return node
+}
+
+func vsphereRetirePipeline(ns, sa, node string) *v1alpha1.Pipeline {
+	onNode := map[string]string{"node": "$(params.node)"}
+	return &v1alpha1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Name: "retire", Namespace: ns},
+		Spec: v1alpha1.PipelineSpec{
+			ServiceAccountName: sa,
+			Params:             map[string]string{"node": node},
+			Steps: []v1alpha1.Step{
+				{Name: "cordon", Executor: "node.cordon", With: onNode},
+				{Name: "drain", Executor: "node.drain", With: map[string]string{"node": "$(params.node)", "timeout": "1m"}},
+				{Name: "terminate", Executor: "vsphere.terminate-vm", With: map[string]string{
+					"providerID":        "$(steps.cordon.outputs.providerID)",
+					"node":              "$(params.node)",
+					"credentialsSecret": "vsphere-creds",
+					"shutdownTimeout":   "1m",
+				}},
+				{Name: "forget", Executor: "node.delete", With: onNode},
+			},
+		},
+	}
+}
+
+func TestVSphereNodeRetirementDestroysTheVM(t *testing.T) {
+	ctx := t.Context()
+	sim := startVCenterSim(t)
+	vm := sim.poweredOnVM(t)
+	sim.toolsRunning(t, vm.Reference())
+	ns := cluster.CreateNamespace(t)
+	sa := vsphereRetirer(t, ns)
+	vsphereCredentials(t, ns, sim, vcsimPassword)
+	node := vsphereNode(t, ns, vm.Config.Uuid)
+
+	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, vsphereRetirePipeline(ns, sa, node), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	out, err := kubectl(t, "wait", "--for=condition=Ready", "--timeout=120s", "-n", ns, "pipeline/retire")
+	require.NoError(t, err, "kubectl wait: %s (operator log %s)", out, operator.Log)
+	got := waitPipeline(t, ns, "retire", 10*time.Second, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineSucceeded })
+
+	require.Len(t, got.Status.Steps, 4)
+	terminate := got.Status.Steps[2]
+	assert.Equal(t, "vsphere://"+vm.Config.Uuid, got.Status.Steps[0].Outputs["providerID"])
+	assert.Equal(t, vm.Config.Uuid, terminate.Outputs["instanceID"])
+	assert.Equal(t, "poweredOn", terminate.Outputs["previousPowerState"])
+	assert.NotEmpty(t, terminate.Outputs["shutdownStarted"], "the guest was asked to shut down first")
+	assert.False(t, sim.exists(t, vm.Reference()), "the VM is gone from vCenter")
+	_, err = cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "node.delete removed the Node")
+}
+
+func TestVSphereWrongPasswordFailsTheStepAtOnce(t *testing.T) {
+	ctx := t.Context()
+	sim := startVCenterSim(t)
+	vm := sim.poweredOnVM(t)
+	ns := cluster.CreateNamespace(t)
+	sa := vsphereRetirer(t, ns)
+	const wrong = "not-the-password"
+	vsphereCredentials(t, ns, sim, wrong)
+	node := vsphereNode(t, ns, vm.Config.Uuid)
+
+	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, vsphereRetirePipeline(ns, sa, node), metav1.CreateOptions{})
+	require.NoError(t, err)
+	failed := waitPipeline(t, ns, "retire", 2*time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineFailed })
+
+	require.Len(t, failed.Status.Steps, 4)
+	terminate := failed.Status.Steps[2]
+	assert.Equal(t, int32(1), terminate.Attempts, "a refused login is not retried")
+	c := meta.FindStatusCondition(terminate.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, c)
+	assert.Equal(t, "InvalidCredentials", c.Reason)
+	assert.Contains(t, c.Message, "refused the login")
+	ready := meta.FindStatusCondition(failed.Status.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.NotContains(t, fmt.Sprintf("%+v", failed.Status), wrong, "the password is in no status")
+	assert.Equal(t, v1alpha1.StepPending, failed.Status.Steps[3].Phase, "the Node is not forgotten")
+	assert.True(t, sim.exists(t, vm.Reference()), "the VM is untouched")
+	_, err = cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	assert.NoError(t, err, "the Node stays")
+}
