@@ -25,12 +25,16 @@ up() {
     echo "Installing the Pipeline CRD"
     kubectl apply --server-side -f "${ROOT}/crd/" >/dev/null
     kubectl wait --for=condition=Established --timeout=60s crd/pipelines.stepwise.dev >/dev/null
+    # The operator publishes its executor catalogue (kubectl stepwise executors) in its
+    # namespace, as it does when installed from deploy/.
+    kubectl create namespace stepwise-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 
     if operator_running; then
         echo "The operator is already running (PID $(cat "${OPERATOR_PID}"))"
     else
         mkdir -p "${STATE}/pids" "${STATE}/logs"
         "${BIN}/stepwise-operator" --kubeconfig "${KUBECONFIG}" --enable-test-executors --leader-elect=false \
+            --namespace=stepwise-system --plugin-dir "${BIN}/plugins" \
             --metrics-bind-address=127.0.0.1:8480 --health-probe-bind-address=127.0.0.1:8481 \
             >"${STATE}/logs/operator.log" 2>&1 &
         echo $! >"${OPERATOR_PID}"
@@ -48,36 +52,30 @@ up() {
     cat <<EOT
 
 Both pipelines are Ready: hello ran three steps, and retire-demo-worker-1 cordoned,
-drained and deleted the kwok node demo-worker-1. Poke at them:
-  export KUBECONFIG=${KUBECONFIG}
-  bin/kubectl -n stepwise-demo get pipeline hello -o yaml        # per-step status and conditions
-  bin/kubectl -n stepwise-demo get events --field-selector involvedObject.name=hello
-  bin/kubectl -n stepwise-demo get configmap stepwise-record-hello -o jsonpath='{.data.calls}'
-  bin/kubectl -n stepwise-demo delete pipeline hello             # teardown runs, last step first
-  bin/kubectl -n node-ops get pipeline retire-demo-worker-1 -o yaml
+drained and deleted the kwok node demo-worker-1. Poke at them (bin/ holds kubectl and
+the kubectl plugin kubectl-stepwise):
+  export KUBECONFIG=${KUBECONFIG} PATH=${BIN}:\$PATH
+  kubectl stepwise status hello -n stepwise-demo                # the steps, phase, attempts, duration
+  kubectl stepwise executors                                    # what the operator offers
+  kubectl -n stepwise-demo get events --field-selector involvedObject.name=hello
+  kubectl -n stepwise-demo get configmap stepwise-record-hello -o jsonpath='{.data.calls}'
+  kubectl -n stepwise-demo delete pipeline hello                # teardown runs, last step first
+  kubectl stepwise status retire-demo-worker-1 -n node-ops
 Stop everything with: make demo-down
 EOT
 }
 
-# watch_pipeline prints a pipeline's per-step progress whenever it changes, until it is
-# Ready or a bound passes.
+# watch_pipeline prints a pipeline's progress, a line for each change, until it is Ready
+# (or failed, or two minutes passed), then its status table.
 watch_pipeline() {
-    local ns="$1" name="$2" last="" line
+    local ns="$1" name="$2"
     echo
-    echo "${ns}/${name}:"
-    for _ in $(seq 1 240); do
-        line="$(kubectl -n "${ns}" get pipeline "${name}" -o jsonpath='{.status.phase} {.status.progress} |{range .status.steps[*]} {.name}={.phase}{end}')"
-        if [[ "${line}" != "${last}" ]]; then
-            echo "  ${line}"
-            last="${line}"
-        fi
-        if kubectl -n "${ns}" wait --for=condition=Ready --timeout=0 "pipeline/${name}" >/dev/null 2>&1; then
-            return 0
-        fi
-        sleep 0.5
-    done
-    echo "  not Ready after 2 minutes; see: bin/kubectl -n ${ns} describe pipeline ${name}" >&2
-    return 1
+    if ! "${BIN}/kubectl-stepwise" --kubeconfig "${KUBECONFIG}" -n "${ns}" watch "${name}" --timeout 2m | cat; then
+        echo "  ${ns}/${name} is not Ready; see: bin/kubectl -n ${ns} describe pipeline ${name}" >&2
+        return 1
+    fi
+    echo
+    "${BIN}/kubectl-stepwise" --kubeconfig "${KUBECONFIG}" -n "${ns}" status "${name}"
 }
 
 down() {

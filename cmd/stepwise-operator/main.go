@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -32,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/stepwise-dev/stepwise/pkg/catalog"
 	"github.com/stepwise-dev/stepwise/pkg/controller"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
@@ -80,6 +83,9 @@ func run(ctx context.Context, opts *options) error {
 	cfg.QPS = float32(opts.qps)
 	cfg.Burst = opts.burst
 	cfg.UserAgent = controller.ControllerName
+	// Every client made from cfg (the impersonating ones too) counts its API requests.
+	reg := prometheus.NewRegistry()
+	cfg.Wrap(metrics.NewAPIRequests(reg).WrapTransport)
 
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -106,8 +112,11 @@ func run(ctx context.Context, opts *options) error {
 		return fmt.Errorf("load plugins: %w", err)
 	}
 	logger.Info("Executors registered", "names", registry.Names())
+	if opts.catalogName != "" {
+		// In the background: a catalogue that cannot be written yet never delays pipelines.
+		go catalog.NewPublisher(kube, opts.ownNamespace(), opts.catalogName).Run(ctx, catalog.Build(registry, version()))
+	}
 
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	// Events name our objects, so the recorder's scheme must know our types; a scheme of
@@ -134,7 +143,11 @@ func run(ctx context.Context, opts *options) error {
 	defer shutdownServers(servers)
 
 	runEngine := func(ctx context.Context) error {
-		factory := informers.NewSharedInformerFactory(client, opts.resync)
+		// The engine never reads managedFields: dropping them from the cache saves 1-1.5 KiB
+		// per pipeline (make bench). Status updates and patches without them keep the
+		// stored ones.
+		factory := informers.NewSharedInformerFactoryWithOptions(client, opts.resync,
+			informers.WithTransform(stripManagedFields))
 		mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
 		c, err := controller.New(ctx, controller.Config{
 			Client:           client,
@@ -206,9 +219,25 @@ func run(ctx context.Context, opts *options) error {
 	}
 }
 
+// stripManagedFields is an informer transform removing metadata.managedFields.
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
 // builtinExecutors are the executors compiled into the operator.
 func builtinExecutors() []executor.TaskExecutor {
 	return append(node.Executors(), k8s.Executors()...)
+}
+
+// version is the operator's module version as the Go toolchain stamped it.
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.Main.Version
+	}
+	return ""
 }
 
 func identity(hostname string) string {

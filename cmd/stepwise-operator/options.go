@@ -32,6 +32,9 @@ type options struct {
 
 	pluginDir       string
 	pluginChecksums string
+
+	namespace   string
+	catalogName string
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -43,7 +46,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "How often every pipeline is looked at even when nothing changed.")
 
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Run the engine only in the replica holding the Lease, so that several replicas can run for availability.")
-	fs.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "Namespace of the leader election Lease. Default: the operator's own namespace (POD_NAMESPACE), else stepwise-system.")
+	fs.StringVar(&o.leaderElectNamespace, "leader-elect-namespace", "", "Namespace of the leader election Lease. Default: the operator's own namespace (--namespace).")
 	fs.StringVar(&o.leaderElectID, "leader-elect-id", "stepwise-operator", "Name of the leader election Lease.")
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits before taking over a Lease that is not renewed.")
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader tries to renew its Lease before giving up leadership.")
@@ -56,6 +59,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.enableTestExecutors, "enable-test-executors", false, "Register test.noop and test.record, executors for tests and demos.")
 
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "Directory of out-of-process executor plugins (executables named stepwise-plugin-*), started once and reused. Empty: no plugins.")
+	fs.StringVar(&o.namespace, "namespace", "", "The operator's own namespace, where it publishes its executor catalogue and, unless --leader-elect-namespace says otherwise, keeps its Lease. Default: POD_NAMESPACE, else stepwise-system.")
+	fs.StringVar(&o.catalogName, "executor-catalog-name", "stepwise-executors", "Name of the ConfigMap, in --namespace, where the executors on offer (built-in and plugins) are published at start, for 'kubectl stepwise executors'. Empty: not published.")
 	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
 }
 
@@ -83,6 +88,15 @@ func (o *options) validate() error {
 func (o *options) leaseNamespace() string {
 	if o.leaderElectNamespace != "" {
 		return o.leaderElectNamespace
+	}
+	return o.ownNamespace()
+}
+
+// ownNamespace is the operator's namespace: --namespace, else POD_NAMESPACE (set from the
+// Downward API in deploy/), else stepwise-system.
+func (o *options) ownNamespace() string {
+	if o.namespace != "" {
+		return o.namespace
 	}
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		return ns

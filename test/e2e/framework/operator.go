@@ -71,8 +71,14 @@ type Operator struct {
 	Log  string
 }
 
+// OperatorNamespace is the operator's --namespace under StartOperator: where it publishes
+// its executor catalogue (ConfigMap stepwise-executors).
+const OperatorNamespace = "default"
+
 // StartOperator runs bin/stepwise-operator against the cluster with the test executors,
 // without leader election, its endpoints on loopback, and its log in the cluster's dir.
+// extraArgs come last, so they override those defaults (the Go flag package keeps the
+// last value): e.g. --kubeconfig of another identity, or --leader-elect=true.
 func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 	bin := c.BinPath("stepwise-operator")
 	if _, err := os.Stat(bin); err != nil {
@@ -91,6 +97,8 @@ func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 		"--metrics-bind-address=127.0.0.1:0",
 		"--health-probe-bind-address=127.0.0.1:0",
 		"--shutdown-grace-period=5s",
+		// The executor catalogue goes to a namespace every cluster has.
+		"--namespace=" + OperatorNamespace,
 		"-v=2",
 	}, extraArgs...)
 	cmd := exec.Command(bin, args...)

@@ -1,0 +1,20 @@
+// Command kubectl-stepwise is a kubectl plugin: with it on the PATH, `kubectl stepwise`
+// shows the steps of Stepwise Pipelines and steers them (status, watch, retry, suspend,
+// resume, executors). The commands live in pkg/cli.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/stepwise-dev/stepwise/pkg/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := cli.Main(ctx)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,136 @@
+// Package deploy_test checks the install manifests without a cluster: they build with
+// kustomize, carry the CRD the API types generate, and keep the operator's Deployment
+// hardened and its RBAC narrow. test/e2e applies them to a real API server.
+package deploy_test
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// build runs kustomize on this directory and returns the objects by "Kind/name".
+func build(t *testing.T) map[string][]byte {
+	t.Helper()
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), ".")
+	require.NoError(t, err)
+	objs := map[string][]byte{}
+	for _, r := range resources.Resources() {
+		data, err := r.AsYAML()
+		require.NoError(t, err)
+		objs[r.GetKind()+"/"+r.GetName()] = data
+	}
+	return objs
+}
+
+func decode[T any](t *testing.T, objs map[string][]byte, key string) *T {
+	t.Helper()
+	data, ok := objs[key]
+	require.True(t, ok, "kustomize build has %s", key)
+	var obj T
+	require.NoError(t, yaml.UnmarshalStrict(data, &obj), key)
+	return &obj
+}
+
+func TestCRDIsTheGeneratedOne(t *testing.T) {
+	generated, err := os.ReadFile("../crd/stepwise.dev_pipelines.yaml")
+	require.NoError(t, err)
+	copied, err := os.ReadFile("crd.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, string(generated), string(copied), "deploy/crd.yaml is stale: run make generate")
+}
+
+func TestObjects(t *testing.T) {
+	var keys []string
+	for k := range build(t) {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	assert.Equal(t, []string{
+		"ClusterRole/stepwise-edit",
+		"ClusterRole/stepwise-operator",
+		"ClusterRole/stepwise-view",
+		"ClusterRoleBinding/stepwise-operator",
+		"CustomResourceDefinition/pipelines.stepwise.dev",
+		"Deployment/stepwise-operator",
+		"Namespace/stepwise-system",
+		"PodDisruptionBudget/stepwise-operator",
+		"Role/stepwise-executors-reader",
+		"Role/stepwise-operator",
+		"RoleBinding/stepwise-executors-reader",
+		"RoleBinding/stepwise-operator",
+		"Service/stepwise-operator-metrics",
+		"ServiceAccount/stepwise-operator",
+	}, keys)
+}
+
+func TestDeploymentIsHardened(t *testing.T) {
+	d := decode[appsv1.Deployment](t, build(t), "Deployment/stepwise-operator")
+	assert.Equal(t, "stepwise-system", d.Namespace)
+	require.NotNil(t, d.Spec.Replicas)
+	assert.Equal(t, int32(2), *d.Spec.Replicas)
+	pod := d.Spec.Template.Spec
+	assert.Equal(t, "stepwise-operator", pod.ServiceAccountName)
+	require.NotNil(t, pod.SecurityContext)
+	assert.Equal(t, new(true), pod.SecurityContext.RunAsNonRoot)
+	require.NotNil(t, pod.SecurityContext.SeccompProfile)
+	assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, pod.SecurityContext.SeccompProfile.Type)
+
+	require.Len(t, pod.Containers, 1)
+	c := pod.Containers[0]
+	assert.Equal(t, "stepwise-operator:latest", c.Image)
+	assert.Contains(t, c.Args, "--leader-elect=true")
+	assert.Contains(t, c.Args, "--plugin-dir=/usr/local/lib/stepwise/plugins")
+	assert.Contains(t, c.Args, "--plugin-checksums=/usr/local/lib/stepwise/plugins/SHA256SUMS")
+	require.NotNil(t, c.SecurityContext)
+	assert.Equal(t, new(false), c.SecurityContext.AllowPrivilegeEscalation)
+	assert.Equal(t, new(true), c.SecurityContext.ReadOnlyRootFilesystem)
+	require.NotNil(t, c.SecurityContext.Capabilities)
+	assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+	require.NotNil(t, c.LivenessProbe)
+	require.NotNil(t, c.ReadinessProbe)
+	assert.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+	assert.Equal(t, "health", c.LivenessProbe.HTTPGet.Port.String())
+	assert.False(t, c.Resources.Requests.Cpu().IsZero())
+	assert.False(t, c.Resources.Requests.Memory().IsZero())
+	assert.False(t, c.Resources.Limits.Memory().IsZero())
+	assert.True(t, slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
+	}), "the operator learns its namespace")
+	assert.True(t, slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/tmp" }),
+		"plugins need a writable /tmp for their sockets")
+}
+
+func TestOperatorRBACIsNarrow(t *testing.T) {
+	objs := build(t)
+	cr := decode[rbacv1.ClusterRole](t, objs, "ClusterRole/stepwise-operator")
+	role := decode[rbacv1.Role](t, objs, "Role/stepwise-operator")
+	allowed := map[string][]string{} // group/resource -> verbs
+	for _, r := range append(slices.Clone(cr.Rules), role.Rules...) {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				assert.NotEqual(t, "*", res)
+				allowed[g+"/"+res] = append(allowed[g+"/"+res], r.Verbs...)
+			}
+		}
+		assert.NotContains(t, r.Verbs, "*")
+		assert.NotContains(t, r.APIGroups, "*")
+	}
+	for _, forbidden := range []string{"/nodes", "/pods", "/pods/eviction", "/secrets", "apps/deployments", "/users", "/groups"} {
+		assert.NotContains(t, allowed, forbidden, "the executors act as the pipeline's ServiceAccount, not as the operator")
+	}
+	assert.Equal(t, []string{"impersonate"}, allowed["/serviceaccounts"])
+	assert.ElementsMatch(t, []string{"get", "list", "watch", "patch"}, allowed["stepwise.dev/pipelines"])
+	assert.Equal(t, []string{"update"}, allowed["stepwise.dev/pipelines/status"])
+	assert.Equal(t, "stepwise-system", role.Namespace, "the Lease and catalogue rights are namespaced")
+}

@@ -1,0 +1,131 @@
+// Package cli is kubectl-stepwise, a kubectl plugin (kubectl stepwise ...) to look at and
+// steer Pipelines: status, watch, retry, suspend, resume, and the executors the running
+// operator offers. cmd/kubectl-stepwise only calls Execute.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+)
+
+// Exit codes of kubectl-stepwise.
+const (
+	ExitOK = 0
+	// ExitError: the command could not do what it was asked (bad flags, API errors,
+	// a watch that timed out).
+	ExitError = 1
+	// ExitPipelineFailed: the command worked, and the pipeline it looked at has failed
+	// (a step failed, or its teardown is blocked).
+	ExitPipelineFailed = 2
+)
+
+// errPipelineFailed makes Execute exit with ExitPipelineFailed after the command printed
+// what it had to say.
+var errPipelineFailed = errors.New("the pipeline failed")
+
+// Clients are the API clients a command uses.
+type Clients struct {
+	Stepwise clientset.Interface
+	Kube     kubernetes.Interface
+}
+
+// options are shared by every command.
+type options struct {
+	streams     genericiooptions.IOStreams
+	configFlags *genericclioptions.ConfigFlags
+	// clients builds the clients; tests replace it with fakes.
+	clients func() (*Clients, error)
+}
+
+// namespace is the namespace of the kubeconfig's context, or of --namespace.
+func (o *options) namespace() (string, error) {
+	ns, _, err := o.configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("find the namespace: %w", err)
+	}
+	return ns, nil
+}
+
+func (o *options) restClients() (*Clients, error) {
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	sw, err := clientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create stepwise client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create kubernetes client: %w", err)
+	}
+	return &Clients{Stepwise: sw, Kube: kube}, nil
+}
+
+// NewCommand returns the root command. clients, when not nil, replaces the clients built
+// from the kubeconfig flags (for tests).
+func NewCommand(streams genericiooptions.IOStreams, clients func() (*Clients, error)) *cobra.Command {
+	o := &options{streams: streams, configFlags: genericclioptions.NewConfigFlags(true)}
+	o.clients = clients
+	if o.clients == nil {
+		o.clients = o.restClients
+	}
+	cmd := &cobra.Command{
+		Use:   "kubectl-stepwise",
+		Short: "Look at and steer Stepwise Pipelines",
+		Long: `kubectl stepwise shows the steps of Stepwise Pipelines and steers them.
+
+Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch).`,
+		Annotations: map[string]string{
+			// Usage and help say "kubectl stepwise", as kubectl plugins do.
+			cobra.CommandDisplayNameAnnotation: "kubectl stepwise",
+		},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	// kubectl completes plugins through kubectl_complete-stepwise, not a subcommand.
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	o.configFlags.AddFlags(cmd.PersistentFlags())
+	cmd.AddCommand(
+		newStatusCommand(o),
+		newWatchCommand(o),
+		newRetryCommand(o),
+		newSuspendCommand(o, true),
+		newSuspendCommand(o, false),
+		newExecutorsCommand(o),
+	)
+	return cmd
+}
+
+// Execute runs kubectl-stepwise with args and returns its exit code.
+func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams, clients func() (*Clients, error)) int {
+	cmd := NewCommand(streams, clients)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, errPipelineFailed):
+		return ExitPipelineFailed
+	default:
+		_, _ = fmt.Fprintln(streams.ErrOut, "error:", err)
+		return ExitError
+	}
+}
+
+// Main is what cmd/kubectl-stepwise runs.
+func Main(ctx context.Context) int {
+	return Execute(ctx, os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, nil)
+}

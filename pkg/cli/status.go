@@ -1,0 +1,241 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/controller"
+)
+
+// maxMessage bounds a message in a table cell; -o yaml shows it whole.
+const maxMessage = 100
+
+func newStatusCommand(o *options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show a pipeline's steps and its Ready condition",
+		Long: `Show a pipeline's steps (executor, phase, last hook, attempts, duration, message)
+and its Ready condition. Exits with 2 when the pipeline has failed.`,
+		Example: `  kubectl stepwise status hello -n stepwise-demo
+  kubectl stepwise status hello -n stepwise-demo -o yaml`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			c, err := o.clients()
+			if err != nil {
+				return err
+			}
+			p, err := c.Stepwise.StepwiseV1alpha1().Pipelines(ns).Get(cmd.Context(), args[0], metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("get pipeline %s/%s: %w", ns, args[0], err)
+			}
+			if output != "" {
+				err = printObject(o.streams.Out, p, output)
+			} else {
+				err = PrintStatus(o.streams.Out, p, time.Now())
+			}
+			if err != nil {
+				return err
+			}
+			if Failed(p) {
+				return errPipelineFailed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml. Default: a table of the steps.")
+	return cmd
+}
+
+func checkOutput(output string) error {
+	switch output {
+	case "", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("--output %q is not supported: use json or yaml", output)
+}
+
+// printObject prints the pipeline as kubectl get -o json|yaml would.
+func printObject(w io.Writer, p *v1alpha1.Pipeline, output string) error {
+	p = p.DeepCopy()
+	// Objects decoded by a typed client have no apiVersion and kind.
+	p.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("Pipeline"))
+	p.ManagedFields = nil // as kubectl does without --show-managed-fields
+	var printer printers.ResourcePrinter = &printers.JSONPrinter{}
+	if output == "yaml" {
+		printer = &printers.YAMLPrinter{}
+	}
+	if err := printer.PrintObj(p, w); err != nil {
+		return fmt.Errorf("print pipeline: %w", err)
+	}
+	return nil
+}
+
+// Failed tells whether the pipeline has failed: a step failed and waits for a retry, or
+// its teardown is blocked.
+func Failed(p *v1alpha1.Pipeline) bool {
+	if p.Status.Phase == v1alpha1.PipelineFailed {
+		return true
+	}
+	ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+	return ready != nil && ready.Reason == controller.ReasonTeardownFailed
+}
+
+// Ready tells whether the pipeline's Ready condition is True.
+func Ready(p *v1alpha1.Pipeline) bool {
+	return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady)
+}
+
+// Settled tells whether the status answers the latest request: it describes the current
+// spec, and no retry is waiting to be picked up. Before that, a Failed phase may be what
+// the operator is about to change.
+func Settled(p *v1alpha1.Pipeline) bool {
+	_, retrying := p.Annotations[controller.RetryAnnotation]
+	return !retrying && p.Status.ObservedGeneration == p.Generation
+}
+
+// PrintStatus writes a summary of the pipeline and a table of its steps.
+func PrintStatus(w io.Writer, p *v1alpha1.Pipeline, now time.Time) error {
+	// Two writers: the summary's columns are not the table's.
+	for _, write := range []func(io.Writer){
+		func(w io.Writer) { summary(w, p) },
+		func(w io.Writer) { stepTable(w, p, now) },
+	} {
+		tw := printers.GetNewTabWriter(w)
+		write(tw)
+		if err := tw.Flush(); err != nil {
+			return fmt.Errorf("write status: %w", err)
+		}
+	}
+	return nil
+}
+
+// summary writes the pipeline's lines above the table.
+func summary(w io.Writer, p *v1alpha1.Pipeline) {
+	_, _ = fmt.Fprintf(w, "Pipeline:\t%s/%s\n", p.Namespace, p.Name)
+	phase := string(p.Status.Phase)
+	if phase == "" {
+		phase = "Pending"
+	}
+	if p.Status.Progress != "" {
+		phase += " (" + p.Status.Progress + " steps succeeded)"
+	}
+	if p.Status.CurrentStep != "" {
+		phase += ", step " + p.Status.CurrentStep
+	}
+	_, _ = fmt.Fprintf(w, "Phase:\t%s\n", phase)
+	if ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); ready != nil {
+		_, _ = fmt.Fprintf(w, "Ready:\t%s\nReason:\t%s\nMessage:\t%s\n", ready.Status, ready.Reason, oneLine(ready.Message, 0))
+	} else {
+		_, _ = fmt.Fprintf(w, "Ready:\tUnknown\nMessage:\tthe operator has not looked at the pipeline yet\n")
+	}
+	var notes []string
+	if p.Spec.Suspend {
+		notes = append(notes, "suspended (spec.suspend: true)")
+	}
+	if v, ok := p.Annotations[controller.RetryAnnotation]; ok {
+		notes = append(notes, fmt.Sprintf("retry requested (%s=%q)", controller.RetryAnnotation, v))
+	}
+	if p.DeletionTimestamp != nil {
+		notes = append(notes, "deleted, tearing down")
+	}
+	if p.Status.ObservedGeneration != p.Generation {
+		notes = append(notes, fmt.Sprintf("status is of generation %d, spec is at %d", p.Status.ObservedGeneration, p.Generation))
+	}
+	if len(notes) > 0 {
+		_, _ = fmt.Fprintf(w, "Note:\t%s\n", strings.Join(notes, "; "))
+	}
+	_, _ = fmt.Fprintln(w)
+}
+
+// stepTable writes one row for each step of the spec, with what the status says of it.
+func stepTable(w io.Writer, p *v1alpha1.Pipeline, now time.Time) {
+	_, _ = fmt.Fprintln(w, "STEP\tEXECUTOR\tPHASE\tHOOK\tATTEMPTS\tDURATION\tMESSAGE")
+	for _, row := range stepRows(p, now) {
+		_, _ = fmt.Fprintln(w, strings.Join(row, "\t"))
+	}
+}
+
+// stepRows are the cells of the step table.
+func stepRows(p *v1alpha1.Pipeline, now time.Time) [][]string {
+	byName := map[string]*v1alpha1.StepStatus{}
+	for i := range p.Status.Steps {
+		byName[p.Status.Steps[i].Name] = &p.Status.Steps[i]
+	}
+	rows := make([][]string, 0, len(p.Spec.Steps))
+	for _, step := range p.Spec.Steps {
+		s, ok := byName[step.Name]
+		if !ok {
+			rows = append(rows, []string{step.Name, step.Executor, string(v1alpha1.StepPending), "-", "0", "-", ""})
+			continue
+		}
+		executor := s.Executor
+		if executor == "" {
+			executor = step.Executor
+		}
+		phase := string(s.Phase)
+		if phase == "" {
+			phase = string(v1alpha1.StepPending)
+		}
+		hook := string(s.Hook)
+		if hook == "" {
+			hook = "-"
+		}
+		rows = append(rows, []string{
+			s.Name, executor, phase, hook, strconv.Itoa(int(s.Attempts)), stepDuration(s, now), oneLine(s.Message, maxMessage),
+		})
+	}
+	return rows
+}
+
+// stepDuration is how long the step ran: until it completed, until it failed, or until
+// now while it runs.
+func stepDuration(s *v1alpha1.StepStatus, now time.Time) string {
+	if s.StartTime == nil {
+		return "-"
+	}
+	end := now
+	switch {
+	case s.CompletionTime != nil:
+		end = s.CompletionTime.Time
+	case s.Phase == v1alpha1.StepFailed:
+		ready := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady)
+		if ready == nil {
+			return "-"
+		}
+		end = ready.LastTransitionTime.Time
+	}
+	d := end.Sub(s.StartTime.Time)
+	if d < 0 {
+		d = 0
+	}
+	return duration.HumanDuration(d)
+}
+
+// oneLine makes s fit a table cell: one line, at most limit runes (0: no limit).
+func oneLine(s string, limit int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if limit > 0 && utf8.RuneCountInString(s) > limit {
+		r := []rune(s)
+		s = string(r[:limit-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,33 @@
+package k8s
+
+import "github.com/stepwise-dev/stepwise/pkg/executor"
+
+// Describe documents k8s.apply for the executor catalogue.
+func (Apply) Describe() executor.Description {
+	return executor.Description{
+		Description: "Server-side applies YAML documents (field manager stepwise); teardown deletes " +
+			"exactly what it applied, last object first.",
+		Parameters: []executor.Parameter{{
+			Name:        "manifest",
+			Description: "One or more YAML documents; namespaced objects without a namespace go to the pipeline's namespace.",
+			Required:    true,
+		}},
+	}
+}
+
+// Describe documents k8s.wait for the executor catalogue.
+func (Wait) Describe() executor.Description {
+	return executor.Description{
+		Description: "Waits until an object has a condition that is True, or a JSONPath of it has a value.",
+		Parameters: []executor.Parameter{
+			{Name: "apiVersion", Description: "API version of the object, e.g. apps/v1.", Required: true},
+			{Name: "kind", Description: "Kind of the object, e.g. Deployment.", Required: true},
+			{Name: "name", Description: "Name of the object.", Required: true},
+			{Name: "namespace", Description: "Namespace of the object (default: the pipeline's)."},
+			{Name: "condition", Description: "Condition type that must be True, e.g. Available; or give jsonPath and value."},
+			{Name: "jsonPath", Description: "JSONPath template, e.g. {.status.readyReplicas}; goes with value."},
+			{Name: "value", Description: "What jsonPath must print."},
+			{Name: "timeout", Description: "How long to wait, a Go duration (default 5m)."},
+		},
+	}
+}
