@@ -53,6 +53,7 @@ demo-down: ## Stop the demo's operator and control plane.
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informers, apply configurations and the CRD.
 	hack/update-codegen.sh
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-crd.sh
+	cp crd/stepwise.dev_pipelines.yaml deploy/crd.yaml # kustomize reads no file outside deploy/
 
 .PHONY: proto
 proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code of the plugin protocol (pkg/plugin/proto).
@@ -71,6 +72,11 @@ unit: ## Unit tests only (no control plane needed).
 .PHONY: e2e
 e2e: build localcluster-tools ## End-to-end tests on a local control plane started for the run.
 	go test $(GO_TEST_FLAGS) ./test/e2e/...
+
+# Not part of test: it takes minutes and measures, it does not check.
+.PHONY: bench
+bench: build localcluster-tools ## Benchmark the operator against the API server's write limit (BENCH_ARGS='-n 200 -idle 2000 -idle-duration 20s' for a quick run).
+	go run ./test/bench -out $(LOCALBIN)/bench-results.json $(BENCH_ARGS)
 
 .PHONY: verify
 verify: $(CONTROLLER_GEN) verify-proto ## Fail when generated code, the CRD or the plugin protocol is stale.

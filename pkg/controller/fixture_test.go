@@ -334,6 +334,14 @@ func done(context.Context, *executor.Request) (executor.Result, error) {
 	return executor.Result{Done: true}, nil
 }
 
+// takes is a hook that is done after d has passed on the clock.
+func takes(clock *testingclock.FakeClock, d time.Duration) hookFunc {
+	return func(context.Context, *executor.Request) (executor.Result, error) {
+		clock.Step(d)
+		return executor.Result{Done: true}, nil
+	}
+}
+
 func waitFor(d time.Duration, msg string) hookFunc {
 	return func(context.Context, *executor.Request) (executor.Result, error) {
 		return executor.Wait(d, msg), nil

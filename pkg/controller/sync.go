@@ -21,12 +21,14 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
 )
 
-// syncHandler brings one Pipeline one step closer to what it asks for. It returns how long
-// to wait before looking again when something is in progress.
+// syncHandler brings one Pipeline closer to what it asks for. It returns how long to wait
+// before looking again when something is in progress.
 //
-// Each call does at most one step's worth of work and then writes the status, so that a
-// restarted operator resumes where the status says and never re-runs a finished step. Our
-// own status write brings the next call through the informer, with a fresh cache.
+// Each call runs hooks in order while they finish at once, and writes the status once at
+// the end: before any waiting, so that a restarted operator resumes where the status says.
+// A crash between a hook and that write runs the hook again, which the executor contract
+// allows (hooks run at least once). Our own status write brings the next call through the
+// informer, with a fresh cache.
 func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	p, err := c.lister.Pipelines(key.Namespace).Get(key.Name)
 	if k8serrors.IsNotFound(err) {
@@ -65,13 +67,27 @@ func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (ti
 	}
 	retryRequested := r.applyRetryAnnotation(false)
 
+	// Steps that finish at once run one after the other in this call, so that K instant
+	// steps cost one status write rather than K: the API server's write rate is what bounds
+	// an operator's throughput. The batch ends at the first step that does not succeed at
+	// once (its hook waits, or failed), and no new step starts after maxBatchDuration or
+	// once the operator is shutting down, so that slow steps still record their progress.
 	var requeue time.Duration
-	if i := r.currentStep(); i >= 0 && !r.failed() && !p.Spec.Suspend {
+	batchStart := r.now()
+	for i := r.currentStep(); i >= 0 && !r.failed() && !p.Spec.Suspend; i = r.currentStep() {
 		requeue = r.runStep(ctx, i, createDirection)
+		if r.status.Steps[i].Phase != v1alpha1.StepSucceeded ||
+			r.now().Sub(batchStart) >= maxBatchDuration || c.queue.ShuttingDown() {
+			break
+		}
 	}
 	r.summarize(false)
 	return requeue, c.finish(ctx, r, retryRequested)
 }
+
+// maxBatchDuration bounds the work one sync does before writing it down: after it, the next
+// step starts in the next sync, after a status write.
+const maxBatchDuration = time.Second
 
 // syncDeletion tears down the last step that started and is not torn down yet; with none
 // left it removes the finalizer.

@@ -11,7 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
@@ -41,12 +44,10 @@ func TestThreeStepPipelineRunsHooksInOrderWithExactAPIActions(t *testing.T) {
 		"two/PreCreate#1", "two/Create#1", "two/PostCreate#1",
 		"three/PreCreate#1", "three/Create#1", "three/PostCreate#1",
 	}, f.exec.Calls())
-	// The finalizer, then one status write per step: K+1 writes for K steps, and no GET or
-	// LIST (reads come from the cache).
+	// The finalizer, then one status write for the three instant steps, run in one sync;
+	// and no GET or LIST (reads come from the cache).
 	assert.Equal(t, []string{
 		"patch pipelines",
-		"update pipelines/status",
-		"update pipelines/status",
 		"update pipelines/status",
 	}, f.writes())
 	for _, a := range f.client.Actions() {
@@ -132,8 +133,7 @@ func TestHookNotDoneIsLookedAtAgainAfterItsRequeue(t *testing.T) {
 func TestResumeAfterRestartRunsNothingTwice(t *testing.T) {
 	f := newFixture(t, newPipeline(stepsOf("one", "two", "three")...))
 	f.exec.on("two", v1alpha1.HookCreate, waitFor(time.Minute, "working"))
-	f.sync("p") // one succeeds
-	f.sync("p") // two waits in Create
+	f.sync("p") // one succeeds, two waits in Create
 	require.Equal(t, []string{
 		"one/PreCreate#1", "one/Create#1", "one/PostCreate#1", "two/PreCreate#1", "two/Create#1",
 	}, f.exec.Calls())
@@ -148,6 +148,58 @@ func TestResumeAfterRestartRunsNothingTwice(t *testing.T) {
 		"two/Create#1", "two/PostCreate#1", "three/PreCreate#1", "three/Create#1", "three/PostCreate#1",
 	}, g.exec.Calls())
 	assert.Equal(t, v1alpha1.PipelineSucceeded, g.get("p").Status.Phase)
+}
+
+func TestInstantStepsRunInOneSyncUntilAHookWaits(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one", "two", "three")...))
+	f.exec.on("two", v1alpha1.HookCreate, waitFor(time.Minute, "working"))
+
+	assert.Equal(t, time.Minute, f.sync("p"))
+
+	assert.Equal(t, []string{
+		"one/PreCreate#1", "one/Create#1", "one/PostCreate#1", "two/PreCreate#1", "two/Create#1",
+	}, f.exec.Calls())
+	assert.Equal(t, []string{"update pipelines/status"}, f.writes(), "one write, before the wait")
+	got := f.get("p")
+	assert.Equal(t, v1alpha1.StepSucceeded, stepStatus(got, "one").Phase)
+	assert.Equal(t, v1alpha1.StepRunning, stepStatus(got, "two").Phase)
+	assert.Equal(t, v1alpha1.HookCreate, stepStatus(got, "two").Hook)
+	assert.Equal(t, v1alpha1.StepPending, stepStatus(got, "three").Phase)
+	assert.Equal(t, "two", got.Status.CurrentStep)
+	assert.Equal(t, "1/3", got.Status.Progress)
+	assert.Equal(t, []string{"Normal StepStarted", "Normal StepSucceeded", "Normal StepStarted"}, f.events())
+}
+
+func TestSlowStepsAreWrittenDownBeforeTheNextStarts(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one", "two")...))
+	f.exec.on("one", v1alpha1.HookCreate, takes(f.clock, maxBatchDuration))
+
+	assert.Zero(t, f.sync("p"))
+	assert.Equal(t, []string{"one/PreCreate#1", "one/Create#1", "one/PostCreate#1"}, f.exec.Calls())
+	assert.Equal(t, []string{"update pipelines/status"}, f.writes())
+	assert.Equal(t, v1alpha1.StepPending, stepStatus(f.get("p"), "two").Phase)
+
+	f.sync("p")
+	assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
+}
+
+func TestFailedStatusWriteRunsTheSyncsHooksAgain(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one", "two")...))
+	f.client.PrependReactor("update", "pipelines", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	_, err := f.c.syncHandler(f.ctx, cache.ObjectName{Namespace: "ns", Name: "p"})
+	require.Error(t, err)
+	assert.Empty(t, f.events(), "events tell only what the status says")
+
+	// As after a crash: nothing was written, so the hooks run again (at least once).
+	f.client.ReactionChain = f.client.ReactionChain[1:]
+	f.exec.reset()
+	f.syncUntilIdle("p")
+	assert.Equal(t, []string{
+		"one/PreCreate#1", "one/Create#1", "one/PostCreate#1", "two/PreCreate#1", "two/Create#1", "two/PostCreate#1",
+	}, f.exec.Calls())
+	assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
 }
 
 func TestRetryBackoffTiming(t *testing.T) {
@@ -309,7 +361,8 @@ func TestHookContextCarriesTheAttemptDeadline(t *testing.T) {
 
 func TestSuspendStopsBeforeTheNextHook(t *testing.T) {
 	f := newFixture(t, newPipeline(stepsOf("one", "two")...))
-	f.sync("p") // one succeeds
+	f.exec.on("one", v1alpha1.HookPostCreate, takes(f.clock, maxBatchDuration))
+	f.sync("p") // one succeeds, slowly enough that two waits for the next sync
 	f.update("p", func(p *v1alpha1.Pipeline) { p.Spec.Suspend = true; p.Generation = 2 })
 	f.exec.reset()
 

@@ -1,0 +1,467 @@
+// Command bench measures Stepwise against the API server's write limit on a local control
+// plane (bin/localcluster): the raw write rate of a client with the operator's settings,
+// then pipelines of instant steps run by bin/stepwise-operator (throughput, apply→Ready
+// latency, API requests and reconciles per pipeline, CPU and memory), the same with a step
+// served by the example plugin, and an operator holding many finished pipelines at rest.
+// It prints a table and writes the figures as JSON. See README.md next to this file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	"github.com/stepwise-dev/stepwise/pkg/metrics"
+	"github.com/stepwise-dev/stepwise/test/e2e/framework"
+)
+
+const (
+	// namespace holds everything the benchmark creates.
+	namespace = "bench"
+	// operatorNamespace is the operator's default own namespace.
+	operatorNamespace = "stepwise-system"
+)
+
+type config struct {
+	n, k, workers, creators int
+	qps                     float64
+	burst                   int
+	latencySamples          int
+	idle                    int
+	idleDuration            time.Duration
+	plugin, restart, keep   bool
+	timeout                 time.Duration
+	out                     string
+}
+
+func main() {
+	var cfg config
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.IntVar(&cfg.n, "n", 1000, "Pipelines per throughput run (the no-op run and the plugin run).")
+	fs.IntVar(&cfg.k, "k", 3, "Steps per pipeline, each an instant test.noop.")
+	fs.IntVar(&cfg.workers, "workers", 8, "The operator's --workers; also the raw write test's goroutines.")
+	fs.Float64Var(&cfg.qps, "qps", 200, "The operator's --kube-api-qps; also the raw write test's client QPS.")
+	fs.IntVar(&cfg.burst, "burst", 400, "The operator's --kube-api-burst; also the raw write test's client burst.")
+	fs.IntVar(&cfg.creators, "creators", 16, "Goroutines creating pipelines (the benchmark's client is not throttled).")
+	fs.IntVar(&cfg.latencySamples, "latency-samples", 50, "Pipelines created one at a time to measure apply→Ready on an idle cluster.")
+	fs.IntVar(&cfg.idle, "idle", 10000, "Finished pipelines in the cluster during the idle phase (the runs' pipelines count); 0 skips it.")
+	fs.DurationVar(&cfg.idleDuration, "idle-duration", 60*time.Second, "How long the idle phase watches the operator.")
+	fs.BoolVar(&cfg.plugin, "plugin", true, "Run the plugin phase (needs bin/plugins from `make plugins`).")
+	fs.BoolVar(&cfg.restart, "restart", true, "After the idle phase, restart the operator and measure it catching up with the finished pipelines.")
+	fs.BoolVar(&cfg.keep, "keep", false, "Keep the control plane's state directory (logs) after the run.")
+	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "Deadline of the whole run.")
+	fs.StringVar(&cfg.out, "out", "bin/bench-results.json", "Where to write the results as JSON.")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	if cfg.n < 1 || cfg.k < 1 || cfg.workers < 1 || cfg.creators < 1 || cfg.latencySamples < 0 || cfg.idle < 0 {
+		fmt.Fprintln(os.Stderr, "-n, -k, -workers and -creators must be at least 1; -latency-samples and -idle not negative")
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+
+	res, err := run(ctx, cfg)
+	printTable(os.Stdout, res)
+	if werr := writeJSON(cfg.out, res); werr != nil {
+		err = errors.Join(err, werr)
+	} else {
+		fmt.Printf("\nResults written to %s\n", cfg.out)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench holds what the phases share.
+type bench struct {
+	cfg     config
+	cluster *framework.Cluster
+	client  clientset.Interface
+	tracker *tracker
+	op      *operator
+	probe   *probe
+	res     *results
+}
+
+// run runs every phase and always returns what it measured, with the first error.
+func run(ctx context.Context, cfg config) (res *results, err error) {
+	res = newResults(cfg)
+	log := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+
+	log("Starting the local control plane")
+	startCtx, cancelStart := context.WithTimeout(ctx, 3*time.Minute)
+	cluster, err := framework.StartCluster(startCtx, framework.Options{KeepStateDir: cfg.keep})
+	cancelStart()
+	if err != nil {
+		return res, fmt.Errorf("start the control plane: %w", err)
+	}
+	defer func() {
+		if cfg.keep {
+			log("Control plane state kept in %s", cluster.Dir)
+		}
+		err = errors.Join(err, cluster.Stop())
+	}()
+	if err := cluster.InstallCRDs(ctx); err != nil {
+		return res, err
+	}
+	// The operator's own namespace is where it publishes its executor catalogue at start;
+	// without it the publisher would keep retrying (a GET each time) during the run.
+	for _, ns := range []string{namespace, operatorNamespace} {
+		if _, err := cluster.Client.CoreV1().Namespaces().Create(ctx,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return res, fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+	}
+
+	log("Raw write limit: %d ConfigMaps created and updated", cfg.n)
+	limited, err := measureRaw(ctx, cluster.Config, namespace, "operator-settings", cfg.n, cfg.workers, cfg.qps, cfg.burst)
+	if err != nil {
+		return res, fmt.Errorf("raw write limit: %w", err)
+	}
+	unlimited, err := measureRaw(ctx, cluster.Config, namespace, "unthrottled", cfg.n, 16, -1, 0)
+	if err != nil {
+		return res, fmt.Errorf("raw write limit: %w", err)
+	}
+	res.Raw = []rawResult{limited, unlimited}
+
+	// The benchmark's own client is not throttled, and counts its requests so that they
+	// can be told apart from the operator's in apiserver_request_total.
+	benchReg := prometheus.NewRegistry()
+	benchCfg := rest.CopyConfig(cluster.Config)
+	benchCfg.QPS, benchCfg.Burst = -1, 0
+	benchCfg.Wrap(metrics.NewAPIRequests(benchReg).WrapTransport)
+	client, err := clientset.NewForConfig(benchCfg)
+	if err != nil {
+		return res, fmt.Errorf("create stepwise client: %w", err)
+	}
+	trackerCtx, stopTracker := context.WithCancel(ctx)
+	defer stopTracker()
+	t, err := newTracker(trackerCtx, client, namespace)
+	if err != nil {
+		return res, err
+	}
+
+	b := &bench{cfg: cfg, cluster: cluster, client: client, tracker: t, res: res}
+	if err := b.startOperator(ctx); err != nil {
+		return res, err
+	}
+	defer func() { err = errors.Join(err, b.op.stop()) }()
+	b.probe = &probe{op: b.op, admin: cluster.Client, bench: benchReg}
+	synced, err := b.probe.settle(ctx, time.Minute)
+	if err != nil {
+		return res, err
+	}
+
+	log("Run: %d pipelines of %d no-op steps", cfg.n, cfg.k)
+	noop := pipelineSpec{steps: cfg.k, pluginStep: -1}
+	r, err := b.pipelineRun(ctx, "noop", names("noop", 0, cfg.n), noop)
+	res.Runs = append(res.Runs, r)
+	if err != nil {
+		return res, err
+	}
+	log("Latency: %d pipelines of %d no-op steps, one at a time", cfg.latencySamples, cfg.k)
+	if err := b.latencyRun(ctx, "noop", noop); err != nil {
+		return res, err
+	}
+	created := cfg.n + cfg.latencySamples
+
+	if cfg.plugin {
+		withPlugin := pipelineSpec{steps: cfg.k, pluginStep: cfg.k / 2}
+		log("Run: %d pipelines of %d steps, step %d served by the example plugin", cfg.n, cfg.k, withPlugin.pluginStep)
+		r, err := b.pipelineRun(ctx, "plugin", names("plugin", 0, cfg.n), withPlugin)
+		res.Runs = append(res.Runs, r)
+		if err != nil {
+			return res, err
+		}
+		log("Latency: %d pipelines with a plugin step, one at a time", cfg.latencySamples)
+		if err := b.latencyRun(ctx, "plugin", withPlugin); err != nil {
+			return res, err
+		}
+		created += cfg.n + cfg.latencySamples
+	}
+
+	if cfg.idle > 0 {
+		if err := b.idlePhase(ctx, created, noop); err != nil {
+			return res, err
+		}
+	}
+
+	// Reads after the caches synced, over the whole run (the restart has its own count).
+	end, err := b.probe.snapshot(ctx)
+	if err != nil {
+		return res, err
+	}
+	d := between(synced, end)
+	res.ReadsAfterSync = count(d.operator, isRead)
+	res.ReadsAfterSyncByVerb = filter(d.operator, isRead)
+
+	if cfg.idle > 0 && cfg.restart {
+		log("Restart: a new operator catching up with %d finished pipelines", res.Idle.Pipelines)
+		if err := b.restartPhase(ctx); err != nil {
+			return res, err
+		}
+	}
+	res.evaluate()
+	return res, nil
+}
+
+// startOperator starts the operator with the benchmark's settings, and the example plugin
+// when the plugin phase runs.
+func (b *bench) startOperator(ctx context.Context) error {
+	args := []string{
+		fmt.Sprintf("--workers=%d", b.cfg.workers),
+		fmt.Sprintf("--kube-api-qps=%g", b.cfg.qps),
+		fmt.Sprintf("--kube-api-burst=%d", b.cfg.burst),
+	}
+	if b.cfg.plugin {
+		dir := b.cluster.BinPath("plugins")
+		if _, err := os.Stat(filepath.Join(dir, "SHA256SUMS")); err != nil {
+			return fmt.Errorf("the plugin phase needs %s/SHA256SUMS; run `make plugins` or pass -plugin=false: %w", dir, err)
+		}
+		args = append(args, "--plugin-dir="+dir)
+	}
+	op, err := startOperator(ctx, b.cluster.BinPath("stepwise-operator"), b.cluster.Kubeconfig,
+		filepath.Join(b.cluster.Dir, "logs"), args...)
+	if err != nil {
+		return err
+	}
+	b.op = op
+	if b.probe != nil {
+		b.probe.op = op
+	}
+	return nil
+}
+
+// pipelineRun creates the pipelines as fast as the benchmark can and measures how the
+// operator runs them.
+func (b *bench) pipelineRun(ctx context.Context, label string, names []string, spec pipelineSpec) (pipelineRun, error) {
+	r := pipelineRun{Name: label, Pipelines: len(names), Steps: spec.steps}
+	pluginsBefore := b.op.recordPlugins()
+	r.PeakRSSIsPhasePeak = resetPeak(b.op.pid)
+	before, err := b.probe.snapshot(ctx)
+	if err != nil {
+		return r, err
+	}
+	cpuBefore, err := cpuSeconds(b.op.pid)
+	if err != nil {
+		return r, err
+	}
+	// A deadline that only a broken run misses: at least 5 pipelines a second.
+	timeout := 2*time.Minute + time.Duration(len(names))*200*time.Millisecond
+	start, end, err := createAll(ctx, b.client, b.tracker, namespace, names, spec, b.cfg.creators, timeout)
+	if err != nil {
+		return r, fmt.Errorf("run %s: %w", label, err)
+	}
+	after, err := b.probe.settle(ctx, 3*time.Minute)
+	if err != nil {
+		return r, fmt.Errorf("run %s: %w", label, err)
+	}
+	cpuAfter, err := cpuSeconds(b.op.pid)
+	if err != nil {
+		return r, err
+	}
+	st, err := readProcStatus(b.op.pid)
+	if err != nil {
+		return r, err
+	}
+	pluginsAfter := b.op.recordPlugins()
+
+	d := between(before, after)
+	n := float64(len(names))
+	r.WallSeconds = end.Sub(start).Seconds()
+	r.PipelinesPerSec = n / r.WallSeconds
+	var lat []time.Duration
+	for _, name := range names {
+		if l, err := b.tracker.result(name); err == nil {
+			lat = append(lat, l)
+		}
+	}
+	r.Latency = percentilesOf(lat)
+	r.OperatorRequestsPerPipeline = perPipeline(d.operator, n)
+	r.ServerRequestsPerPipeline = perPipeline(d.server, n)
+	pipelineWrites := count(d.operator, onResource("pipelines", isWrite))
+	r.PipelineWritesPerPipeline = pipelineWrites / n
+	r.EventWritesPerPipeline = count(d.operator, onResource("events", isWrite)) / n
+	r.ServerPipelineWritesPerPipeline = count(d.server, onResource("pipelines", isWrite)) / n
+	r.Conflicts = d.conflicts
+	r.Reads = count(d.operator, isRead)
+	r.ReconcilesPerPipeline = d.reconciles / n
+	r.ReconcileMeanMs = d.reconcileMs
+	r.QueueWaitMeanMs = d.queueWaitMs
+	r.PipelineWritesPerSec = pipelineWrites / r.WallSeconds
+	if raw := b.res.Raw[0].WritesPerSec; raw > 0 {
+		r.RatioToRawLimit = r.PipelineWritesPerSec / raw
+		r.TargetPipelinesPerSec = 0.8 * raw / float64(spec.steps+1)
+	}
+	r.CPUSeconds = cpuAfter - cpuBefore
+	r.CPUMsPerPipeline = r.CPUSeconds / n * 1000
+	r.PeakRSSMiB = mib(st.PeakBytes)
+	r.RSSMiB = mib(st.RSSBytes)
+	r.HookMeanMicros = d.hookMean
+	if spec.pluginStep >= 0 {
+		r.PluginProcessesBefore = pidList(pluginsBefore)
+		r.PluginProcessesAfter = pidList(pluginsAfter)
+		restarts, err := countInFile(b.op.log, "Plugin process exited")
+		if err != nil {
+			return r, err
+		}
+		r.PluginRestarts = &restarts
+	}
+	return r, nil
+}
+
+// latencyRun measures apply→Ready of pipelines created one at a time.
+func (b *bench) latencyRun(ctx context.Context, label string, spec pipelineSpec) error {
+	if b.cfg.latencySamples == 0 {
+		return nil
+	}
+	if _, err := b.probe.settle(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+	before, err := b.probe.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	lat, err := sequentialLatencies(ctx, b.client, b.tracker, namespace, names(label+"-seq", 0, b.cfg.latencySamples), spec)
+	if err != nil {
+		return fmt.Errorf("latency %s: %w", label, err)
+	}
+	after, err := b.probe.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	b.res.IdleLatency = append(b.res.IdleLatency, latencyRun{
+		Name: label, Samples: len(lat), Steps: spec.steps, Latency: percentilesOf(lat),
+		HookMeanMicros: between(before, after).hookMean,
+	})
+	return nil
+}
+
+// idlePhase fills the cluster up to the idle count with finished pipelines, then watches
+// the operator doing nothing for the idle duration.
+func (b *bench) idlePhase(ctx context.Context, created int, spec pipelineSpec) error {
+	idle := &idleResult{Pipelines: max(b.cfg.idle, created), Seconds: b.cfg.idleDuration.Seconds()}
+	b.res.Idle = idle
+	if more := b.cfg.idle - created; more > 0 {
+		fmt.Fprintf(os.Stderr, "%s Idle: creating %d more pipelines (%d in all)\n", time.Now().Format("15:04:05"), more, b.cfg.idle)
+		r, err := b.pipelineRun(ctx, "fill", names("fill", 0, more), spec)
+		idle.Fill = &r
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := b.probe.settle(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%s Idle: watching the operator for %s\n", time.Now().Format("15:04:05"), b.cfg.idleDuration)
+	resetPeak(b.op.pid)
+	before, err := b.probe.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-time.After(b.cfg.idleDuration):
+	case <-ctx.Done():
+		return fmt.Errorf("idle phase: %w", ctx.Err())
+	}
+	after, err := b.probe.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := readProcStatus(b.op.pid)
+	if err != nil {
+		return err
+	}
+	d := between(before, after)
+	idle.ReconcilesPerSec = d.reconciles / d.seconds
+	idle.Requests = d.operator
+	idle.CPUSeconds = d.cpuSeconds
+	idle.RSSMiB = mib(st.RSSBytes)
+	idle.PeakRSSMiB = mib(st.PeakBytes)
+	idle.HeapInuseMiB = mib(after.heapBytes)
+	return nil
+}
+
+// restartPhase replaces the operator by a new one and measures it catching up with the
+// finished pipelines: it should reconcile each once and write nothing.
+func (b *bench) restartPhase(ctx context.Context) error {
+	if err := b.op.stop(); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := b.startOperator(ctx); err != nil {
+		return err
+	}
+	rr := &restartResult{ReadySeconds: time.Since(start).Seconds()}
+	b.res.Restart = rr
+	after, err := b.probe.settle(ctx, 5*time.Minute)
+	if err != nil {
+		return err
+	}
+	st, err := readProcStatus(b.op.pid)
+	if err != nil {
+		return err
+	}
+	rr.SettledSeconds = after.at.Sub(start).Seconds()
+	rr.Reconciles = after.reconciles
+	rr.Requests = after.operator
+	rr.Writes = count(after.operator, isWrite)
+	rr.CPUSeconds = after.cpuSeconds
+	rr.RSSMiB = mib(st.RSSBytes)
+	rr.PeakRSSMiB = mib(st.PeakBytes)
+	rr.HeapInuseMiB = mib(after.heapBytes)
+	return nil
+}
+
+func perPipeline(m map[string]float64, n float64) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = v / n
+	}
+	return out
+}
+
+func filter(m map[string]float64, keep func(string) bool) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if keep(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func mib(bytes float64) float64 { return bytes / (1 << 20) }
+
+func pidList(m map[int]string) []int {
+	return slices.Sorted(maps.Keys(m))
+}
+
+func countInFile(path, s string) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return strings.Count(string(data), s), nil
+}
