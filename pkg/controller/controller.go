@@ -24,7 +24,6 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
-	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
 )
 
@@ -39,6 +38,11 @@ const (
 
 	// defaultRequeueAfter is when a hook that is not done and named no time is asked again.
 	defaultRequeueAfter = 5 * time.Second
+
+	// Our own writes are kept until the informer delivers them (normally milliseconds), at
+	// most this long and this many: a bound on memory, not a tuning knob.
+	mutationCacheTTL  = 5 * time.Minute
+	mutationCacheSize = 1000
 )
 
 // ExecutorLookup finds an executor by name; *executor.Registry is one.
@@ -72,7 +76,10 @@ type Config struct {
 // Controller runs Pipelines.
 type Controller struct {
 	client    clientset.Interface
-	lister    listers.PipelineLister
+	// pipelines is the informer's cache overlaid with the objects our own writes returned,
+	// whichever is newer: a sync that follows our write never works from the state before
+	// it (which would run hooks again), even when the informer has not caught up yet.
+	pipelines cache.MutationCache
 	synced    cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder  record.EventRecorder
@@ -90,7 +97,8 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
 		client:        cfg.Client,
-		lister:        cfg.Informer.Lister(),
+		pipelines: cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, cfg.Informer.Informer().GetStore(),
+			cache.MutationCacheOptions{TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize}),
 		synced:        cfg.Informer.Informer().HasSynced,
 		recorder:      cfg.Recorder,
 		executors:     cfg.Executors,
@@ -121,9 +129,20 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		AddFunc: c.enqueue,
 		// Every update counts, our own status writes included: they start the next step.
 		// A resync with nothing new is cheap, as a reconcile that changes nothing writes
-		// nothing.
-		UpdateFunc: func(_, newObj any) { c.enqueue(newObj) },
-		DeleteFunc: c.enqueue,
+		// nothing. Once the informer has caught up with our write, the copy we kept of it
+		// is dropped.
+		UpdateFunc: func(_, newObj any) {
+			if p, ok := newObj.(*v1alpha1.Pipeline); ok {
+				c.pipelines.OnAddOrUpdate(p)
+			}
+			c.enqueue(newObj)
+		},
+		DeleteFunc: func(obj any) {
+			if p, ok := obj.(*v1alpha1.Pipeline); ok {
+				c.pipelines.OnDelete(p)
+			}
+			c.enqueue(obj)
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add pipeline event handler: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -139,6 +141,31 @@ type fixture struct {
 	exec     *recordingExecutor
 	clients  *fakeClients
 	c        *Controller
+	// resourceVersion is the last one given out: the fake clientset gives none, and the
+	// controller compares them as an API server's (integers that grow with each write).
+	resourceVersion int
+}
+
+// bumpResourceVersion carries out a write on the fake clientset's tracker and gives the
+// written pipeline the next resourceVersion, as an API server would.
+func (f *fixture) bumpResourceVersion(action clienttesting.Action) (bool, runtime.Object, error) {
+	switch action.GetVerb() {
+	case "create", "update", "patch":
+	default:
+		return false, nil, nil
+	}
+	_, obj, err := clienttesting.ObjectReaction(f.client.Tracker())(action)
+	if err != nil {
+		return true, obj, err
+	}
+	p, ok := obj.(*v1alpha1.Pipeline)
+	if !ok {
+		return true, obj, nil
+	}
+	f.resourceVersion++
+	p = p.DeepCopy()
+	p.ResourceVersion = strconv.Itoa(f.resourceVersion)
+	return true, p, f.client.Tracker().Update(v1alpha1.SchemeGroupVersion.WithResource("pipelines"), p, p.Namespace)
 }
 
 func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
@@ -174,6 +201,7 @@ func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
 	require.NoError(t, err)
 	f.c = c
 	f.indexer = informer.Informer().GetIndexer()
+	f.client.PrependReactor("*", "pipelines", f.bumpResourceVersion)
 	for _, p := range objects {
 		require.NoError(t, f.indexer.Add(p))
 	}
@@ -288,6 +316,8 @@ func (f *fixture) update(name string, change func(p *v1alpha1.Pipeline)) {
 	f.t.Helper()
 	p := f.get(name)
 	change(p)
+	f.resourceVersion++
+	p.ResourceVersion = strconv.Itoa(f.resourceVersion)
 	require.NoError(f.t, f.client.Tracker().Update(v1alpha1.SchemeGroupVersion.WithResource("pipelines"), p, "ns"))
 	f.refresh(name)
 }

@@ -28,14 +28,19 @@ import (
 // the end: before any waiting, so that a restarted operator resumes where the status says.
 // A crash between a hook and that write runs the hook again, which the executor contract
 // allows (hooks run at least once). Our own status write brings the next call through the
-// informer, with a fresh cache.
+// informer; the call reads the newer of the informer's copy and what our last write
+// returned, so that it never redoes work from a cache that has not caught up yet.
 func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	p, err := c.lister.Pipelines(key.Namespace).Get(key.Name)
-	if k8serrors.IsNotFound(err) {
-		return 0, nil // Deleted: the finalizer already saw to the teardown.
-	}
+	obj, exists, err := c.pipelines.GetByKey(key.String())
 	if err != nil {
 		return 0, fmt.Errorf("get pipeline %s from cache: %w", key, err)
+	}
+	if !exists {
+		return 0, nil // Deleted: the finalizer already saw to the teardown.
+	}
+	p, ok := obj.(*v1alpha1.Pipeline)
+	if !ok {
+		return 0, fmt.Errorf("pipeline %s: unexpected %T in the cache", key, obj)
 	}
 
 	if p.DeletionTimestamp != nil {
@@ -375,7 +380,11 @@ func (r *run) runStep(ctx context.Context, i int, d direction) time.Duration {
 		if err := mergeOutputs(s, res.Outputs); err != nil {
 			return r.failStep(s, step, d, err)
 		}
-		s.Message = truncateMessage(res.Message)
+		// A hook with nothing to say (often a no-op PostCreate) keeps what an earlier hook
+		// of the step said, such as "VM destroyed".
+		if res.Message != "" {
+			s.Message = truncateMessage(res.Message)
+		}
 
 		if !res.Done {
 			after := res.RequeueAfter
@@ -546,9 +555,11 @@ func (c *Controller) writeStatus(ctx context.Context, r *run) error {
 	}
 	p := r.p.DeepCopy()
 	p.Status = *r.status
-	if _, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: ControllerName}); err != nil {
+	updated, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: ControllerName})
+	if err != nil {
 		return fmt.Errorf("update status of pipeline %s/%s: %w", p.Namespace, p.Name, err)
 	}
+	c.wrote(updated)
 	r.emitEvents()
 	return nil
 }
@@ -562,11 +573,12 @@ func (c *Controller) patchFinalizers(ctx context.Context, p *v1alpha1.Pipeline, 
 	if err != nil {
 		return fmt.Errorf("marshal finalizer patch: %w", err)
 	}
-	_, err = c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch,
+	updated, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: ControllerName})
 	if err != nil && !k8serrors.IsNotFound(err) {
 		return fmt.Errorf("set finalizers of pipeline %s/%s: %w", p.Namespace, p.Name, err)
 	}
+	c.wrote(updated)
 	return nil
 }
 
@@ -579,10 +591,21 @@ func (c *Controller) removeFinalizer(ctx context.Context, p *v1alpha1.Pipeline) 
 // removeRetryAnnotation removes the retry annotation once the retry is recorded.
 func (c *Controller) removeRetryAnnotation(ctx context.Context, p *v1alpha1.Pipeline) error {
 	patch := []byte(`{"metadata":{"annotations":{"` + RetryAnnotation + `":null}}}`)
-	_, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch,
+	updated, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: ControllerName})
 	if err != nil && !k8serrors.IsNotFound(err) {
 		return fmt.Errorf("remove annotation %s from pipeline %s/%s: %w", RetryAnnotation, p.Namespace, p.Name, err)
 	}
+	c.wrote(updated)
 	return nil
+}
+
+// wrote keeps the object a write returned, so that the next sync of the pipeline starts
+// from it even before the informer has delivered it (see syncHandler).
+func (c *Controller) wrote(p *v1alpha1.Pipeline) {
+	if p == nil || p.Name == "" {
+		return // the write failed, or the pipeline is gone
+	}
+	p.ManagedFields = nil // never read; the informer's copies drop them too
+	c.pipelines.Mutation(p)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -660,4 +661,50 @@ func TestConditionTransitionTimeChangesOnlyOnFlip(t *testing.T) {
 	third := readyCondition(f.get("p").Status.Conditions)
 	assert.Equal(t, metav1.ConditionTrue, third.Status)
 	assert.Equal(t, start.Add(2*time.Minute), third.LastTransitionTime.UTC())
+}
+
+// A sync that follows our own writes must start from them, even when the informer has not
+// delivered them yet: with the retry annotation, the status write and the annotation's
+// removal are two writes, and a sync of the state between them (or before them) would run
+// the retried steps a second time.
+func TestSyncAfterOwnWritesIgnoresAStaleCache(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one", "two")...))
+	f.exec.on("two", v1alpha1.HookCreate, failWith(executor.Permanent("Bad", errBoom)))
+	f.syncUntilIdle("p")
+	require.Equal(t, v1alpha1.PipelineFailed, f.get("p").Status.Phase)
+
+	f.exec.on("two", v1alpha1.HookCreate, done)
+	f.update("p", func(p *v1alpha1.Pipeline) { p.Annotations = map[string]string{RetryAnnotation: ""} })
+	f.exec.reset()
+	f.client.ClearActions()
+	key := cache.ObjectName{Namespace: "ns", Name: "p"}
+	_, err := f.c.syncHandler(f.ctx, key)
+	require.NoError(t, err)
+	require.Len(t, f.writes(), 2, "the status and the annotation's removal")
+	require.Equal(t, []string{"two/PreCreate#1", "two/Create#1", "two/PostCreate#1"}, f.exec.Calls())
+
+	// The informer still holds the failed pipeline with its retry annotation.
+	cached, exists, err := f.indexer.GetByKey("ns/p")
+	require.NoError(t, err)
+	require.True(t, exists)
+	require.Contains(t, cached.(*v1alpha1.Pipeline).Annotations, RetryAnnotation)
+	_, err = f.c.syncHandler(f.ctx, key)
+	require.NoError(t, err)
+	assert.Len(t, f.exec.Calls(), 3, "no hook ran again")
+	assert.Len(t, f.writes(), 2, "nothing was written again")
+	assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
+}
+
+func TestStepKeepsTheLastMessageAHookGave(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one")...))
+	f.exec.on("one", v1alpha1.HookCreate, func(context.Context, *executor.Request) (executor.Result, error) {
+		return executor.Done("VM destroyed"), nil
+	})
+	f.syncUntilIdle("p")
+	s := f.get("p").Status.Steps[0]
+	require.Equal(t, v1alpha1.StepSucceeded, s.Phase)
+	assert.Equal(t, "VM destroyed", s.Message, "PostCreate said nothing")
+	ready := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, "VM destroyed", ready.Message)
 }
