@@ -75,7 +75,7 @@ type Config struct {
 
 // Controller runs Pipelines.
 type Controller struct {
-	client    clientset.Interface
+	client clientset.Interface
 	// pipelines is the informer's cache overlaid with the objects our own writes returned,
 	// whichever is newer: a sync that follows our write never works from the state before
 	// it (which would run hooks again), even when the informer has not caught up yet.
@@ -96,7 +96,7 @@ type Controller struct {
 func New(ctx context.Context, cfg Config) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
-		client:        cfg.Client,
+		client: cfg.Client,
 		pipelines: cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, cfg.Informer.Informer().GetStore(),
 			cache.MutationCacheOptions{TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize}),
 		synced:        cfg.Informer.Informer().HasSynced,
