@@ -27,7 +27,12 @@ func pluginArgs() []string {
 // children of the operator process parent (other test runs on the machine may run theirs).
 func pluginPIDs(t *testing.T, parent int) []int {
 	t.Helper()
-	exe := filepath.Join(cluster.BinPath("plugins"), "stepwise-plugin-example")
+	return processesOf(t, filepath.Join(cluster.BinPath("plugins"), "stepwise-plugin-example"), parent)
+}
+
+// processesOf lists the running processes of the executable exe whose parent is parent.
+func processesOf(t *testing.T, exe string, parent int) []int {
+	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	require.NoError(t, err)
 	var pids []int
@@ -127,4 +132,56 @@ func TestPluginExecutorMixedWithBuiltIn(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.Contains(t, ready.Message, "parameter name is required")
 	assert.Equal(t, int32(1), failed.Status.Steps[0].Attempts, "a permanent error is not retried")
+}
+
+// restartOperator replaces the shared operator with one started with args, and puts back
+// one with the usual plugins when the test ends.
+func restartOperator(t *testing.T, args ...string) {
+	t.Helper()
+	if err := operator.Stop(); err != nil {
+		t.Logf("stop operator: %v", err)
+	}
+	var err error
+	operator, err = cluster.StartOperator(args...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := operator.Stop(); err != nil {
+			t.Logf("stop operator: %v", err)
+		}
+		operator, err = cluster.StartOperator(pluginArgs()...)
+		require.NoError(t, err)
+	})
+}
+
+func TestPluginWithWrongChecksumIsRefusedWithAClearCondition(t *testing.T) {
+	// Not parallel: it replaces the shared operator.
+	dir := t.TempDir()
+	exe, err := os.ReadFile(filepath.Join(cluster.BinPath("plugins"), "stepwise-plugin-example"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stepwise-plugin-example"), exe, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "SHA256SUMS"),
+		[]byte(strings.Repeat("0", 64)+"  stepwise-plugin-example\n"), 0o644))
+	restartOperator(t, "--plugin-dir", dir)
+
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	client := stepwiseClient(t)
+	// The operator keeps running: a pipeline of built-in steps still goes to Ready...
+	_, err = client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, recordPipeline(ns, "builtin", "runner", recordStep("only", nil)), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitPipeline(t, ns, "builtin", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineSucceeded })
+
+	// ...and one naming the refused plugin's executor fails at once, saying why.
+	_, err = client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, recordPipeline(ns, "greet", "runner",
+		v1alpha1.Step{Name: "greet", Executor: "example.greet", With: map[string]string{"name": "Ada"}}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	failed := waitPipeline(t, ns, "greet", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineFailed })
+	step := meta.FindStatusCondition(failed.Status.Steps[0].Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, step)
+	assert.Equal(t, "UnknownExecutor", step.Reason)
+	assert.Contains(t, step.Message, `no executor named "example.greet"`)
+	assert.Contains(t, step.Message, "stepwise-plugin-example")
+	assert.Contains(t, step.Message, "SHA-256 does not match the checksum file")
+	assert.Empty(t, processesOf(t, filepath.Join(dir, "stepwise-plugin-example"), operator.PID()), "the refused plugin never ran")
 }
