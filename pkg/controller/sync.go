@@ -136,6 +136,10 @@ type run struct {
 	p      *v1alpha1.Pipeline // from the cache: never modified
 	status *v1alpha1.PipelineStatus
 	events []event
+	// started indexes, by step name, the StepStarted events of this sync in events: a step
+	// that starts and succeeds in the same sync gets only its StepSucceeded event, which
+	// keeps Events (writes too) down to one a step for instant steps.
+	started map[string]int
 }
 
 type event struct {
@@ -162,9 +166,11 @@ func (r *run) event(warning bool, reason, format string, args ...any) {
 
 func (r *run) emitEvents() {
 	for _, e := range r.events {
-		r.c.eventf(r.p, e.warning, e.reason, "%s", e.message)
+		if e.reason != "" {
+			r.c.eventf(r.p, e.warning, e.reason, "%s", e.message)
+		}
 	}
-	r.events = nil
+	r.events, r.started = nil, nil
 }
 
 // alignSteps gives the status one entry for each step of the spec, in spec order, keeping
@@ -422,6 +428,10 @@ func (r *run) beginStep(s *v1alpha1.StepStatus, d direction) {
 		s.ObservedGeneration = r.p.Generation
 		s.StartTime = now
 		s.Outputs = nil // this run's outputs replace the last run's
+		if r.started == nil {
+			r.started = map[string]int{}
+		}
+		r.started[s.Name] = len(r.events)
 		r.event(false, "StepStarted", "Step %q started (%s)", s.Name, s.Executor)
 	} else {
 		r.event(false, "TeardownStarted", "Teardown of step %q started", s.Name)
@@ -436,7 +446,11 @@ func (r *run) completeStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d direct
 	s.HookStartTime = nil
 	if d.creating() {
 		r.setStepCondition(s, metav1.ConditionTrue, "Completed", s.Message)
-		r.event(false, "StepSucceeded", "Step %q succeeded", s.Name)
+		if i, ok := r.started[s.Name]; ok {
+			r.events[i].reason = "" // dropped by emitEvents
+			delete(r.started, s.Name)
+		}
+		r.event(false, "StepSucceeded", "Step %q succeeded (%s)", s.Name, s.Executor)
 		r.c.metrics.ObserveStep(step.Executor, "succeeded", s.CompletionTime.Sub(s.StartTime.Time))
 	} else {
 		r.setStepCondition(s, metav1.ConditionFalse, string(v1alpha1.StepDeleted), "torn down")
