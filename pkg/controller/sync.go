@@ -94,24 +94,29 @@ func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (ti
 // step starts in the next sync, after a status write.
 const maxBatchDuration = time.Second
 
-// syncDeletion tears down the last step that started and is not torn down yet; with none
-// left it removes the finalizer.
+// syncDeletion tears down the steps that started, last first, as syncCreation runs them:
+// in one sync while each teardown finishes at once; with none left it removes the
+// finalizer.
 func (c *Controller) syncDeletion(ctx context.Context, p *v1alpha1.Pipeline) (time.Duration, error) {
 	r := c.newRun(p)
 	retryRequested := r.applyRetryAnnotation(true)
 
-	i := r.lastStepToTearDown()
-	if i < 0 {
+	if r.lastStepToTearDown() < 0 {
 		return 0, c.removeFinalizer(ctx, p)
 	}
 	var requeue time.Duration
-	if !r.teardownBlocked(i) {
+	batchStart := r.now()
+	for i := r.lastStepToTearDown(); i >= 0 && !r.teardownBlocked(i); i = r.lastStepToTearDown() {
 		requeue = r.runStep(ctx, i, deleteDirection)
-		if r.lastStepToTearDown() < 0 {
-			// The last teardown is done: the object goes away, so its status needs no write.
-			r.emitEvents()
-			return 0, c.removeFinalizer(ctx, p)
+		if r.status.Steps[i].Phase != v1alpha1.StepDeleted ||
+			r.now().Sub(batchStart) >= maxBatchDuration || c.queue.ShuttingDown() {
+			break
 		}
+	}
+	if r.lastStepToTearDown() < 0 {
+		// The last teardown is done: the object goes away, so its status needs no write.
+		r.emitEvents()
+		return 0, c.removeFinalizer(ctx, p)
 	}
 	r.summarize(true)
 	return requeue, c.finish(ctx, r, retryRequested)

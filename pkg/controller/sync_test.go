@@ -554,10 +554,30 @@ func TestDeletionTearsDownStartedStepsInReverse(t *testing.T) {
 		"two/PreDelete#1", "two/Delete#1", "two/PostDelete#1",
 		"one/PreDelete#1", "one/Delete#1", "one/PostDelete#1",
 	}, f.exec.Calls(), "only started steps, last first")
-	assert.Equal(t, []string{
-		"update pipelines/status", "update pipelines/status", "patch pipelines",
-	}, f.writes(), "a status write per torn-down step, then the finalizer comes off")
+	assert.Equal(t, []string{"patch pipelines"}, f.writes(),
+		"instant teardowns run in one sync: the finalizer comes off, no status write is needed")
 	assert.NotContains(t, f.get("p").Finalizers, Finalizer)
+}
+
+func TestTeardownThatWaitsIsWrittenDownBeforeTheNext(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one", "two", "three")...))
+	f.syncUntilIdle("p")
+	f.exec.on("two", v1alpha1.HookDelete, waitFor(time.Minute, "VM shutting down"))
+	f.exec.reset()
+	f.client.ClearActions()
+
+	f.delete("p")
+	f.sync("p")
+	assert.Equal(t, []string{
+		"three/PreDelete#1", "three/Delete#1", "three/PostDelete#1",
+		"two/PreDelete#1", "two/Delete#1",
+	}, f.exec.Calls(), "three torn down at once, two waits")
+	assert.Equal(t, []string{"update pipelines/status"}, f.writes())
+	got := f.get("p")
+	assert.Equal(t, v1alpha1.StepDeleted, stepStatus(got, "three").Phase)
+	assert.Equal(t, v1alpha1.StepDeleting, stepStatus(got, "two").Phase)
+	assert.Equal(t, "VM shutting down", stepStatus(got, "two").Message)
+	assert.Contains(t, got.Finalizers, Finalizer)
 }
 
 func TestTeardownOwnOutputsAreGiven(t *testing.T) {
