@@ -625,6 +625,6 @@ func (c *Controller) wrote(p *v1alpha1.Pipeline) {
 	if p == nil || p.Name == "" {
 		return // the write failed, or the pipeline is gone
 	}
-	p.ManagedFields = nil // never read; the informer's copies drop them too
+	_, _ = TrimForCache(p) // as the informer's copies are
 	c.pipelines.Mutation(p)
 }
