@@ -3,9 +3,8 @@ package node
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/executor/executortest"
 )
 
 func TestDescribe(t *testing.T) {
@@ -20,19 +19,7 @@ func TestDescribe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.executor.Name(), func(t *testing.T) {
-			d := executor.Describe(tt.executor)
-			assert.NotEmpty(t, d.Description)
-			assert.Empty(t, d.Plugin, "built in")
-			var names, required []string
-			for _, p := range d.Parameters {
-				names = append(names, p.Name)
-				if p.Required {
-					required = append(required, p.Name)
-				}
-				assert.NotEmpty(t, p.Description, p.Name)
-			}
-			assert.Equal(t, tt.wantParams, names)
-			assert.Equal(t, tt.wantRequired, required)
+			executortest.AssertBuiltInDescription(t, tt.executor, tt.wantParams, tt.wantRequired)
 		})
 	}
 }
