@@ -217,7 +217,7 @@ func (s *server) RunHook(ctx context.Context, in *proto.RunHookRequest) (*proto.
 	for step, o := range in.GetOutputs() {
 		req.Outputs[step] = o.GetValues()
 	}
-	res, err := runHook(ctx, e, req)
+	res, err := RunHook(ctx, e, req)
 	if err != nil {
 		return errorResponse(err), nil
 	}
@@ -226,7 +226,9 @@ func (s *server) RunHook(ctx context.Context, in *proto.RunHookRequest) (*proto.
 	}}}, nil
 }
 
-func runHook(ctx context.Context, e Executor, req *Request) (res Result, err error) {
+// RunHook calls the hook of e that req.Hook names, turning a panic into an error (Serve
+// and plugintest use it).
+func RunHook(ctx context.Context, e Executor, req *Request) (res Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = Result{}, fmt.Errorf("executor %s panicked: %v", e.Name(), p)

@@ -171,7 +171,7 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string, opts
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				_, _ = runLocal(ctx, exec, hook, request(hook, "conformance-cancel"))
+				_, _ = sdk.RunHook(ctx, exec, request(hook, "conformance-cancel"))
 			}()
 			time.Sleep(10 * time.Millisecond)
 			cancel()
@@ -182,21 +182,4 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string, opts
 			}
 		}
 	})
-}
-
-func runLocal(ctx context.Context, e sdk.Executor, hook sdk.Hook, req *sdk.Request) (sdk.Result, error) {
-	switch hook {
-	case sdk.HookPreCreate:
-		return e.PreCreate(ctx, req)
-	case sdk.HookCreate:
-		return e.Create(ctx, req)
-	case sdk.HookPostCreate:
-		return e.PostCreate(ctx, req)
-	case sdk.HookPreDelete:
-		return e.PreDelete(ctx, req)
-	case sdk.HookDelete:
-		return e.Delete(ctx, req)
-	default:
-		return e.PostDelete(ctx, req)
-	}
 }
