@@ -22,31 +22,50 @@ PROTO_ENV = PROTOC=$(PROTOC) PROTOC_GEN_GO=$(PROTOC_GEN_GO) PROTOC_GEN_GO_GRPC=$
 
 # Out-of-process executor plugins (plugins/<name>) are built into bin/plugins as
 # stepwise-plugin-<name>, with their SHA-256 in bin/plugins/SHA256SUMS (--plugin-checksums).
-PLUGINS_DIR ?= $(LOCALBIN)/plugins
-PLUGINS := $(notdir $(wildcard plugins/*))
-
-GO_TEST_FLAGS ?= -race -count=1
+# `make plugins PLUGINS=vsphere` or `make plugin NAME=vsphere` builds just one.
+PLUGINS ?= $(notdir $(patsubst %/main.go,%,$(wildcard plugins/*/main.go)))
+# The commands of the product module: the operator, the kubectl plugin, and the vCenter
+# simulator the demo runs.
+CMDS := ./cmd/stepwise-operator ./cmd/kubectl-stepwise ./hack/vcsim
+# The demo's pipelines use only this plugin.
+DEMO_PLUGINS := vsphere
+# hack/build.sh builds everything it is given with one go build.
+BUILD = LOCALBIN=$(LOCALBIN) GO_BUILD_FLAGS="$(GO_BUILD_FLAGS)" hack/build.sh
+GO_BUILD_FLAGS ?=
 
 -include hack/localcluster.mk
 
 ##@ Build
 
 .PHONY: build
-build: plugins ## Build the operator, its tools and the plugins into ./bin.
-	go build -o $(LOCALBIN)/ ./cmd/...
+build: ## Build the operator, its tools and every plugin into ./bin (one go build).
+	$(BUILD) --plugins "$(PLUGINS)" $(CMDS)
 
 .PHONY: plugins
-plugins: ## Build every plugins/<name> into bin/plugins/stepwise-plugin-<name> and write bin/plugins/SHA256SUMS.
-	mkdir -p $(PLUGINS_DIR)
-	for p in $(PLUGINS); do go build -o $(PLUGINS_DIR)/stepwise-plugin-$$p ./plugins/$$p; done
-	cd $(PLUGINS_DIR) && sha256sum stepwise-plugin-* > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
+plugins: ## Build plugins/<name> into bin/plugins/stepwise-plugin-<name> (PLUGINS="a b" for some) and rewrite bin/plugins/SHA256SUMS.
+	$(BUILD) --plugins "$(PLUGINS)"
+
+.PHONY: plugin
+plugin: ## Build one plugin, NAME=<name>, and rewrite bin/plugins/SHA256SUMS: a plugin author's inner loop.
+	@[ -n "$(NAME)" ] || { echo "usage: make plugin NAME=<dir under plugins/>" >&2; exit 2; }
+	$(BUILD) --plugins "$(NAME)"
 
 .PHONY: demo
-demo: build localcluster-tools ## Start a local control plane and the operator, and run a first pipeline.
+demo: ## Build what the demo runs, start a local control plane, a vCenter simulator and the operator, and retire a node through a plugin.
 	hack/demo.sh up
 
+# What the demo runs and nothing else; hack/demo.sh runs it with -j2, so the product's
+# binaries (one go build) and the control plane (another module, another go build) compile
+# at once.
+.PHONY: demo-build
+demo-build: demo-bins localcluster-tools
+
+.PHONY: demo-bins
+demo-bins:
+	$(BUILD) --plugins "$(DEMO_PLUGINS)" $(CMDS)
+
 .PHONY: demo-down
-demo-down: ## Stop the demo's operator and control plane.
+demo-down: ## Stop the demo's operator, vCenter simulator and control plane.
 	hack/demo.sh down
 
 .PHONY: generate

@@ -1,68 +1,171 @@
 #!/usr/bin/env bash
-# make demo: a local control plane, the CRD, the operator and a first pipeline, with its
-# progress printed until it is Ready. `hack/demo.sh down` stops what `up` started.
+# make demo: build what the demo runs, start a local control plane with kwok nodes, a vCenter
+# simulator and the operator with its vSphere plugin, then run two pipelines to Ready: hello
+# (three test steps) and the retirement of a kwok node whose VM is in the simulator (cordon,
+# drain past a PodDisruptionBudget, destroy the VM through the plugin, delete the Node).
+# Every phase is timed. `hack/demo.sh down` stops what `up` started, by recorded PID.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 STATE="${ROOT}/.local"
 BIN="${ROOT}/bin"
 KUBECONFIG="${STATE}/kubeconfig"
-OPERATOR_PID="${STATE}/pids/operator.pid"
-kubectl() { "${BIN}/kubectl" --kubeconfig "${KUBECONFIG}" "$@"; }
+PIDS="${STATE}/pids"
+LOGS="${STATE}/logs"
+OPERATOR_PID="${PIDS}/operator.pid"
+VCSIM_PID="${PIDS}/vcsim.pid"
+VCSIM_DIR="${STATE}/vcsim"
+# The VM the demo's kwok node demo-worker-1 runs on: its providerID in examples/kwok-worker.yaml.
+DEMO_VM="demo-worker-1=4210f0a4-5d2e-4b7c-9a3e-6c1d2b8e7f01"
+# What a cold build (empty Go caches) took on 2 cores when this was last measured; see the
+# README.
+COLD_BUILD="about 9 minutes"
 
-# operator_running tells whether the recorded PID is alive and still our operator, so a
-# recycled PID is never mistaken for it (or killed).
-operator_running() {
-    [[ -f "${OPERATOR_PID}" ]] || return 1
-    local pid
-    pid="$(cat "${OPERATOR_PID}")"
-    [[ -r "/proc/${pid}/cmdline" ]] && tr '\0' ' ' < "/proc/${pid}/cmdline" | grep -q "^${BIN}/stepwise-operator "
+kubectl() { "${BIN}/kubectl" --kubeconfig "${KUBECONFIG}" "$@"; }
+stepwise() { "${BIN}/kubectl-stepwise" --kubeconfig "${KUBECONFIG}" "$@"; }
+
+START=$(date +%s)
+# elapsed prints seconds as 1m05s.
+elapsed() { local s=$1; if (( s >= 60 )); then printf '%dm%02ds' $((s / 60)) $((s % 60)); else printf '%ds' "${s}"; fi; }
+# phase NAME CMD... runs CMD and prints how long it took and the total so far.
+phase() {
+    local name="$1" t0
+    shift
+    t0=$(date +%s)
+    echo "==> ${name}"
+    "$@"
+    local now
+    now=$(date +%s)
+    printf '    done: %s in %s (total %s)\n' "${name}" "$(elapsed $((now - t0)))" "$(elapsed $((now - START)))"
 }
 
-up() {
-    "${BIN}/localcluster" up --dir "${STATE}" --kwok "${BIN}/kwok" --kwok-stages "${BIN}/kwok-stages.yaml"
+# running NAME tells whether the PID recorded for NAME is alive and still runs BINARY, so a
+# recycled PID is never mistaken for ours (or killed).
+running() {
+    local pidfile="$1" binary="$2" pid
+    [[ -f "${pidfile}" ]] || return 1
+    pid="$(cat "${pidfile}")"
+    [[ -r "/proc/${pid}/cmdline" ]] && tr '\0' ' ' <"/proc/${pid}/cmdline" | grep -q "^${binary} "
+}
 
-    echo "Installing the Pipeline CRD"
+# stop PIDFILE BINARY sends SIGTERM to the recorded process, SIGKILL after 30 s.
+stop() {
+    local pidfile="$1" binary="$2" what="$3" pid
+    if running "${pidfile}" "${binary}"; then
+        pid="$(cat "${pidfile}")"
+        kill -TERM "${pid}"
+        for _ in $(seq 1 60); do
+            running "${pidfile}" "${binary}" || break
+            sleep 0.5
+        done
+        running "${pidfile}" "${binary}" && kill -KILL "${pid}"
+        echo "Stopped ${what} (PID ${pid})"
+    fi
+    rm -f "${pidfile}"
+}
+
+# build runs both builds at once (the product module's binaries in one go build, the control
+# plane's module in another: make -j2), logging to .local/logs/build.log and printing how
+# many packages have compiled every 20 seconds.
+build() {
+    local log="${LOGS}/build.log" pid
+    echo "    the operator, kubectl-stepwise, the vSphere plugin, the vCenter simulator, and the"
+    echo "    control plane (etcd, kube-apiserver, controller-manager, scheduler, kubectl, kwok)."
+    echo "    A cold build compiles Kubernetes once: ${COLD_BUILD} on 2 cores; later runs take seconds."
+    echo "    Log: .local/logs/build.log"
+    make -C "${ROOT}" --no-print-directory -j2 demo-build GO_BUILD_FLAGS=-v LOCALCLUSTER_GO_BUILD_FLAGS=-v >"${log}" 2>&1 &
+    pid=$!
+    local t0 waited=0
+    t0=$(date +%s)
+    while kill -0 "${pid}" 2>/dev/null; do
+        sleep 1
+        waited=$((waited + 1))
+        if (( waited % 20 == 0 )); then
+            # go build -v prints each package it compiles; everything else is go's own talk.
+            printf '    %s: %d packages compiled, %d modules downloaded\n' "$(elapsed $(($(date +%s) - t0)))" \
+                "$(grep -cv -e '^go: ' -e '^cd ' -e '^hack/' -e '^ln ' -e '^mkdir' "${log}" || true)" \
+                "$(grep -c '^go: downloading' "${log}" || true)"
+        fi
+    done
+    if ! wait "${pid}"; then
+        echo "The build failed; the end of .local/logs/build.log:" >&2
+        tail -n 30 "${log}" >&2
+        return 1
+    fi
+}
+
+cluster_up() {
+    "${BIN}/localcluster" up --dir "${STATE}" --kwok "${BIN}/kwok" --kwok-stages "${BIN}/kwok-stages.yaml" | sed 's/^/    /'
+}
+
+vcsim_up() {
+    if running "${VCSIM_PID}" "${BIN}/vcsim"; then
+        echo "    the vCenter simulator is already running (PID $(cat "${VCSIM_PID}"))"
+        return
+    fi
+    rm -f "${VCSIM_DIR}/ready"
+    "${BIN}/vcsim" serve --dir "${VCSIM_DIR}" --vm "${DEMO_VM}" >"${LOGS}/vcsim.log" 2>&1 &
+    echo $! >"${VCSIM_PID}"
+    for _ in $(seq 1 120); do
+        [[ -f "${VCSIM_DIR}/ready" ]] && break
+        running "${VCSIM_PID}" "${BIN}/vcsim" || { cat "${LOGS}/vcsim.log" >&2; return 1; }
+        sleep 0.5
+    done
+    [[ -f "${VCSIM_DIR}/ready" ]] || { echo "the simulator did not start; see .local/logs/vcsim.log" >&2; return 1; }
+    echo "    serving $(cat "${VCSIM_DIR}/url") (PID $(cat "${VCSIM_PID}"), log .local/logs/vcsim.log); its VMs:"
+    "${BIN}/vcsim" vms --dir "${VCSIM_DIR}" | sed 's/^/      /'
+}
+
+crd() {
     kubectl apply --server-side -f "${ROOT}/crd/" >/dev/null
     kubectl wait --for=condition=Established --timeout=60s crd/pipelines.stepwise.dev >/dev/null
     # The operator publishes its executor catalogue (kubectl stepwise executors) in its
     # namespace, as it does when installed from deploy/.
     kubectl create namespace stepwise-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+}
 
-    if operator_running; then
-        echo "The operator is already running (PID $(cat "${OPERATOR_PID}"))"
+operator_up() {
+    if running "${OPERATOR_PID}" "${BIN}/stepwise-operator"; then
+        echo "    the operator is already running (PID $(cat "${OPERATOR_PID}"))"
     else
-        mkdir -p "${STATE}/pids" "${STATE}/logs"
         "${BIN}/stepwise-operator" --kubeconfig "${KUBECONFIG}" --enable-test-executors --leader-elect=false \
             --namespace=stepwise-system --plugin-dir "${BIN}/plugins" \
             --metrics-bind-address=127.0.0.1:8480 --health-probe-bind-address=127.0.0.1:8481 \
-            >"${STATE}/logs/operator.log" 2>&1 &
+            >"${LOGS}/operator.log" 2>&1 &
         echo $! >"${OPERATOR_PID}"
-        echo "Started the operator (PID $!, log .local/logs/operator.log, metrics http://127.0.0.1:8480/metrics)"
+        echo "    started (PID $!, log .local/logs/operator.log, metrics http://127.0.0.1:8480/metrics)"
     fi
-
-    for example in hello retire-kwok-node; do
-        echo "Applying examples/${example}.yaml"
-        kubectl apply -f "${ROOT}/examples/${example}.yaml" >/dev/null
+    # The catalogue lists a plugin's executors once the operator has started the plugin.
+    for _ in $(seq 1 120); do
+        stepwise executors vsphere.terminate-vm >/dev/null 2>&1 && break
+        running "${OPERATOR_PID}" "${BIN}/stepwise-operator" || { tail -n 20 "${LOGS}/operator.log" >&2; return 1; }
+        sleep 0.5
     done
+    stepwise executors | sed 's/^/    /'
+}
+
+pipelines() {
+    kubectl apply -f "${ROOT}/examples/hello.yaml" >/dev/null
+    echo "    applied examples/hello.yaml"
+    # The workload must run on demo-worker-1 before the retirement starts, so the drain has
+    # pods to evict.
+    kubectl apply -f "${ROOT}/examples/kwok-worker.yaml" >/dev/null
+    kubectl -n shop rollout status deployment/web --timeout=2m >/dev/null
+    echo "    applied examples/kwok-worker.yaml; the pods of shop/web run on demo-worker-1:"
+    kubectl -n shop get pods -o wide --no-headers | awk '{print "      " $1, $3, $7}'
+    kubectl create namespace node-ops --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+    kubectl -n node-ops create secret generic vsphere-credentials --dry-run=client -o yaml \
+        --from-file=url="${VCSIM_DIR}/url" --from-file=username="${VCSIM_DIR}/username" \
+        --from-file=password="${VCSIM_DIR}/password" --from-file=ca.crt="${VCSIM_DIR}/ca.crt" | kubectl apply -f - >/dev/null
+    kubectl apply -f "${ROOT}/examples/retire-kwok-node.yaml" >/dev/null
+    echo "    created the Secret node-ops/vsphere-credentials from the simulator's login; applied examples/retire-kwok-node.yaml"
     watch_pipeline stepwise-demo hello
     watch_pipeline node-ops retire-demo-worker-1
     echo
-    kubectl get swp -A
-    cat <<EOT
-
-Both pipelines are Ready: hello ran three steps, and retire-demo-worker-1 cordoned,
-drained and deleted the kwok node demo-worker-1. Poke at them (bin/ holds kubectl and
-the kubectl plugin kubectl-stepwise):
-  export KUBECONFIG=${KUBECONFIG} PATH=${BIN}:\$PATH
-  kubectl stepwise status hello -n stepwise-demo                # the steps, phase, attempts, duration
-  kubectl stepwise executors                                    # what the operator offers
-  kubectl -n stepwise-demo get events --field-selector involvedObject.name=hello
-  kubectl -n stepwise-demo get configmap stepwise-record-hello -o jsonpath='{.data.calls}'
-  kubectl -n stepwise-demo delete pipeline hello                # teardown runs, last step first
-  kubectl stepwise status retire-demo-worker-1 -n node-ops
-Stop everything with: make demo-down
-EOT
+    echo "    the pods of shop/web, evicted from demo-worker-1, run on demo-worker-2 now:"
+    kubectl -n shop get pods -o wide --no-headers | awk '{print "      " $1, $3, $7}'
+    echo "    the simulator's VMs now (demo-worker-1 is gone):"
+    "${BIN}/vcsim" vms --dir "${VCSIM_DIR}" | sed 's/^/      /'
 }
 
 # watch_pipeline prints a pipeline's progress, a line for each change, until it is Ready
@@ -70,27 +173,46 @@ EOT
 watch_pipeline() {
     local ns="$1" name="$2"
     echo
-    if ! "${BIN}/kubectl-stepwise" --kubeconfig "${KUBECONFIG}" -n "${ns}" watch "${name}" --timeout 2m | cat; then
+    if ! stepwise -n "${ns}" watch "${name}" --timeout 2m | cat; then
         echo "  ${ns}/${name} is not Ready; see: bin/kubectl -n ${ns} describe pipeline ${name}" >&2
         return 1
     fi
     echo
-    "${BIN}/kubectl-stepwise" --kubeconfig "${KUBECONFIG}" -n "${ns}" status "${name}"
+    stepwise -n "${ns}" status "${name}"
+}
+
+up() {
+    mkdir -p "${PIDS}" "${LOGS}"
+    phase "Building" build
+    phase "Starting the control plane" cluster_up
+    phase "Starting the vCenter simulator" vcsim_up
+    phase "Installing the Pipeline CRD" crd
+    phase "Starting the operator and its plugins" operator_up
+    phase "Running the pipelines" pipelines
+    echo
+    kubectl get swp -A
+    cat <<EOT
+
+Both pipelines are Ready, $(elapsed $(($(date +%s) - START))) after make demo started. hello ran three test steps;
+retire-demo-worker-1 cordoned demo-worker-1, drained it through the Eviction API (which
+holds a pod back while the PodDisruptionBudget allows no disruption), had the vSphere plugin
+(its own process) shut the VM's guest down and destroy the VM, and deleted the Node.
+Look around (bin/ holds kubectl and the kubectl plugin kubectl-stepwise):
+  export KUBECONFIG=${KUBECONFIG} PATH=${BIN}:\$PATH
+  kubectl stepwise status retire-demo-worker-1 -n node-ops  # steps, attempts, messages, outputs
+  bin/vcsim vms --dir .local/vcsim                           # the VM demo-worker-1 is gone
+  ps -o pid,ppid,args --ppid \$(cat .local/pids/operator.pid) # the plugin: its own process, child of the operator
+  grep plugin/ .local/logs/operator.log | head               # what the plugin logged, tagged with its path
+  kubectl stepwise executors                                 # built-in and plugin executors on offer
+  kubectl -n node-ops get events --field-selector involvedObject.name=retire-demo-worker-1
+  kubectl -n stepwise-demo delete pipeline hello             # teardown runs, last step first
+Stop everything with: make demo-down
+EOT
 }
 
 down() {
-    if operator_running; then
-        local pid
-        pid="$(cat "${OPERATOR_PID}")"
-        kill -TERM "${pid}"
-        for _ in $(seq 1 60); do
-            operator_running || break
-            sleep 0.5
-        done
-        operator_running && kill -KILL "${pid}"
-        echo "Stopped the operator (PID ${pid})"
-    fi
-    rm -f "${OPERATOR_PID}"
+    stop "${OPERATOR_PID}" "${BIN}/stepwise-operator" "the operator"
+    stop "${VCSIM_PID}" "${BIN}/vcsim" "the vCenter simulator"
     if [[ -x "${BIN}/localcluster" ]]; then
         "${BIN}/localcluster" down --dir "${STATE}"
     fi

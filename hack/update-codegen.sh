@@ -6,7 +6,14 @@ set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "${ROOT}"
 
+# A tool-only import is not downloaded by any build: fetch the version go.mod records first,
+# else `go list -m` prints an empty directory on a machine with an empty module cache.
+go mod download k8s.io/code-generator
 CODEGEN_PKG="$(go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+if [[ -z "${CODEGEN_PKG}" || ! -f "${CODEGEN_PKG}/kube_codegen.sh" ]]; then
+    echo "cannot find kube_codegen.sh of k8s.io/code-generator (module dir: '${CODEGEN_PKG}')" >&2
+    exit 1
+fi
 # kube_codegen.sh installs its generators into GOBIN: keep them in the project's bin/.
 export GOBIN="${GOBIN:-${ROOT}/bin}"
 mkdir -p "${GOBIN}"

@@ -1,7 +1,7 @@
 // Command localcluster runs a small but real Kubernetes control plane on
 // loopback for local demos and e2e tests: embedded etcd, kube-apiserver,
-// kube-controller-manager and kube-scheduler built from k8s.io/kubernetes, plus
-// kwok for fake nodes.
+// kube-controller-manager and kube-scheduler built from k8s.io/kubernetes, kwok for
+// fake nodes, and kubectl.
 //
 // It is one hyperkube-style binary: `up` re-executes the same binary once per
 // component (`localcluster etcd ...`, `localcluster kube-apiserver ...`), so
@@ -38,13 +38,19 @@ commands:
   kube-controller-manager  run kube-controller-manager (used by up)
   kube-scheduler           run kube-scheduler (used by up)
   kubectl                  run kubectl (also when invoked through a link named kubectl)
+
+Invoked through a link named kwok it runs kwok (kwok reads its own flags from os.Args).
 `
 
 func main() {
 	// Like hyperkube: a link named kubectl runs kubectl, so the demo and the tests have
-	// the real client at the cluster's own version without another build.
-	if filepath.Base(os.Args[0]) == "kubectl" {
+	// the real client at the cluster's own version without another build; one named kwok
+	// runs kwok, compiled against the same Kubernetes libraries as the control plane.
+	switch filepath.Base(os.Args[0]) {
+	case "kubectl":
 		os.Exit(runKubectl(os.Args[1:]))
+	case "kwok":
+		os.Exit(runKwok())
 	}
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)

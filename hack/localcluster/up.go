@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,13 +29,38 @@ func componentOrder() []string {
 	return []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
 }
 
-// controllers is the smallest set that makes Deployments, PDBs, namespaces
-// and kwok nodes behave: without node-lifecycle-controller new nodes keep the
-// node.kubernetes.io/not-ready taint, and without serviceaccount-controller
-// no `default` ServiceAccount exists, so the ServiceAccount admission plugin
-// rejects every pod.
-const controllers = "deployment-controller,replicaset-controller,garbage-collector-controller," +
-	"namespace-controller,disruption-controller,node-lifecycle-controller,serviceaccount-controller"
+// controllers are those a kubeadm cluster runs that matter to workloads, RBAC and
+// namespaces, and cost little here; volume, HPA, certificate-signing, node-IPAM and
+// bootstrap-token controllers are left out (no storage, metrics or kubelets to serve).
+// Without node-lifecycle-controller new nodes keep the node.kubernetes.io/not-ready taint;
+// without serviceaccount-controller no `default` ServiceAccount exists and admission rejects
+// every pod; without clusterrole-aggregation-controller the built-in admin, edit and view
+// ClusterRoles have no rules, so a RoleBinding to `edit` grants nothing.
+var controllers = []string{
+	"clusterrole-aggregation-controller",
+	"cronjob-controller",
+	"daemonset-controller",
+	"deployment-controller",
+	"disruption-controller",
+	"endpoints-controller",
+	"endpointslice-controller",
+	"endpointslice-mirroring-controller",
+	"garbage-collector-controller",
+	"job-controller",
+	"namespace-controller",
+	"node-lifecycle-controller",
+	"pod-garbage-collector-controller",
+	"replicaset-controller",
+	"replicationcontroller-controller",
+	"resourcequota-controller",
+	"root-ca-certificate-publisher-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"statefulset-controller",
+	"taint-eviction-controller",
+	"ttl-after-finished-controller",
+	"ttl-controller",
+}
 
 // kwokNodeAnnotation marks the nodes kwok manages.
 const kwokNodeAnnotation = "kwok.x-k8s.io/node"
@@ -240,7 +266,11 @@ func start(ctx context.Context, l layout, o upOptions) error {
 	// ports would clash between two clusters.
 	if err := run("kube-controller-manager", self, "kube-controller-manager",
 		"--kubeconfig="+l.kubeconfig(),
-		"--controllers="+controllers,
+		"--controllers="+strings.Join(controllers, ","),
+		// The token controller signs legacy token Secrets with the key the API server
+		// verifies with; the root-CA publisher puts the CA into kube-root-ca.crt.
+		"--service-account-private-key-file="+creds.saKey,
+		"--root-ca-file="+creds.caCert,
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--kube-api-qps=100",

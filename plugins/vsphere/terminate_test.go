@@ -17,6 +17,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
+	"github.com/stepwise-dev/stepwise/test/vcsim"
 )
 
 const executorName = "vsphere.terminate-vm"
@@ -55,60 +56,60 @@ func TestTerminateDestroysTheVM(t *testing.T) {
 	tests := []struct {
 		name string
 		// arrange prepares the VM; params are the step's parameters for it.
-		arrange func(t *testing.T, sim *vcsim, vm simVM)
-		params  func(vm simVM) map[string]string
-		secrets func(sim *vcsim) map[string][]byte
+		arrange func(t *testing.T, sim simulator, vm vcsim.VM)
+		params  func(vm vcsim.VM) map[string]string
+		secrets func(sim simulator) map[string][]byte
 		// wantPrevious is the VM's power state before the step; wantMessage is in the message.
 		wantPrevious string
 		wantMessage  string
 	}{
 		{
 			name:         "powered on without VMware Tools, by providerID: powered off and destroyed",
-			params:       func(vm simVM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.uuid) },
+			params:       func(vm vcsim.VM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.UUID) },
 			wantPrevious: "poweredOn",
 			wantMessage:  "VMware Tools not running: powered off",
 		},
 		{
 			name:         "no providerID: found by node name",
-			params:       func(vm simVM) map[string]string { return withParams(nil, paramNode, vm.name) },
+			params:       func(vm vcsim.VM) map[string]string { return withParams(nil, paramNode, vm.Name) },
 			wantPrevious: "poweredOn",
 			wantMessage:  "destroyed",
 		},
 		{
 			name: "upper-case providerID and a datacenter",
-			params: func(vm simVM) map[string]string {
-				return withParams(nil, paramProviderID, "vsphere://"+strings.ToUpper(vm.uuid), paramDatacenter, "DC0")
+			params: func(vm vcsim.VM) map[string]string {
+				return withParams(nil, paramProviderID, "vsphere://"+strings.ToUpper(vm.UUID), paramDatacenter, "DC0")
 			},
 			wantPrevious: "poweredOn",
 			wantMessage:  "destroyed",
 		},
 		{
 			name:         "powered off already: destroyed",
-			arrange:      func(t *testing.T, sim *vcsim, vm simVM) { sim.power(t, vm, "off") },
-			params:       func(vm simVM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.uuid) },
+			arrange:      func(t *testing.T, sim simulator, vm vcsim.VM) { sim.power(t, vm, "off") },
+			params:       func(vm vcsim.VM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.UUID) },
 			wantPrevious: "poweredOff",
 			wantMessage:  "destroyed",
 		},
 		{
 			name:         "suspended: powered off and destroyed",
-			arrange:      func(t *testing.T, sim *vcsim, vm simVM) { sim.power(t, vm, "suspend") },
-			params:       func(vm simVM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.uuid) },
+			arrange:      func(t *testing.T, sim simulator, vm vcsim.VM) { sim.power(t, vm, "suspend") },
+			params:       func(vm vcsim.VM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.UUID) },
 			wantPrevious: "suspended",
 			wantMessage:  "suspended: powered off",
 		},
 		{
 			name:    "shutdownTimeout 0s: powered off at once although Tools run",
-			arrange: func(t *testing.T, sim *vcsim, vm simVM) { sim.toolsRunning(t, vm) },
-			params: func(vm simVM) map[string]string {
-				return withParams(nil, paramProviderID, "vsphere://"+vm.uuid, paramShutdownTimeout, "0s")
+			arrange: func(t *testing.T, sim simulator, vm vcsim.VM) { sim.toolsRunning(t, vm) },
+			params: func(vm vcsim.VM) map[string]string {
+				return withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramShutdownTimeout, "0s")
 			},
 			wantPrevious: "poweredOn",
 			wantMessage:  "powered off (shutdownTimeout 0s)",
 		},
 		{
 			name:   "insecure instead of a CA",
-			params: func(vm simVM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.uuid) },
-			secrets: func(sim *vcsim) map[string][]byte {
+			params: func(vm vcsim.VM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.UUID) },
+			secrets: func(sim simulator) map[string][]byte {
 				s := sim.secrets()
 				delete(s, keyCA)
 				s[keyInsecure] = []byte("true")
@@ -136,7 +137,7 @@ func TestTerminateDestroysTheVM(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, res.Done, "done: %+v", res)
 			assert.Contains(t, res.Message, tt.wantMessage)
-			assert.Equal(t, vm.uuid, res.Outputs[outInstanceID])
+			assert.Equal(t, vm.UUID, res.Outputs[outInstanceID])
 			assert.Equal(t, tt.wantPrevious, res.Outputs[outPreviousPowerState])
 			assert.False(t, sim.exists(t, vm), "the VM is destroyed")
 			assert.Len(t, sim.vms(t), others, "no other VM was touched")
@@ -159,7 +160,7 @@ func TestProviderIDMatchingNoVMNeverFallsBackToTheName(t *testing.T) {
 	vm := sim.vm(t, "DC0_H0_VM0")
 	before := sim.vms(t)
 	c := plugintest.Serve(t, newTestExecutor())
-	params := withParams(nil, paramProviderID, "vsphere://00000000-0000-0000-0000-000000000001", paramNode, vm.name)
+	params := withParams(nil, paramProviderID, "vsphere://00000000-0000-0000-0000-000000000001", paramNode, vm.Name)
 
 	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), nil))
 	require.NoError(t, err)
@@ -188,7 +189,7 @@ func TestTerminateShutsTheGuestDownFirst(t *testing.T) {
 	vm := sim.vm(t, "DC0_H0_VM0")
 	sim.toolsRunning(t, vm)
 	c := plugintest.Serve(t, newTestExecutor())
-	params := withParams(nil, paramProviderID, "vsphere://"+vm.uuid)
+	params := withParams(nil, paramProviderID, "vsphere://"+vm.UUID)
 
 	before := time.Now().Add(-time.Second)
 	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), nil))
@@ -203,7 +204,7 @@ func TestTerminateShutsTheGuestDownFirst(t *testing.T) {
 	assert.True(t, sim.exists(t, vm), "not destroyed while the guest shuts down")
 
 	// The simulated guest stops; the next call destroys the VM and keeps the state it had.
-	require.Eventually(t, func() bool { return sim.vm(t, vm.name).powerState == types.VirtualMachinePowerStatePoweredOff },
+	require.Eventually(t, func() bool { return sim.vm(t, vm.Name).PowerState == types.VirtualMachinePowerStatePoweredOff },
 		10*time.Second, 50*time.Millisecond)
 	asked := res.Outputs[outShutdownStarted]
 	res, err = c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), res.Outputs))
@@ -211,7 +212,7 @@ func TestTerminateShutsTheGuestDownFirst(t *testing.T) {
 	assert.True(t, res.Done)
 	assert.Equal(t, asked, res.Outputs[outShutdownStarted], "when the shutdown was asked for is kept")
 	assert.Equal(t, "poweredOn", res.Outputs[outPreviousPowerState])
-	assert.Equal(t, vm.uuid, res.Outputs[outInstanceID])
+	assert.Equal(t, vm.UUID, res.Outputs[outInstanceID])
 	assert.NotContains(t, res.Message, "powered off", "the guest stopped by itself")
 	assert.False(t, sim.exists(t, vm))
 }
@@ -234,12 +235,12 @@ func TestTerminatePowersOffAGuestThatDoesNotStop(t *testing.T) {
 			c := plugintest.Serve(t, newTestExecutor())
 			// An earlier call asked for the shutdown; the guest is still running.
 			own := map[string]string{
-				outInstanceID: vm.uuid, outPreviousPowerState: "poweredOn",
+				outInstanceID: vm.UUID, outPreviousPowerState: "poweredOn",
 				outShutdownStarted: time.Now().Add(-tt.startedAgo).UTC().Format(time.RFC3339),
 			}
 
 			res, err := c.Run(t.Context(), executorName, sdk.HookCreate,
-				request(withParams(nil, paramProviderID, "vsphere://"+vm.uuid, paramShutdownTimeout, "5m"), sim.secrets(), own))
+				request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramShutdownTimeout, "5m"), sim.secrets(), own))
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantDone, res.Done)
 			assert.Contains(t, res.Message, tt.wantInMsg)
@@ -247,7 +248,7 @@ func TestTerminatePowersOffAGuestThatDoesNotStop(t *testing.T) {
 			if !tt.wantDone {
 				assert.Equal(t, shutdownPoll, res.RequeueAfter)
 				assert.Equal(t, own[outShutdownStarted], res.Outputs[outShutdownStarted], "the start of the shutdown is kept")
-				assert.Equal(t, types.VirtualMachinePowerStatePoweredOn, sim.vm(t, vm.name).powerState)
+				assert.Equal(t, types.VirtualMachinePowerStatePoweredOn, sim.vm(t, vm.Name).PowerState)
 			}
 		})
 	}
@@ -256,7 +257,7 @@ func TestTerminatePowersOffAGuestThatDoesNotStop(t *testing.T) {
 func TestTerminateErrors(t *testing.T) {
 	sim := startVCSim(t)
 	vm := sim.vm(t, "DC0_H0_VM0")
-	valid := withParams(nil, paramProviderID, "vsphere://"+vm.uuid)
+	valid := withParams(nil, paramProviderID, "vsphere://"+vm.UUID)
 	secretsWith := func(kv ...string) map[string][]byte {
 		s := sim.secrets()
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -361,7 +362,7 @@ func TestTerminateErrors(t *testing.T) {
 		})
 	}
 	assert.True(t, sim.exists(t, vm), "no error touched the VM")
-	assert.Equal(t, types.VirtualMachinePowerStatePoweredOn, sim.vm(t, vm.name).powerState)
+	assert.Equal(t, types.VirtualMachinePowerStatePoweredOn, sim.vm(t, vm.Name).PowerState)
 }
 
 func TestTerminateRefusesAnAmbiguousName(t *testing.T) {
@@ -370,21 +371,21 @@ func TestTerminateRefusesAnAmbiguousName(t *testing.T) {
 	first, second := sim.vm(t, "DC0_H0_VM0"), sim.vm(t, "DC0_H0_VM1")
 	// Names are unique within a folder only: move the second VM to another folder and give
 	// it the first one's name.
-	dc, err := object.NewSearchIndex(sim.client.Client).FindByInventoryPath(ctx, "/DC0")
+	dc, err := object.NewSearchIndex(sim.Client().Client).FindByInventoryPath(ctx, "/DC0")
 	require.NoError(t, err)
 	folders, err := dc.(*object.Datacenter).Folders(ctx)
 	require.NoError(t, err)
 	other, err := folders.VmFolder.CreateFolder(ctx, "other")
 	require.NoError(t, err)
-	task, err := other.MoveInto(ctx, []types.ManagedObjectReference{second.ref})
+	task, err := other.MoveInto(ctx, []types.ManagedObjectReference{second.Ref})
 	require.NoError(t, err)
 	require.NoError(t, task.Wait(ctx))
-	task, err = object.NewVirtualMachine(sim.client.Client, second.ref).Rename(ctx, first.name)
+	task, err = object.NewVirtualMachine(sim.Client().Client, second.Ref).Rename(ctx, first.Name)
 	require.NoError(t, err)
 	require.NoError(t, task.Wait(ctx))
 
 	c := plugintest.Serve(t, newTestExecutor())
-	_, err = c.Run(ctx, executorName, sdk.HookCreate, request(withParams(nil, paramNode, first.name), sim.secrets(), nil))
+	_, err = c.Run(ctx, executorName, sdk.HookCreate, request(withParams(nil, paramNode, first.Name), sim.secrets(), nil))
 	var e *sdk.Error
 	require.ErrorAs(t, err, &e)
 	assert.True(t, e.Permanent)
@@ -404,7 +405,7 @@ func TestTerminateRequestsWaitForTheSharedRateLimit(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	_, err := c.Run(ctx, executorName, sdk.HookCreate, request(withParams(nil, paramProviderID, "vsphere://"+vm.uuid), sim.secrets(), nil))
+	_, err := c.Run(ctx, executorName, sdk.HookCreate, request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID), sim.secrets(), nil))
 	var se *sdk.Error
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "RateLimited", se.Reason)
@@ -432,7 +433,7 @@ func TestDescribe(t *testing.T) {
 func TestConformance(t *testing.T) {
 	sim := startVCSim(t)
 	vm := sim.vm(t, "DC0_H0_VM0")
-	plugintest.Conformance(t, newTestExecutor(), withParams(nil, paramProviderID, "vsphere://"+vm.uuid, paramNode, vm.name),
+	plugintest.Conformance(t, newTestExecutor(), withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name),
 		plugintest.WithSecrets(sim.secrets()))
 	assert.False(t, sim.exists(t, vm), "Conformance's Create terminated the VM")
 }

@@ -2,21 +2,12 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"encoding/pem"
 	"fmt"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/vmware/govmomi"
-	"github.com/vmware/govmomi/fault"
-	"github.com/vmware/govmomi/property"
-	"github.com/vmware/govmomi/simulator"
-	"github.com/vmware/govmomi/view"
-	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,6 +17,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/test/vcsim"
 )
 
 const (
@@ -33,81 +25,40 @@ const (
 	vcsimPassword = "e2e-vcsim-password"
 )
 
-// vcenterSim is govmomi's vCenter simulator (VPX model, four powered-on VMs) serving HTTPS
-// on 127.0.0.1 inside the test process; the operator's vSphere plugin reaches it there.
-type vcenterSim struct {
-	model  *simulator.Model
-	url    string
-	ca     []byte
-	client *govmomi.Client
-}
-
-func startVCenterSim(t *testing.T) *vcenterSim {
+func startVCenterSim(t *testing.T) *vcsim.Simulator {
 	t.Helper()
-	m := simulator.VPX()
-	require.NoError(t, m.Create())
-	m.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword(vcsimUser, vcsimPassword)}
-	m.Service.TLS = new(tls.Config)
-	s := m.Service.NewServer()
-	t.Cleanup(func() {
-		s.Close()
-		m.Remove()
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := govmomi.NewClient(ctx, s.URL, true)
+	sim, err := vcsim.Start(ctx, vcsim.Options{Username: vcsimUser, Password: vcsimPassword})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = c.Logout(ctx)
+		sim.Close(ctx)
 	})
-	u := *s.URL
-	u.User = nil
-	return &vcenterSim{
-		model: m, url: u.String(), client: c,
-		ca: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}),
-	}
+	return sim
 }
 
 // poweredOnVM returns a powered-on VM of the simulator.
-func (s *vcenterSim) poweredOnVM(t *testing.T) mo.VirtualMachine {
+func poweredOnVM(t *testing.T, sim *vcsim.Simulator) vcsim.VM {
 	t.Helper()
-	cv, err := view.NewManager(s.client.Client).CreateContainerView(t.Context(), s.client.ServiceContent.RootFolder, []string{"VirtualMachine"}, true)
+	vms, err := sim.VMs(t.Context())
 	require.NoError(t, err)
-	defer func() { _ = cv.Destroy(context.Background()) }()
-	var vms []mo.VirtualMachine
-	require.NoError(t, cv.Retrieve(t.Context(), []string{"VirtualMachine"}, []string{"name", "config.uuid", "runtime.powerState"}, &vms))
 	for _, vm := range vms {
-		if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
+		if vm.PowerState == types.VirtualMachinePowerStatePoweredOn {
 			return vm
 		}
 	}
 	t.Fatal("the simulator has no powered-on VM")
-	return mo.VirtualMachine{}
+	return vcsim.VM{}
 }
 
-// toolsRunning makes the simulator report VMware Tools running in the VM, so the plugin
-// asks the guest to shut down before it destroys the VM.
-func (s *vcenterSim) toolsRunning(t *testing.T, ref types.ManagedObjectReference) {
+// vmExists tells whether the VM is still in the simulator's inventory.
+func vmExists(t *testing.T, sim *vcsim.Simulator, vm vcsim.VM) bool {
 	t.Helper()
-	obj := s.model.Map().Get(ref)
-	require.NotNil(t, obj)
-	s.model.Map().AtomicUpdate(s.model.Service.Context, obj, []types.PropertyChange{{
-		Name: "guest.toolsRunningStatus", Val: string(types.VirtualMachineToolsRunningStatusGuestToolsRunning),
-	}})
-}
-
-// exists tells whether the VM is still in the simulator's inventory.
-func (s *vcenterSim) exists(t *testing.T, ref types.ManagedObjectReference) bool {
-	t.Helper()
-	var vm mo.VirtualMachine
-	err := property.DefaultCollector(s.client.Client).RetrieveOne(t.Context(), ref, []string{"name"}, &vm)
-	if fault.Is(err, &types.ManagedObjectNotFound{}) {
-		return false
-	}
+	ok, err := sim.Exists(t.Context(), vm.Ref)
 	require.NoError(t, err)
-	return true
+	return ok
 }
 
 // vsphereRetirer is nodeRetirer plus reading Secrets in its namespace: the operator reads
@@ -133,12 +84,12 @@ func vsphereRetirer(t *testing.T, ns string) string {
 	return sa
 }
 
-func vsphereCredentials(t *testing.T, ns string, sim *vcenterSim, password string) {
+func vsphereCredentials(t *testing.T, ns string, sim *vcsim.Simulator, password string) {
 	t.Helper()
 	_, err := cluster.Client.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "vsphere-creds"},
 		Data: map[string][]byte{
-			"url": []byte(sim.url), "username": []byte(vcsimUser), "password": []byte(password), "ca.crt": sim.ca,
+			"url": []byte(sim.URL), "username": []byte(vcsimUser), "password": []byte(password), "ca.crt": sim.CA,
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -180,12 +131,12 @@ func vsphereRetirePipeline(ns, sa, node string) *v1alpha1.Pipeline {
 func TestVSphereNodeRetirementDestroysTheVM(t *testing.T) {
 	ctx := t.Context()
 	sim := startVCenterSim(t)
-	vm := sim.poweredOnVM(t)
-	sim.toolsRunning(t, vm.Reference())
+	vm := poweredOnVM(t, sim)
+	require.NoError(t, sim.SetToolsRunning(vm.Ref))
 	ns := cluster.CreateNamespace(t)
 	sa := vsphereRetirer(t, ns)
 	vsphereCredentials(t, ns, sim, vcsimPassword)
-	node := vsphereNode(t, ns, vm.Config.Uuid)
+	node := vsphereNode(t, ns, vm.UUID)
 
 	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, vsphereRetirePipeline(ns, sa, node), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -196,11 +147,11 @@ func TestVSphereNodeRetirementDestroysTheVM(t *testing.T) {
 
 	require.Len(t, got.Status.Steps, 4)
 	terminate := got.Status.Steps[2]
-	assert.Equal(t, "vsphere://"+vm.Config.Uuid, got.Status.Steps[0].Outputs["providerID"])
-	assert.Equal(t, vm.Config.Uuid, terminate.Outputs["instanceID"])
+	assert.Equal(t, "vsphere://"+vm.UUID, got.Status.Steps[0].Outputs["providerID"])
+	assert.Equal(t, vm.UUID, terminate.Outputs["instanceID"])
 	assert.Equal(t, "poweredOn", terminate.Outputs["previousPowerState"])
 	assert.NotEmpty(t, terminate.Outputs["shutdownStarted"], "the guest was asked to shut down first")
-	assert.False(t, sim.exists(t, vm.Reference()), "the VM is gone from vCenter")
+	assert.False(t, vmExists(t, sim, vm), "the VM is gone from vCenter")
 	_, err = cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "node.delete removed the Node")
 }
@@ -208,12 +159,12 @@ func TestVSphereNodeRetirementDestroysTheVM(t *testing.T) {
 func TestVSphereWrongPasswordFailsTheStepAtOnce(t *testing.T) {
 	ctx := t.Context()
 	sim := startVCenterSim(t)
-	vm := sim.poweredOnVM(t)
+	vm := poweredOnVM(t, sim)
 	ns := cluster.CreateNamespace(t)
 	sa := vsphereRetirer(t, ns)
 	const wrong = "not-the-password"
 	vsphereCredentials(t, ns, sim, wrong)
-	node := vsphereNode(t, ns, vm.Config.Uuid)
+	node := vsphereNode(t, ns, vm.UUID)
 
 	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, vsphereRetirePipeline(ns, sa, node), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -231,7 +182,7 @@ func TestVSphereWrongPasswordFailsTheStepAtOnce(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.NotContains(t, fmt.Sprintf("%+v", failed.Status), wrong, "the password is in no status")
 	assert.Equal(t, v1alpha1.StepPending, failed.Status.Steps[3].Phase, "the Node is not forgotten")
-	assert.True(t, sim.exists(t, vm.Reference()), "the VM is untouched")
+	assert.True(t, vmExists(t, sim, vm), "the VM is untouched")
 	_, err = cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	assert.NoError(t, err, "the Node stays")
 }

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -286,4 +287,37 @@ func declaresModule(gomod []byte) bool {
 		}
 	}
 	return false
+}
+
+// ServiceAccount creates a ServiceAccount in ns and, when rules are given, a Role with them
+// bound to it (both named name): the rights a pipeline's steps act with.
+func (c *Cluster) ServiceAccount(t testing.TB, ns, name string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.Client.CoreV1().ServiceAccounts(ns).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ServiceAccount %s/%s: %v", ns, name, err)
+	}
+	if len(rules) == 0 {
+		return
+	}
+	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Role %s/%s: %v", ns, name, err)
+	}
+	c.Bind(t, ns, name, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name})
+}
+
+// Bind grants the ServiceAccount ns/sa the role (a Role in ns or a ClusterRole) in ns, with
+// a RoleBinding named after the role.
+func (c *Cluster) Bind(t testing.TB, ns, sa string, role rbacv1.RoleRef) {
+	t.Helper()
+	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(context.Background(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    role,
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("bind %s %s to %s/%s: %v", role.Kind, role.Name, ns, sa, err)
+	}
 }
