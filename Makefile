@@ -80,8 +80,11 @@ proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code o
 
 ##@ Check
 
+# The control plane (the longest build) starts first; lint, verify and the product build
+# take the other core. Output is grouped per target.
 .PHONY: test
-test: lint verify build localcluster-tools ## Everything CI runs: lint, verify generated files, unit and e2e tests with -race.
+test: ## Everything CI runs: lint, verify generated files, unit and e2e tests with -race.
+	$(MAKE) --no-print-directory -j2 --output-sync=target localcluster-tools build lint verify
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: unit
@@ -98,9 +101,10 @@ bench: build localcluster-tools ## Benchmark the operator against the API server
 	go run ./test/bench -out $(LOCALBIN)/bench-results.json $(BENCH_ARGS)
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) verify-proto ## Fail when generated code, the CRD or the plugin protocol is stale.
+verify: $(CONTROLLER_GEN) verify-proto ## Fail when generated code, the CRD or the plugin protocol is stale, or the two Go modules drift apart.
 	hack/verify-codegen.sh
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/verify-crd.sh
+	hack/verify-shared-deps.sh
 
 .PHONY: verify-proto
 verify-proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Fail when pkg/plugin/proto differs from what plugin.proto generates.
