@@ -32,6 +32,7 @@ DEMO_PLUGINS := vsphere
 # hack/build.sh builds everything it is given with one go build.
 BUILD = LOCALBIN=$(LOCALBIN) GO_BUILD_FLAGS="$(GO_BUILD_FLAGS)" hack/build.sh
 GO_BUILD_FLAGS ?=
+GO_TEST_FLAGS ?= -race -count=1
 
 -include hack/localcluster.mk
 

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
 const crdFile = "stepwise.dev_pipelines.yaml"
@@ -235,4 +237,34 @@ func TestExamplesAreValid(t *testing.T) {
 		}
 	}
 	assert.Positive(t, pipelines, "no Pipeline found in examples/")
+}
+
+// TestSchemaLimitsAreTheAPIConstants keeps the limits that kubebuilder markers must spell
+// as literals equal to the constants the engine enforces and clients read.
+func TestSchemaLimitsAreTheAPIConstants(t *testing.T) {
+	root := loadCRD(t).Spec.Validation.OpenAPIV3Schema
+	prop := func(path ...string) apiextensions.JSONSchemaProps {
+		t.Helper()
+		s := *root
+		for _, p := range path {
+			if p == "[]" {
+				require.NotNil(t, s.Items, "%v", path)
+				s = *s.Items.Schema
+				continue
+			}
+			next, ok := s.Properties[p]
+			require.True(t, ok, "no property %s in %v", p, path)
+			s = next
+		}
+		return s
+	}
+	limit := func(v *int64) int64 {
+		t.Helper()
+		require.NotNil(t, v)
+		return *v
+	}
+	assert.Equal(t, int64(v1alpha1.MaxSteps), limit(prop("spec", "steps").MaxItems), "spec.steps")
+	assert.Equal(t, int64(v1alpha1.MaxSteps), limit(prop("status", "steps").MaxItems), "status.steps")
+	assert.Equal(t, int64(v1alpha1.MaxStepMessageLength), limit(prop("status", "steps", "[]", "message").MaxLength), "a step's message")
+	assert.Equal(t, int64(v1alpha1.MaxStepOutputs), limit(prop("status", "steps", "[]", "outputs").MaxProperties), "a step's outputs")
 }

@@ -141,7 +141,8 @@ operator_up() {
         running "${OPERATOR_PID}" "${BIN}/stepwise-operator" || { tail -n 20 "${LOGS}/operator.log" >&2; return 1; }
         sleep 0.5
     done
-    stepwise executors | sed 's/^/    /'
+    # Name, version and who serves it: the descriptions are for `kubectl stepwise executors`.
+    stepwise executors | awk '{printf "    %-22s %-9s %s\n", $1, $2, $3}'
 }
 
 pipelines() {

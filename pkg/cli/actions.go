@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/controller"
 )
 
 func newRetryCommand(o *options) *cobra.Command {
@@ -22,7 +21,7 @@ func newRetryCommand(o *options) *cobra.Command {
 With --step, the steps from that one on run again (a retry never skips the failed step).
 For a pipeline whose teardown is blocked, the teardown is tried again.
 
-It sets the annotation ` + controller.RetryAnnotation + `, which the operator removes once it
+It sets the annotation ` + v1alpha1.RetryAnnotation + `, which the operator removes once it
 has recorded the retry.`,
 		Example: `  kubectl stepwise retry retire-node-3 -n ops
   kubectl stepwise retry retire-node-3 -n ops --step drain`,
@@ -46,11 +45,11 @@ has recorded the retry.`,
 			if step != "" && !slices.ContainsFunc(p.Spec.Steps, func(s v1alpha1.Step) bool { return s.Name == step }) {
 				return fmt.Errorf("pipeline %s/%s has no step %q", ns, p.Name, step)
 			}
-			if !Failed(p) {
+			if !p.Failed() {
 				return fmt.Errorf("pipeline %s/%s has not failed (phase %s): there is nothing to retry", ns, p.Name, p.Status.Phase)
 			}
 			patch, err := json.Marshal(map[string]any{
-				"metadata": map[string]any{"annotations": map[string]string{controller.RetryAnnotation: step}},
+				"metadata": map[string]any{"annotations": map[string]string{v1alpha1.RetryAnnotation: step}},
 			})
 			if err != nil {
 				return fmt.Errorf("encode patch: %w", err)

@@ -15,7 +15,6 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/controller"
 )
 
 // maxMessage bounds a message in a table cell; -o yaml shows it whole.
@@ -55,7 +54,7 @@ and its Ready condition. Exits with 2 when the pipeline has failed.`,
 			if err != nil {
 				return err
 			}
-			if Failed(p) {
+			if p.Failed() {
 				return errPipelineFailed
 			}
 			return nil
@@ -89,27 +88,11 @@ func printObject(w io.Writer, p *v1alpha1.Pipeline, output string) error {
 	return nil
 }
 
-// Failed tells whether the pipeline has failed: a step failed and waits for a retry, or
-// its teardown is blocked.
-func Failed(p *v1alpha1.Pipeline) bool {
-	if p.Status.Phase == v1alpha1.PipelineFailed {
-		return true
-	}
-	ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
-	return ready != nil && ready.Reason == controller.ReasonTeardownFailed
-}
-
-// Ready tells whether the pipeline's Ready condition is True.
-func Ready(p *v1alpha1.Pipeline) bool {
-	return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady)
-}
-
 // Settled tells whether the status answers the latest request: it describes the current
 // spec, and no retry is waiting to be picked up. Before that, a Failed phase may be what
 // the operator is about to change.
 func Settled(p *v1alpha1.Pipeline) bool {
-	_, retrying := p.Annotations[controller.RetryAnnotation]
-	return !retrying && p.Status.ObservedGeneration == p.Generation
+	return !p.RetryRequested() && p.Status.ObservedGeneration == p.Generation
 }
 
 // PrintStatus writes a summary of the pipeline and a table of its steps.
@@ -151,8 +134,8 @@ func summary(w io.Writer, p *v1alpha1.Pipeline) {
 	if p.Spec.Suspend {
 		notes = append(notes, "suspended (spec.suspend: true)")
 	}
-	if v, ok := p.Annotations[controller.RetryAnnotation]; ok {
-		notes = append(notes, fmt.Sprintf("retry requested (%s=%q)", controller.RetryAnnotation, v))
+	if v, ok := p.Annotations[v1alpha1.RetryAnnotation]; ok {
+		notes = append(notes, fmt.Sprintf("retry requested (%s=%q)", v1alpha1.RetryAnnotation, v))
 	}
 	if p.DeletionTimestamp != nil {
 		notes = append(notes, "deleted, tearing down")

@@ -133,8 +133,8 @@ func watchPipeline(ctx context.Context, cs clientset.Interface, ns, name string,
 		if !Settled(p) {
 			return false, nil
 		}
-		failed = Failed(p)
-		return failed || (Ready(p) && p.DeletionTimestamp == nil), nil
+		failed = p.Failed()
+		return failed || (p.Ready() && p.DeletionTimestamp == nil), nil
 	})
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel() // stop the ticker before returning

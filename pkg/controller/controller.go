@@ -30,11 +30,6 @@ import (
 const (
 	// ControllerName is the workqueue's name and the source of Events.
 	ControllerName = "stepwise-operator"
-	// Finalizer keeps a deleted Pipeline until the teardown of its steps is done.
-	Finalizer = "stepwise.dev/teardown"
-	// RetryAnnotation asks for a failed pipeline to be tried again: empty or "true" retries
-	// the failed step, a step name retries from that step on. The engine removes it.
-	RetryAnnotation = "stepwise.dev/retry"
 
 	// defaultRequeueAfter is when a hook that is not done and named no time is asked again.
 	defaultRequeueAfter = 5 * time.Second

@@ -336,7 +336,7 @@ func newPipeline(steps ...v1alpha1.Step) *v1alpha1.Pipeline {
 	return &v1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Namespace: "ns", UID: types.UID("uid-1"), Generation: 1,
-			Finalizers: []string{Finalizer},
+			Finalizers: []string{v1alpha1.Finalizer},
 		},
 		Spec: v1alpha1.PipelineSpec{ServiceAccountName: "runner", Steps: steps},
 	}

@@ -12,17 +12,6 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
-// Reasons of the pipeline's Ready condition.
-const (
-	ReasonSucceeded      = "Succeeded"
-	ReasonStepRunning    = "StepRunning"
-	ReasonStepRetrying   = "StepRetrying"
-	ReasonStepFailed     = "StepFailed"
-	ReasonSuspended      = "Suspended"
-	ReasonDeleting       = "Deleting"
-	ReasonTeardownFailed = "TeardownFailed"
-)
-
 // summarize derives the pipeline's phase, current step, progress and Ready condition from
 // its steps.
 func (r *run) summarize(deleting bool) {
@@ -41,35 +30,35 @@ func (r *run) summarize(deleting bool) {
 		st.CurrentStep = ""
 		i := r.lastStepToTearDown()
 		if i < 0 {
-			r.setReady(metav1.ConditionFalse, ReasonDeleting, "teardown finished")
+			r.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, "teardown finished")
 			return
 		}
 		s := &st.Steps[i]
 		st.CurrentStep = s.Name
 		if r.teardownBlocked(i) {
-			r.setReady(metav1.ConditionFalse, ReasonTeardownFailed, fmt.Sprintf(
+			r.setReady(metav1.ConditionFalse, v1alpha1.ReasonTeardownFailed, fmt.Sprintf(
 				"teardown of step %s is blocked: %s; the finalizer stays until it succeeds (annotate %s to retry)",
-				s.Name, s.Message, RetryAnnotation))
+				s.Name, s.Message, v1alpha1.RetryAnnotation))
 			return
 		}
-		r.setReady(metav1.ConditionFalse, ReasonDeleting, withMessage("tearing down step "+s.Name, s.Message))
+		r.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, withMessage("tearing down step "+s.Name, s.Message))
 
 	case r.failed():
 		s := &st.Steps[r.failedStep()]
 		st.Phase = v1alpha1.PipelineFailed
 		st.CurrentStep = s.Name
-		r.setReady(metav1.ConditionFalse, ReasonStepFailed, fmt.Sprintf("step %s failed: %s", s.Name, s.Message))
+		r.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepFailed, fmt.Sprintf("step %s failed: %s", s.Name, s.Message))
 
 	case succeeded == len(st.Steps):
 		if st.Phase != v1alpha1.PipelineSucceeded {
-			r.event(false, ReasonSucceeded, "All %d steps succeeded", len(st.Steps))
+			r.event(false, v1alpha1.ReasonSucceeded, "All %d steps succeeded", len(st.Steps))
 		}
 		st.Phase = v1alpha1.PipelineSucceeded
 		st.CurrentStep = ""
 		if st.CompletionTime == nil {
 			st.CompletionTime = r.timeNow()
 		}
-		r.setReady(metav1.ConditionTrue, ReasonSucceeded, fmt.Sprintf("all %d steps succeeded", len(st.Steps)))
+		r.setReady(metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("all %d steps succeeded", len(st.Steps)))
 
 	default:
 		s := &st.Steps[r.currentStep()]
@@ -77,13 +66,13 @@ func (r *run) summarize(deleting bool) {
 		switch {
 		case r.p.Spec.Suspend:
 			st.Phase = v1alpha1.PipelineSuspended
-			r.setReady(metav1.ConditionFalse, ReasonSuspended, "suspended before step "+s.Name)
+			r.setReady(metav1.ConditionFalse, v1alpha1.ReasonSuspended, "suspended before step "+s.Name)
 		case s.Phase == v1alpha1.StepWaiting:
 			st.Phase = v1alpha1.PipelineRunning
-			r.setReady(metav1.ConditionFalse, ReasonStepRetrying, withMessage("step "+s.Name, s.Message))
+			r.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRetrying, withMessage("step "+s.Name, s.Message))
 		default:
 			st.Phase = v1alpha1.PipelineRunning
-			r.setReady(metav1.ConditionFalse, ReasonStepRunning, withMessage("step "+s.Name, s.Message))
+			r.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRunning, withMessage("step "+s.Name, s.Message))
 		}
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/equality"
-	k8serrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -44,14 +44,14 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 	}
 
 	if p.DeletionTimestamp != nil {
-		if !slices.Contains(p.Finalizers, Finalizer) {
+		if !slices.Contains(p.Finalizers, v1alpha1.Finalizer) {
 			return 0, nil
 		}
 		return c.syncDeletion(ctx, p)
 	}
-	if !slices.Contains(p.Finalizers, Finalizer) {
+	if !slices.Contains(p.Finalizers, v1alpha1.Finalizer) {
 		// Nothing runs before the finalizer is in place, so no step can escape teardown.
-		return 0, c.patchFinalizers(ctx, p, append(slices.Clone(p.Finalizers), Finalizer))
+		return 0, c.patchFinalizers(ctx, p, append(slices.Clone(p.Finalizers), v1alpha1.Finalizer))
 	}
 	return c.syncCreation(ctx, p)
 }
@@ -269,7 +269,7 @@ func (r *run) teardownBlocked(i int) bool {
 // the annotation is present, so that the caller removes it once the status is written.
 // A retry of a pipeline that has not failed changes nothing.
 func (r *run) applyRetryAnnotation(deleting bool) bool {
-	value, ok := r.p.Annotations[RetryAnnotation]
+	value, ok := r.p.Annotations[v1alpha1.RetryAnnotation]
 	if !ok {
 		return false
 	}
@@ -568,7 +568,7 @@ func (r *run) callHook(ctx context.Context, exec executor.TaskExecutor, req *exe
 // writeStatus writes the run's status through the status subresource when it differs from
 // what the cache holds, then records the run's Events.
 func (c *Controller) writeStatus(ctx context.Context, r *run) error {
-	if apierrors.Semantic.DeepEqual(&r.p.Status, r.status) {
+	if equality.Semantic.DeepEqual(&r.p.Status, r.status) {
 		r.emitEvents()
 		return nil
 	}
@@ -594,7 +594,7 @@ func (c *Controller) patchFinalizers(ctx context.Context, p *v1alpha1.Pipeline, 
 	}
 	updated, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: ControllerName})
-	if err != nil && !k8serrors.IsNotFound(err) {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("set finalizers of pipeline %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	c.wrote(updated)
@@ -604,16 +604,16 @@ func (c *Controller) patchFinalizers(ctx context.Context, p *v1alpha1.Pipeline, 
 // removeFinalizer lets the API server delete the pipeline.
 func (c *Controller) removeFinalizer(ctx context.Context, p *v1alpha1.Pipeline) error {
 	return c.patchFinalizers(ctx, p, slices.DeleteFunc(slices.Clone(p.Finalizers),
-		func(f string) bool { return f == Finalizer }))
+		func(f string) bool { return f == v1alpha1.Finalizer }))
 }
 
 // removeRetryAnnotation removes the retry annotation once the retry is recorded.
 func (c *Controller) removeRetryAnnotation(ctx context.Context, p *v1alpha1.Pipeline) error {
-	patch := []byte(`{"metadata":{"annotations":{"` + RetryAnnotation + `":null}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.RetryAnnotation + `":null}}}`)
 	updated, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: ControllerName})
-	if err != nil && !k8serrors.IsNotFound(err) {
-		return fmt.Errorf("remove annotation %s from pipeline %s/%s: %w", RetryAnnotation, p.Namespace, p.Name, err)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove annotation %s from pipeline %s/%s: %w", v1alpha1.RetryAnnotation, p.Namespace, p.Name, err)
 	}
 	c.wrote(updated)
 	return nil

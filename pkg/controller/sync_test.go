@@ -29,7 +29,7 @@ func TestFinalizerIsAddedBeforeAnythingRuns(t *testing.T) {
 	assert.Zero(t, f.sync("p"))
 
 	assert.Equal(t, []string{"patch pipelines"}, f.writes())
-	assert.Equal(t, []string{"other.example/keep", Finalizer}, f.get("p").Finalizers)
+	assert.Equal(t, []string{"other.example/keep", v1alpha1.Finalizer}, f.get("p").Finalizers)
 	assert.Empty(t, f.exec.Calls(), "no hook may run before the finalizer is on")
 }
 
@@ -63,7 +63,7 @@ func TestThreeStepPipelineRunsHooksInOrderWithExactAPIActions(t *testing.T) {
 	assert.NotNil(t, got.Status.CompletionTime)
 	ready := readyCondition(got.Status.Conditions)
 	assert.Equal(t, metav1.ConditionTrue, ready.Status)
-	assert.Equal(t, ReasonSucceeded, ready.Reason)
+	assert.Equal(t, v1alpha1.ReasonSucceeded, ready.Reason)
 	assert.Equal(t, int64(1), ready.ObservedGeneration)
 	for _, s := range got.Status.Steps {
 		assert.Equal(t, v1alpha1.StepSucceeded, s.Phase, s.Name)
@@ -115,7 +115,7 @@ func TestHookNotDoneIsLookedAtAgainAfterItsRequeue(t *testing.T) {
 	assert.Equal(t, v1alpha1.PipelineRunning, got.Status.Phase)
 	assert.Equal(t, "drain", got.Status.CurrentStep)
 	ready := readyCondition(got.Status.Conditions)
-	assert.Equal(t, ReasonStepRunning, ready.Reason)
+	assert.Equal(t, v1alpha1.ReasonStepRunning, ready.Reason)
 	assert.Equal(t, "step drain: 3 pods left", ready.Message)
 
 	// Looked at again: only the hook that was not done runs, the status is unchanged.
@@ -218,7 +218,7 @@ func TestRetryBackoffTiming(t *testing.T) {
 	require.NotNil(t, s.NextAttemptTime)
 	assert.Equal(t, start.Add(2*time.Second), s.NextAttemptTime.UTC())
 	assert.Contains(t, s.Message, "attempt 1 of 4 failed, retrying in 2s: Create: boom")
-	assert.Equal(t, ReasonStepRetrying, readyCondition(f.get("p").Status.Conditions).Reason)
+	assert.Equal(t, v1alpha1.ReasonStepRetrying, readyCondition(f.get("p").Status.Conditions).Reason)
 
 	// Too early: nothing runs, the remaining wait is returned.
 	f.clock.Step(500 * time.Millisecond)
@@ -312,7 +312,7 @@ func TestFailures(t *testing.T) {
 			assert.Equal(t, "a", got.Status.CurrentStep)
 			ready := readyCondition(got.Status.Conditions)
 			assert.Equal(t, metav1.ConditionFalse, ready.Status)
-			assert.Equal(t, ReasonStepFailed, ready.Reason)
+			assert.Equal(t, v1alpha1.ReasonStepFailed, ready.Reason)
 			assert.Contains(t, ready.Message, tt.wantMessage)
 			s := stepStatus(got, "a")
 			assert.Equal(t, v1alpha1.StepFailed, s.Phase)
@@ -371,7 +371,7 @@ func TestSuspendStopsBeforeTheNextHook(t *testing.T) {
 	assert.Empty(t, f.exec.Calls())
 	assert.Equal(t, v1alpha1.PipelineSuspended, got.Status.Phase)
 	assert.Equal(t, "two", got.Status.CurrentStep)
-	assert.Equal(t, ReasonSuspended, readyCondition(got.Status.Conditions).Reason)
+	assert.Equal(t, v1alpha1.ReasonSuspended, readyCondition(got.Status.Conditions).Reason)
 
 	f.update("p", func(p *v1alpha1.Pipeline) { p.Spec.Suspend = false; p.Generation = 3 })
 	f.syncUntilIdle("p")
@@ -465,7 +465,7 @@ func TestFailedPipelineStaysFailedUntilRetryAnnotation(t *testing.T) {
 
 			f.exec.on("two", v1alpha1.HookCreate, done)
 			f.update("p", func(p *v1alpha1.Pipeline) {
-				p.Annotations = map[string]string{RetryAnnotation: tt.value}
+				p.Annotations = map[string]string{v1alpha1.RetryAnnotation: tt.value}
 			})
 			f.syncUntilIdle("p")
 
@@ -473,7 +473,7 @@ func TestFailedPipelineStaysFailedUntilRetryAnnotation(t *testing.T) {
 			if tt.wantCalls != nil {
 				assert.Equal(t, tt.wantCalls, f.exec.Calls())
 			}
-			assert.NotContains(t, f.get("p").Annotations, RetryAnnotation, "the annotation is removed once honoured")
+			assert.NotContains(t, f.get("p").Annotations, v1alpha1.RetryAnnotation, "the annotation is removed once honoured")
 			assert.Contains(t, f.events(), tt.wantEvent)
 			if tt.wantCalls != nil {
 				assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
@@ -556,7 +556,7 @@ func TestDeletionTearsDownStartedStepsInReverse(t *testing.T) {
 	}, f.exec.Calls(), "only started steps, last first")
 	assert.Equal(t, []string{"patch pipelines"}, f.writes(),
 		"instant teardowns run in one sync: the finalizer comes off, no status write is needed")
-	assert.NotContains(t, f.get("p").Finalizers, Finalizer)
+	assert.NotContains(t, f.get("p").Finalizers, v1alpha1.Finalizer)
 }
 
 func TestTeardownThatWaitsIsWrittenDownBeforeTheNext(t *testing.T) {
@@ -577,7 +577,7 @@ func TestTeardownThatWaitsIsWrittenDownBeforeTheNext(t *testing.T) {
 	assert.Equal(t, v1alpha1.StepDeleted, stepStatus(got, "three").Phase)
 	assert.Equal(t, v1alpha1.StepDeleting, stepStatus(got, "two").Phase)
 	assert.Equal(t, "VM shutting down", stepStatus(got, "two").Message)
-	assert.Contains(t, got.Finalizers, Finalizer)
+	assert.Contains(t, got.Finalizers, v1alpha1.Finalizer)
 }
 
 func TestTeardownOwnOutputsAreGiven(t *testing.T) {
@@ -603,20 +603,20 @@ func TestFailingTeardownKeepsTheFinalizerAndSaysWhy(t *testing.T) {
 		f.clock.Step(time.Minute)
 	}
 	got := f.get("p")
-	assert.Contains(t, got.Finalizers, Finalizer)
+	assert.Contains(t, got.Finalizers, v1alpha1.Finalizer)
 	assert.Equal(t, v1alpha1.PipelineDeleting, got.Status.Phase)
 	assert.Equal(t, "two", got.Status.CurrentStep)
 	ready := readyCondition(got.Status.Conditions)
-	assert.Equal(t, ReasonTeardownFailed, ready.Reason)
+	assert.Equal(t, v1alpha1.ReasonTeardownFailed, ready.Reason)
 	assert.Contains(t, ready.Message, "teardown of step two is blocked: failed after 2 attempts: Delete: cloud API unavailable")
 	assert.NotContains(t, f.exec.Calls(), "one/PreDelete#1", "an earlier step is not torn down past a blocked one")
 	assert.Contains(t, f.events(), "Warning TeardownFailed")
 
 	// Fix the cause and ask for a retry: teardown finishes and the finalizer comes off.
 	f.exec.on("two", v1alpha1.HookDelete, done)
-	f.update("p", func(p *v1alpha1.Pipeline) { p.Annotations = map[string]string{RetryAnnotation: ""} })
+	f.update("p", func(p *v1alpha1.Pipeline) { p.Annotations = map[string]string{v1alpha1.RetryAnnotation: ""} })
 	f.syncUntilIdle("p")
-	assert.NotContains(t, f.get("p").Finalizers, Finalizer)
+	assert.NotContains(t, f.get("p").Finalizers, v1alpha1.Finalizer)
 	assert.Contains(t, f.exec.Calls(), "one/PostDelete#1")
 }
 
@@ -693,7 +693,7 @@ func TestSyncAfterOwnWritesIgnoresAStaleCache(t *testing.T) {
 	require.Equal(t, v1alpha1.PipelineFailed, f.get("p").Status.Phase)
 
 	f.exec.on("two", v1alpha1.HookCreate, done)
-	f.update("p", func(p *v1alpha1.Pipeline) { p.Annotations = map[string]string{RetryAnnotation: ""} })
+	f.update("p", func(p *v1alpha1.Pipeline) { p.Annotations = map[string]string{v1alpha1.RetryAnnotation: ""} })
 	f.exec.reset()
 	f.client.ClearActions()
 	key := cache.ObjectName{Namespace: "ns", Name: "p"}
@@ -706,7 +706,7 @@ func TestSyncAfterOwnWritesIgnoresAStaleCache(t *testing.T) {
 	cached, exists, err := f.indexer.GetByKey("ns/p")
 	require.NoError(t, err)
 	require.True(t, exists)
-	require.Contains(t, cached.(*v1alpha1.Pipeline).Annotations, RetryAnnotation)
+	require.Contains(t, cached.(*v1alpha1.Pipeline).Annotations, v1alpha1.RetryAnnotation)
 	_, err = f.c.syncHandler(f.ctx, key)
 	require.NoError(t, err)
 	assert.Len(t, f.exec.Calls(), 3, "no hook ran again")

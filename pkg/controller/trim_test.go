@@ -20,8 +20,8 @@ func TestTrimForCache(t *testing.T) {
 		{"no annotations", nil, nil},
 		{
 			name:            "last-applied goes, the retry annotation stays",
-			annotations:     map[string]string{lastAppliedAnnotation: `{"spec":{}}`, RetryAnnotation: "two"},
-			wantAnnotations: map[string]string{RetryAnnotation: "two"},
+			annotations:     map[string]string{lastAppliedAnnotation: `{"spec":{}}`, v1alpha1.RetryAnnotation: "two"},
+			wantAnnotations: map[string]string{v1alpha1.RetryAnnotation: "two"},
 		},
 	}
 	for _, tt := range tests {

@@ -52,18 +52,7 @@ func stepRows(t *testing.T, out string) map[string][]string {
 
 func grantConfigMaps(t *testing.T, ns, sa string) {
 	t.Helper()
-	ctx := t.Context()
-	_, err := cluster.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update"}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cluster.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	cluster.Grant(t, ns, sa, sa, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update"}})
 }
 
 func TestCLIStatusSuspendResumeWatch(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,19 +116,7 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 	// A pipeline whose ServiceAccount may touch ConfigMaps in its namespace.
 	admin := c2.Client
 	ns := c2.CreateNamespace(t)
-	_, err = admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "runner"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update"}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "runner"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "runner"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "runner", Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	c2.ServiceAccount(t, ns, "runner", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update"}})
 
 	sw, err := clientset.NewForConfig(c2.Config)
 	require.NoError(t, err)
@@ -144,7 +131,7 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 			return false, err
 		}
 		last = p
-		return cli.Ready(p), nil
+		return p.Ready(), nil
 	})
 	require.NoError(t, err, "pipeline not Ready; status %+v; operator logs %s", pipelineStatus(last), logs())
 

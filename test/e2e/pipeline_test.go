@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,27 +33,13 @@ func stepwiseClient(t *testing.T) clientset.Interface {
 // ConfigMaps in its namespace, which is all test.record needs.
 func serviceAccount(t *testing.T, ns, name string, allowConfigMaps bool) {
 	t.Helper()
-	ctx := t.Context()
-	_, err := cluster.Client.CoreV1().ServiceAccounts(ns).Create(ctx,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err)
 	if !allowConfigMaps {
+		cluster.ServiceAccount(t, ns, name)
 		return
 	}
-	_, err = cluster.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""}, Resources: []string{"configmaps"},
-			Verbs: []string{"get", "create", "update"},
-		}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cluster.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	cluster.ServiceAccount(t, ns, name, rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update"},
+	})
 }
 
 func recordPipeline(ns, name, sa string, steps ...v1alpha1.Step) *v1alpha1.Pipeline {

@@ -65,22 +65,11 @@ func vmExists(t *testing.T, sim *vcsim.Simulator, vm vcsim.VM) bool {
 // the credentials Secret as the pipeline's ServiceAccount.
 func vsphereRetirer(t *testing.T, ns string) string {
 	t.Helper()
-	ctx := t.Context()
 	sa := nodeRetirer(t, ns)
-	_, err := cluster.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "read-vsphere-creds"},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"},
-			ResourceNames: []string{"vsphere-creds"},
-		}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cluster.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "read-vsphere-creds"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "read-vsphere-creds"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	cluster.Grant(t, ns, sa, "read-vsphere-creds", rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"},
+		ResourceNames: []string{"vsphere-creds"},
+	})
 	return sa
 }
 

@@ -274,22 +274,10 @@ func TestWebappWithoutRBACOnDeploymentsIsForbiddenAndCreatesNothing(t *testing.T
 
 	// A ServiceAccount that may manage Services, but not Deployments.
 	const sa = "no-deployments"
-	_, err = cluster.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cluster.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""}, Resources: []string{"services"},
-			Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"},
-		}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cluster.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	cluster.ServiceAccount(t, ns, sa, rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"services"},
+		Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"},
+	})
 
 	// The example's Pipeline, acting as that ServiceAccount (no node: nothing may run).
 	var pipeline *unstructured.Unstructured
@@ -348,22 +336,10 @@ func TestWebappApplyStepDeletesItsObjectsLastFirst(t *testing.T) {
 	require.NoError(t, err)
 
 	const sa = "config-writer"
-	_, err = cluster.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cluster.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""}, Resources: []string{"configmaps"},
-			Verbs: []string{"get", "create", "patch", "delete"},
-		}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cluster.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	cluster.ServiceAccount(t, ns, sa, rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"configmaps"},
+		Verbs: []string{"get", "create", "patch", "delete"},
+	})
 
 	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: first}\ndata: {n: \"1\"}\n" +
 		"---\n---\n" +

@@ -289,24 +289,51 @@ func declaresModule(gomod []byte) bool {
 	return false
 }
 
-// ServiceAccount creates a ServiceAccount in ns and, when rules are given, a Role with them
-// bound to it (both named name): the rights a pipeline's steps act with.
+// ServiceAccount creates a ServiceAccount in ns and, when rules are given, grants it them
+// with a Role of the same name: the rights a pipeline's steps act with.
 func (c *Cluster) ServiceAccount(t testing.TB, ns, name string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := c.Client.CoreV1().ServiceAccounts(ns).Create(ctx,
+	if _, err := c.Client.CoreV1().ServiceAccounts(ns).Create(context.Background(),
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ServiceAccount %s/%s: %v", ns, name, err)
 	}
-	if len(rules) == 0 {
-		return
+	if len(rules) > 0 {
+		c.Grant(t, ns, name, name, rules...)
 	}
-	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+}
+
+// Grant creates the Role ns/role with rules and binds it to the ServiceAccount ns/sa.
+func (c *Cluster) Grant(t testing.TB, ns, sa, role string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	if _, err := c.Client.RbacV1().Roles(ns).Create(context.Background(), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Role %s/%s: %v", ns, role, err)
+	}
+	c.Bind(t, ns, sa, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role})
+}
+
+// GrantClusterWide creates the ClusterRole name with rules and binds it to the
+// ServiceAccount ns/sa in every namespace; both go when the test ends.
+func (c *Cluster) GrantClusterWide(t testing.TB, ns, sa, name string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules,
 	}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create Role %s/%s: %v", ns, name, err)
+		t.Fatalf("create ClusterRole %s: %v", name, err)
 	}
-	c.Bind(t, ns, name, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name})
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("bind ClusterRole %s to %s/%s: %v", name, ns, sa, err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 }
 
 // Bind grants the ServiceAccount ns/sa the role (a Role in ns or a ClusterRole) in ns, with

@@ -5,7 +5,8 @@ import (
 )
 
 // Limits shared by the schema markers below and the controller, which enforces the ones
-// the schema cannot (sizes of what executors return).
+// the schema cannot (sizes of what executors return). Markers must spell them as literals:
+// crd/crd_test.go checks the generated schema agrees.
 const (
 	// MaxSteps bounds a pipeline's length; it also keeps the CEL uniqueness rule cheap.
 	MaxSteps = 50

@@ -1,0 +1,47 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// Names the operator, kubectl-stepwise and users share, kept beside the types they belong
+// to so that a client never needs the engine to read a Pipeline.
+const (
+	// Finalizer keeps a deleted Pipeline until the teardown of its steps is done.
+	Finalizer = "stepwise.dev/teardown"
+	// RetryAnnotation asks for a failed pipeline to be tried again: empty or "true" retries
+	// the failed step, a step name retries from that step on. The engine removes it.
+	RetryAnnotation = "stepwise.dev/retry"
+)
+
+// Reasons of a pipeline's Ready condition.
+const (
+	ReasonSucceeded      = "Succeeded"
+	ReasonStepRunning    = "StepRunning"
+	ReasonStepRetrying   = "StepRetrying"
+	ReasonStepFailed     = "StepFailed"
+	ReasonSuspended      = "Suspended"
+	ReasonDeleting       = "Deleting"
+	ReasonTeardownFailed = "TeardownFailed"
+)
+
+// Failed tells whether the pipeline has failed: a step failed and waits for a retry, or
+// its teardown is blocked.
+func (p *Pipeline) Failed() bool {
+	if p.Status.Phase == PipelineFailed {
+		return true
+	}
+	ready := meta.FindStatusCondition(p.Status.Conditions, ConditionReady)
+	return ready != nil && ready.Reason == ReasonTeardownFailed
+}
+
+// Ready tells whether the pipeline's Ready condition is True.
+func (p *Pipeline) Ready() bool {
+	return meta.IsStatusConditionTrue(p.Status.Conditions, ConditionReady)
+}
+
+// RetryRequested tells whether a retry waits for the operator to pick it up.
+func (p *Pipeline) RetryRequested() bool {
+	_, ok := p.Annotations[RetryAnnotation]
+	return ok
+}
