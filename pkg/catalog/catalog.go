@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -41,7 +42,7 @@ type Catalog struct {
 // Entry is one executor.
 type Entry struct {
 	Name string `json:"name"`
-	executor.Description
+	contract.Description
 }
 
 // Lister is what Build needs of the executor registry; *executor.Registry is one.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -26,22 +27,22 @@ func (plain) Name() string { return "plain.exec" }
 type described struct {
 	executor.Base
 	name string
-	d    executor.Description
+	d    contract.Description
 }
 
 func (e described) Name() string                   { return e.name }
-func (e described) Describe() executor.Description { return e.d }
+func (e described) Describe() contract.Description { return e.d }
 
 func registry(t *testing.T) *executor.Registry {
 	t.Helper()
 	reg := executor.NewRegistry()
 	require.NoError(t, reg.Register(
 		plain{},
-		described{name: "node.cordon", d: executor.Description{
+		described{name: "node.cordon", d: contract.Description{
 			Description: "Cordons.",
-			Parameters:  []executor.Parameter{{Name: "node", Description: "The node.", Required: true}},
+			Parameters:  []contract.Parameter{{Name: "node", Description: "The node.", Required: true}},
 		}},
-		described{name: "vsphere.terminate-vm", d: executor.Description{
+		described{name: "vsphere.terminate-vm", d: contract.Description{
 			Version: "v1.2.0", Description: "Terminates.", Plugin: "stepwise-plugin-vsphere",
 		}},
 	))
@@ -51,12 +52,12 @@ func registry(t *testing.T) *executor.Registry {
 func TestBuild(t *testing.T) {
 	got := Build(registry(t), "v0.3.0")
 	assert.Equal(t, Catalog{OperatorVersion: "v0.3.0", Executors: []Entry{
-		{Name: "node.cordon", Description: executor.Description{
+		{Name: "node.cordon", Description: contract.Description{
 			Version: "v0.3.0", Description: "Cordons.",
-			Parameters: []executor.Parameter{{Name: "node", Description: "The node.", Required: true}},
+			Parameters: []contract.Parameter{{Name: "node", Description: "The node.", Required: true}},
 		}},
-		{Name: "plain.exec", Description: executor.Description{Version: "v0.3.0"}},
-		{Name: "vsphere.terminate-vm", Description: executor.Description{
+		{Name: "plain.exec", Description: contract.Description{Version: "v0.3.0"}},
+		{Name: "vsphere.terminate-vm", Description: contract.Description{
 			Version: "v1.2.0", Description: "Terminates.", Plugin: "stepwise-plugin-vsphere",
 		}},
 	}}, got, "sorted by name; built-ins get the operator's version, plugins keep theirs")

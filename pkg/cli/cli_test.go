@@ -20,7 +20,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
-	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 )
 
@@ -314,11 +314,11 @@ func TestRetrySuspendResume(t *testing.T) {
 
 func TestExecutorsCommand(t *testing.T) {
 	cat := catalog.Catalog{OperatorVersion: "v1.0.0", Executors: []catalog.Entry{
-		{Name: "example.greet", Description: executor.Description{Version: "v0.1.0", Description: "Greets.", Plugin: "stepwise-plugin-example",
-			Parameters: []executor.Parameter{{Name: "name", Description: "Who to greet.", Required: true}}}},
-		{Name: "node.drain", Description: executor.Description{Version: "v1.0.0", Description: "Drains.",
-			Parameters: []executor.Parameter{{Name: "node", Description: "The node.", Required: true}, {Name: "timeout", Description: "How long."}}}},
-		{Name: "test.noop", Description: executor.Description{Version: "v1.0.0"}},
+		{Name: "example.greet", Description: contract.Description{Version: "v0.1.0", Description: "Greets.", Plugin: "stepwise-plugin-example",
+			Parameters: []contract.Parameter{{Name: "name", Description: "Who to greet.", Required: true}}}},
+		{Name: "node.drain", Description: contract.Description{Version: "v1.0.0", Description: "Drains.",
+			Parameters: []contract.Parameter{{Name: "node", Description: "The node.", Required: true}, {Name: "timeout", Description: "How long."}}}},
+		{Name: "test.noop", Description: contract.Description{Version: "v1.0.0"}},
 	}}
 	data, err := json.Marshal(cat)
 	require.NoError(t, err)

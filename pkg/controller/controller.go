@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -228,16 +227,4 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.AddRateLimited(key)
 	}
 	return true
-}
-
-// eventf records an Event on the pipeline.
-func (c *Controller) eventf(p *v1alpha1.Pipeline, warning bool, reason, format string, args ...any) {
-	if c.recorder == nil {
-		return
-	}
-	eventType := corev1.EventTypeNormal
-	if warning {
-		eventType = corev1.EventTypeWarning
-	}
-	c.recorder.Eventf(p, eventType, reason, format, args...)
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
@@ -103,15 +104,15 @@ func TestShutdownLetsRunningHooksFinishWithinGrace(t *testing.T) {
 	exec := newRecordingExecutor("test.record")
 	started := make(chan struct{})
 	hookErr := make(chan error, 1)
-	exec.on("slow", v1alpha1.HookCreate, func(hctx context.Context, _ *executor.Request) (executor.Result, error) {
+	exec.on("slow", v1alpha1.HookCreate, func(hctx context.Context, _ *executor.Request) (contract.Result, error) {
 		close(started)
 		select {
 		case <-time.After(200 * time.Millisecond): // a short cloud call
 			hookErr <- hctx.Err()
-			return executor.Result{Done: true}, nil
+			return contract.Result{Done: true}, nil
 		case <-hctx.Done():
 			hookErr <- hctx.Err()
-			return executor.Result{}, hctx.Err()
+			return contract.Result{}, hctx.Err()
 		}
 	})
 	registry := executor.NewRegistry()

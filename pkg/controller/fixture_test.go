@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -20,6 +21,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
@@ -35,11 +37,12 @@ type call struct {
 func (c call) String() string { return fmt.Sprintf("%s/%s#%d", c.Step, c.Hook, c.Attempt) }
 
 // hookFunc scripts what a hook answers.
-type hookFunc func(ctx context.Context, req *executor.Request) (executor.Result, error)
+type hookFunc func(ctx context.Context, req *executor.Request) (contract.Result, error)
 
 // recordingExecutor records every hook call, in order, and answers as scripted per
 // step and hook; unscripted hooks are done at once.
 type recordingExecutor struct {
+	executor.Func
 	name string
 
 	mu       sync.Mutex
@@ -49,7 +52,11 @@ type recordingExecutor struct {
 }
 
 func newRecordingExecutor(name string) *recordingExecutor {
-	return &recordingExecutor{name: name, script: map[string]hookFunc{}}
+	e := &recordingExecutor{name: name, script: map[string]hookFunc{}}
+	e.Func = executor.Func{ExecutorName: name, Run: func(ctx context.Context, req *executor.Request) (contract.Result, error) {
+		return e.hook(ctx, v1alpha1.Hook(req.Hook), req)
+	}}
+	return e
 }
 
 func (e *recordingExecutor) on(step string, hook v1alpha1.Hook, f hookFunc) {
@@ -80,50 +87,31 @@ func (e *recordingExecutor) lastRequest() executor.Request {
 	return e.requests[len(e.requests)-1]
 }
 
-func (e *recordingExecutor) hook(ctx context.Context, h v1alpha1.Hook, req *executor.Request) (executor.Result, error) {
+func (e *recordingExecutor) hook(ctx context.Context, h v1alpha1.Hook, req *executor.Request) (contract.Result, error) {
 	e.mu.Lock()
 	e.calls = append(e.calls, call{Step: req.Step, Hook: h, Attempt: req.Attempt})
 	e.requests = append(e.requests, *req)
 	f := e.script[req.Step+"/"+string(h)]
 	e.mu.Unlock()
 	if f == nil {
-		return executor.Result{Done: true}, nil
+		return contract.Result{Done: true}, nil
 	}
 	return f(ctx, req)
 }
 
-func (e *recordingExecutor) Name() string { return e.name }
-func (e *recordingExecutor) PreCreate(ctx context.Context, r *executor.Request) (executor.Result, error) {
-	return e.hook(ctx, v1alpha1.HookPreCreate, r)
-}
-func (e *recordingExecutor) Create(ctx context.Context, r *executor.Request) (executor.Result, error) {
-	return e.hook(ctx, v1alpha1.HookCreate, r)
-}
-func (e *recordingExecutor) PostCreate(ctx context.Context, r *executor.Request) (executor.Result, error) {
-	return e.hook(ctx, v1alpha1.HookPostCreate, r)
-}
-func (e *recordingExecutor) PreDelete(ctx context.Context, r *executor.Request) (executor.Result, error) {
-	return e.hook(ctx, v1alpha1.HookPreDelete, r)
-}
-func (e *recordingExecutor) Delete(ctx context.Context, r *executor.Request) (executor.Result, error) {
-	return e.hook(ctx, v1alpha1.HookDelete, r)
-}
-func (e *recordingExecutor) PostDelete(ctx context.Context, r *executor.Request) (executor.Result, error) {
-	return e.hook(ctx, v1alpha1.HookPostDelete, r)
-}
-
-// fakeClients hands out empty clients and remembers whom they were for.
+// fakeClients hands out clients (kube may be nil) and remembers whom they were for.
 type fakeClients struct {
 	mu    sync.Mutex
 	asked []string
 	err   error
+	kube  kubernetes.Interface
 }
 
 func (f *fakeClients) ForServiceAccount(namespace, name string) (*executor.Clients, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, namespace+"/"+name)
-	return &executor.Clients{}, f.err
+	return &executor.Clients{Kube: f.kube}, f.err
 }
 
 var start = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
@@ -360,27 +348,27 @@ func readyCondition(conds []metav1.Condition) metav1.Condition {
 	return metav1.Condition{}
 }
 
-func done(context.Context, *executor.Request) (executor.Result, error) {
-	return executor.Result{Done: true}, nil
+func done(context.Context, *executor.Request) (contract.Result, error) {
+	return contract.Result{Done: true}, nil
 }
 
 // takes is a hook that is done after d has passed on the clock.
 func takes(clock *testingclock.FakeClock, d time.Duration) hookFunc {
-	return func(context.Context, *executor.Request) (executor.Result, error) {
+	return func(context.Context, *executor.Request) (contract.Result, error) {
 		clock.Step(d)
-		return executor.Result{Done: true}, nil
+		return contract.Result{Done: true}, nil
 	}
 }
 
 func waitFor(d time.Duration, msg string) hookFunc {
-	return func(context.Context, *executor.Request) (executor.Result, error) {
-		return executor.Wait(d, msg), nil
+	return func(context.Context, *executor.Request) (contract.Result, error) {
+		return contract.Wait(d, msg), nil
 	}
 }
 
 func failWith(err error) hookFunc {
-	return func(context.Context, *executor.Request) (executor.Result, error) {
-		return executor.Result{}, err
+	return func(context.Context, *executor.Request) (contract.Result, error) {
+		return contract.Result{}, err
 	}
 }
 
@@ -388,14 +376,14 @@ func failWith(err error) hookFunc {
 func failTimes(n int, err error) hookFunc {
 	var mu sync.Mutex
 	calls := 0
-	return func(context.Context, *executor.Request) (executor.Result, error) {
+	return func(context.Context, *executor.Request) (contract.Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
 		if calls <= n {
-			return executor.Result{}, err
+			return contract.Result{}, err
 		}
-		return executor.Result{Done: true}, nil
+		return contract.Result{Done: true}, nil
 	}
 }
 

@@ -3,19 +3,17 @@ package controller
 import (
 	"fmt"
 	"maps"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
-// summarize derives the pipeline's phase, current step, progress and Ready condition from
-// its steps.
-func (r *run) summarize(deleting bool) {
-	st := r.status
+// progress counts the succeeded steps into the status' progress, and returns the count.
+func (ps *pipelineSync) progress() int {
+	st := ps.status
 	succeeded := 0
 	for i := range st.Steps {
 		if st.Steps[i].Phase == v1alpha1.StepSucceeded {
@@ -23,56 +21,68 @@ func (r *run) summarize(deleting bool) {
 		}
 	}
 	st.Progress = fmt.Sprintf("%d/%d", succeeded, len(st.Steps))
+	return succeeded
+}
 
+// summarizeTeardown derives the phase, current step and Ready condition of a pipeline
+// being deleted from its steps.
+func (ps *pipelineSync) summarizeTeardown() {
+	st := ps.status
+	ps.progress()
+	st.Phase = v1alpha1.PipelineDeleting
+	st.CurrentStep = ""
+	i := ps.lastStepToTearDown()
+	if i < 0 {
+		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, "teardown finished")
+		return
+	}
+	s := &st.Steps[i]
+	st.CurrentStep = s.Name
+	if ps.teardownBlocked(i) {
+		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTeardownFailed, fmt.Sprintf(
+			"teardown of step %s is blocked: %s; the finalizer stays until it succeeds (annotate %s to retry)",
+			s.Name, s.Message, v1alpha1.RetryAnnotation))
+		return
+	}
+	ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, withMessage("tearing down step "+s.Name, s.Message))
+}
+
+// summarize derives the pipeline's phase, current step, progress and Ready condition from
+// its steps.
+func (ps *pipelineSync) summarize() {
+	st := ps.status
+	succeeded := ps.progress()
 	switch {
-	case deleting:
-		st.Phase = v1alpha1.PipelineDeleting
-		st.CurrentStep = ""
-		i := r.lastStepToTearDown()
-		if i < 0 {
-			r.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, "teardown finished")
-			return
-		}
-		s := &st.Steps[i]
-		st.CurrentStep = s.Name
-		if r.teardownBlocked(i) {
-			r.setReady(metav1.ConditionFalse, v1alpha1.ReasonTeardownFailed, fmt.Sprintf(
-				"teardown of step %s is blocked: %s; the finalizer stays until it succeeds (annotate %s to retry)",
-				s.Name, s.Message, v1alpha1.RetryAnnotation))
-			return
-		}
-		r.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, withMessage("tearing down step "+s.Name, s.Message))
-
-	case r.failed():
-		s := &st.Steps[r.failedStep()]
+	case ps.failed():
+		s := &st.Steps[ps.failedStep()]
 		st.Phase = v1alpha1.PipelineFailed
 		st.CurrentStep = s.Name
-		r.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepFailed, fmt.Sprintf("step %s failed: %s", s.Name, s.Message))
+		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepFailed, fmt.Sprintf("step %s failed: %s", s.Name, s.Message))
 
 	case succeeded == len(st.Steps):
 		if st.Phase != v1alpha1.PipelineSucceeded {
-			r.event(false, v1alpha1.ReasonSucceeded, "All %d steps succeeded", len(st.Steps))
+			ps.normalEvent(v1alpha1.ReasonSucceeded, "All %d steps succeeded", len(st.Steps))
 		}
 		st.Phase = v1alpha1.PipelineSucceeded
 		st.CurrentStep = ""
 		if st.CompletionTime == nil {
-			st.CompletionTime = r.timeNow()
+			st.CompletionTime = ps.timeNow()
 		}
-		r.setReady(metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("all %d steps succeeded", len(st.Steps)))
+		ps.setReady(metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("all %d steps succeeded", len(st.Steps)))
 
 	default:
-		s := &st.Steps[r.currentStep()]
+		s := &st.Steps[ps.currentStep()]
 		st.CurrentStep = s.Name
 		switch {
-		case r.p.Spec.Suspend:
+		case ps.p.Spec.Suspend:
 			st.Phase = v1alpha1.PipelineSuspended
-			r.setReady(metav1.ConditionFalse, v1alpha1.ReasonSuspended, "suspended before step "+s.Name)
+			ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonSuspended, "suspended before step "+s.Name)
 		case s.Phase == v1alpha1.StepWaiting:
 			st.Phase = v1alpha1.PipelineRunning
-			r.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRetrying, withMessage("step "+s.Name, s.Message))
+			ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRetrying, withMessage("step "+s.Name, s.Message))
 		default:
 			st.Phase = v1alpha1.PipelineRunning
-			r.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRunning, withMessage("step "+s.Name, s.Message))
+			ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRunning, withMessage("step "+s.Name, s.Message))
 		}
 	}
 }
@@ -85,39 +95,26 @@ func withMessage(prefix, message string) string {
 }
 
 // setReady sets the pipeline's Ready condition.
-func (r *run) setReady(status metav1.ConditionStatus, reason, message string) {
-	r.setCondition(&r.status.Conditions, status, reason, message)
+func (ps *pipelineSync) setReady(status metav1.ConditionStatus, reason, message string) {
+	ps.setCondition(&ps.status.Conditions, status, reason, message)
 }
 
 // setStepCondition sets a step's Ready condition.
-func (r *run) setStepCondition(s *v1alpha1.StepStatus, status metav1.ConditionStatus, reason, message string) {
-	r.setCondition(&s.Conditions, status, reason, message)
+func (ps *pipelineSync) setStepCondition(s *v1alpha1.StepStatus, status metav1.ConditionStatus, reason, message string) {
+	ps.setCondition(&s.Conditions, status, reason, message)
 }
 
 // setCondition sets a Ready condition; its transition time changes only when its status
 // flips.
-func (r *run) setCondition(conditions *[]metav1.Condition, status metav1.ConditionStatus, reason, message string) {
+func (ps *pipelineSync) setCondition(conditions *[]metav1.Condition, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(conditions, metav1.Condition{
 		Type:               v1alpha1.ConditionReady,
 		Status:             status,
 		Reason:             reason,
-		Message:            truncateMessage(message),
-		ObservedGeneration: r.p.Generation,
-		LastTransitionTime: metav1.NewTime(r.now()),
+		Message:            contract.Truncate(message, v1alpha1.MaxStepMessageLength),
+		ObservedGeneration: ps.p.Generation,
+		LastTransitionTime: metav1.NewTime(ps.now()),
 	})
-}
-
-// truncateMessage keeps a message within the status' bound, cutting at a rune boundary.
-func truncateMessage(msg string) string {
-	const suffix = "..."
-	if len(msg) <= v1alpha1.MaxStepMessageLength {
-		return msg
-	}
-	cut := v1alpha1.MaxStepMessageLength - len(suffix)
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + suffix
 }
 
 // mergeOutputs adds a hook's outputs to the step's, refusing outputs that would not fit the
@@ -136,7 +133,7 @@ func mergeOutputs(s *v1alpha1.StepStatus, outputs map[string]string) error {
 		size += len(k) + len(v)
 	}
 	if len(merged) > v1alpha1.MaxStepOutputs || size > v1alpha1.MaxStepOutputsSize {
-		return executor.Permanent("OutputsTooLarge", fmt.Errorf(
+		return contract.Permanent("OutputsTooLarge", fmt.Errorf(
 			"the executor returned %d outputs of %d bytes; a step may keep at most %d outputs of %d bytes",
 			len(merged), size, v1alpha1.MaxStepOutputs, v1alpha1.MaxStepOutputsSize))
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -257,7 +258,7 @@ func TestFailures(t *testing.T) {
 		{
 			name:        "permanent error fails at once despite retries",
 			step:        v1alpha1.Step{Name: "a", Executor: "test.record", Retry: &v1alpha1.RetryPolicy{Limit: 5}},
-			script:      failWith(executor.Permanent("InvalidParameter", errors.New(`parameter "node" is required`))),
+			script:      failWith(contract.Permanent("InvalidParameter", errors.New(`parameter "node" is required`))),
 			wantReason:  "InvalidParameter",
 			wantMessage: `step a failed: Create: parameter "node" is required`,
 			wantCalls:   []string{"a/PreCreate#1", "a/Create#1"},
@@ -279,18 +280,18 @@ func TestFailures(t *testing.T) {
 		{
 			name: "executor panic is a retryable error",
 			step: v1alpha1.Step{Name: "a", Executor: "test.record", Retry: &v1alpha1.RetryPolicy{Limit: 0}},
-			script: func(context.Context, *executor.Request) (executor.Result, error) {
+			script: func(context.Context, *executor.Request) (contract.Result, error) {
 				panic("nil map")
 			},
-			wantReason:  executor.ReasonHookFailed,
+			wantReason:  contract.ReasonHookFailed,
 			wantMessage: "step a failed: Create: executor test.record panicked: nil map",
 			wantCalls:   []string{"a/PreCreate#1", "a/Create#1"},
 		},
 		{
 			name: "outputs too large",
 			step: v1alpha1.Step{Name: "a", Executor: "test.record"},
-			script: func(context.Context, *executor.Request) (executor.Result, error) {
-				return executor.DoneWithOutputs("", map[string]string{"big": strings.Repeat("x", 5000)}), nil
+			script: func(context.Context, *executor.Request) (contract.Result, error) {
+				return contract.DoneWithOutputs("", map[string]string{"big": strings.Repeat("x", 5000)}), nil
 			},
 			wantReason:  "OutputsTooLarge",
 			wantMessage: "step a failed: the executor returned 1 outputs of 5003 bytes",
@@ -342,7 +343,7 @@ func TestTimeoutCountsNotDoneTimeAndFails(t *testing.T) {
 	got := f.get("p")
 	assert.Equal(t, v1alpha1.PipelineFailed, got.Status.Phase)
 	s := stepStatus(got, "slow")
-	assert.Equal(t, executor.ReasonTimeout, readyCondition(s.Conditions).Reason)
+	assert.Equal(t, contract.ReasonTimeout, readyCondition(s.Conditions).Reason)
 	assert.Contains(t, s.Message, "Create did not finish within the step's timeout of 1m0s")
 	assert.Equal(t, []string{"slow/PreCreate#1", "slow/Create#1", "slow/Create#1"}, f.exec.Calls())
 }
@@ -351,9 +352,9 @@ func TestHookContextCarriesTheAttemptDeadline(t *testing.T) {
 	step := v1alpha1.Step{Name: "a", Executor: "test.record", Timeout: &metav1.Duration{Duration: 90 * time.Second}}
 	f := newFixture(t, newPipeline(step))
 	var deadline time.Time
-	f.exec.on("a", v1alpha1.HookCreate, func(ctx context.Context, _ *executor.Request) (executor.Result, error) {
+	f.exec.on("a", v1alpha1.HookCreate, func(ctx context.Context, _ *executor.Request) (contract.Result, error) {
 		deadline, _ = ctx.Deadline()
-		return executor.Result{Done: true}, nil
+		return contract.Result{Done: true}, nil
 	})
 	f.sync("p")
 	assert.Equal(t, start.Add(90*time.Second), deadline.UTC())
@@ -408,7 +409,7 @@ func TestNewGenerationRerunsStepsAndRecordsIt(t *testing.T) {
 
 func TestNewGenerationRetriesAFailedPipeline(t *testing.T) {
 	f := newFixture(t, newPipeline(stepsOf("one")...))
-	f.exec.on("one", v1alpha1.HookCreate, failWith(executor.Permanent("Bad", errBoom)))
+	f.exec.on("one", v1alpha1.HookCreate, failWith(contract.Permanent("Bad", errBoom)))
 	f.sync("p")
 	require.Equal(t, v1alpha1.PipelineFailed, f.get("p").Status.Phase)
 
@@ -450,7 +451,7 @@ func TestFailedPipelineStaysFailedUntilRetryAnnotation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, newPipeline(stepsOf("one", "two", "three")...))
-			f.exec.on("two", v1alpha1.HookCreate, failWith(executor.Permanent("Bad", errBoom)))
+			f.exec.on("two", v1alpha1.HookCreate, failWith(contract.Permanent("Bad", errBoom)))
 			f.syncUntilIdle("p")
 			require.Equal(t, v1alpha1.PipelineFailed, f.get("p").Status.Phase)
 
@@ -509,8 +510,8 @@ func TestParameterSubstitution(t *testing.T) {
 			)
 			p.Spec.Params = map[string]string{"node": "n1"}
 			f := newFixture(t, p)
-			f.exec.on("first", v1alpha1.HookCreate, func(context.Context, *executor.Request) (executor.Result, error) {
-				return executor.DoneWithOutputs("", map[string]string{"id": "vm-42"}), nil
+			f.exec.on("first", v1alpha1.HookCreate, func(context.Context, *executor.Request) (contract.Result, error) {
+				return contract.DoneWithOutputs("", map[string]string{"id": "vm-42"}), nil
 			})
 			f.syncUntilIdle("p")
 
@@ -582,8 +583,8 @@ func TestTeardownThatWaitsIsWrittenDownBeforeTheNext(t *testing.T) {
 
 func TestTeardownOwnOutputsAreGiven(t *testing.T) {
 	f := newFixture(t, newPipeline(stepsOf("cordon")...))
-	f.exec.on("cordon", v1alpha1.HookCreate, func(context.Context, *executor.Request) (executor.Result, error) {
-		return executor.DoneWithOutputs("", map[string]string{"wasSchedulable": "true"}), nil
+	f.exec.on("cordon", v1alpha1.HookCreate, func(context.Context, *executor.Request) (contract.Result, error) {
+		return contract.DoneWithOutputs("", map[string]string{"wasSchedulable": "true"}), nil
 	})
 	f.syncUntilIdle("p")
 	f.delete("p")
@@ -688,7 +689,7 @@ func TestConditionTransitionTimeChangesOnlyOnFlip(t *testing.T) {
 // the retried steps a second time.
 func TestSyncAfterOwnWritesIgnoresAStaleCache(t *testing.T) {
 	f := newFixture(t, newPipeline(stepsOf("one", "two")...))
-	f.exec.on("two", v1alpha1.HookCreate, failWith(executor.Permanent("Bad", errBoom)))
+	f.exec.on("two", v1alpha1.HookCreate, failWith(contract.Permanent("Bad", errBoom)))
 	f.syncUntilIdle("p")
 	require.Equal(t, v1alpha1.PipelineFailed, f.get("p").Status.Phase)
 
@@ -716,8 +717,8 @@ func TestSyncAfterOwnWritesIgnoresAStaleCache(t *testing.T) {
 
 func TestStepKeepsTheLastMessageAHookGave(t *testing.T) {
 	f := newFixture(t, newPipeline(stepsOf("one")...))
-	f.exec.on("one", v1alpha1.HookCreate, func(context.Context, *executor.Request) (executor.Result, error) {
-		return executor.Done("VM destroyed"), nil
+	f.exec.on("one", v1alpha1.HookCreate, func(context.Context, *executor.Request) (contract.Result, error) {
+		return contract.Done("VM destroyed"), nil
 	})
 	f.syncUntilIdle("p")
 	s := f.get("p").Status.Steps[0]

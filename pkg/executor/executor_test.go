@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
 type named struct {
@@ -48,30 +48,50 @@ func TestReasonForAndPermanence(t *testing.T) {
 		wantReason    string
 		wantPermanent bool
 	}{
-		{"plain error", errors.New("x"), ReasonHookFailed, false},
-		{"permanent with reason", Permanent("InvalidParameter", errors.New("x")), "InvalidParameter", true},
-		{"wrapped permanent", fmt.Errorf("create: %w", Permanent("NotFound", errors.New("x"))), "NotFound", true},
-		{"retryable with reason", Retryable("CloudBusy", errors.New("x")), "CloudBusy", false},
+		{"plain error", errors.New("x"), contract.ReasonHookFailed, false},
+		{"permanent with reason", contract.Permanent("InvalidParameter", errors.New("x")), "InvalidParameter", true},
+		{"wrapped permanent", fmt.Errorf("create: %w", contract.Permanent("NotFound", errors.New("x"))), "NotFound", true},
+		{"retryable with reason", contract.Retryable("CloudBusy", errors.New("x")), "CloudBusy", false},
 		{"API error", fmt.Errorf("cordon: %w", forbidden), "Forbidden", false},
-		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), ReasonTimeout, false},
+		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), contract.ReasonTimeout, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.wantReason, ReasonFor(tt.err))
-			assert.Equal(t, tt.wantPermanent, IsPermanent(tt.err))
+			assert.Equal(t, tt.wantPermanent, contract.IsPermanent(tt.err))
 		})
 	}
 }
 
 func TestRunHookDispatchesEveryHook(t *testing.T) {
-	for _, h := range []v1alpha1.Hook{
-		v1alpha1.HookPreCreate, v1alpha1.HookCreate, v1alpha1.HookPostCreate,
-		v1alpha1.HookPreDelete, v1alpha1.HookDelete, v1alpha1.HookPostDelete,
+	for _, h := range []contract.Hook{
+		contract.HookPreCreate, contract.HookCreate, contract.HookPostCreate,
+		contract.HookPreDelete, contract.HookDelete, contract.HookPostDelete,
 	} {
-		res, err := RunHook(context.Background(), named{name: "x"}, h, &Request{})
+		res, err := RunHook(context.Background(), named{name: "x"}, &Request{Request: contract.Request{Hook: h}})
 		require.NoError(t, err, h)
 		assert.True(t, res.Done, h)
 	}
-	_, err := RunHook(context.Background(), named{name: "x"}, "Frobnicate", &Request{})
-	assert.True(t, IsPermanent(err))
+	_, err := RunHook(context.Background(), named{name: "x"}, &Request{Request: contract.Request{Hook: "Frobnicate"}})
+	assert.True(t, contract.IsPermanent(err))
+	assert.Equal(t, contract.ReasonUnknownHook, ReasonFor(err))
+}
+
+func TestFuncRunsOneFunctionForEveryHook(t *testing.T) {
+	var seen []contract.Hook
+	f := Func{ExecutorName: "x.fake", Run: func(_ context.Context, req *Request) (contract.Result, error) {
+		seen = append(seen, req.Hook)
+		return contract.Done(string(req.Hook)), nil
+	}}
+	hooks := []contract.Hook{
+		contract.HookPreCreate, contract.HookCreate, contract.HookPostCreate,
+		contract.HookPreDelete, contract.HookDelete, contract.HookPostDelete,
+	}
+	for _, h := range hooks {
+		res, err := RunHook(context.Background(), f, &Request{Request: contract.Request{Hook: h}})
+		require.NoError(t, err)
+		assert.Equal(t, string(h), res.Message)
+	}
+	assert.Equal(t, hooks, seen)
+	assert.Equal(t, "x.fake", f.Name())
 }

@@ -84,3 +84,18 @@ func TestServerTranslatesEverything(t *testing.T) {
 func TestConformanceOfBase(t *testing.T) {
 	plugintest.Conformance(t, hooks{}, nil)
 }
+
+// TestUnknownHookIsRefusedAsTheEngineRefusesIt: the SDK's dispatcher used to run
+// PostDelete for a hook it did not know, where the engine's fails with UnknownHook; both
+// are now contract.RunHook. In process and over gRPC, the answer is the same.
+func TestUnknownHookIsRefusedAsTheEngineRefusesIt(t *testing.T) {
+	req := plugintest.Request("Frobnicate", "uid-1", nil)
+	_, inProcess := sdk.RunHook(context.Background(), hooks{}, req)
+	_, overGRPC := plugintest.Serve(t, hooks{}).Run(context.Background(), "test.hooks", "Frobnicate", req)
+	for name, err := range map[string]error{"in process": inProcess, "over gRPC": overGRPC} {
+		var e *sdk.Error
+		require.ErrorAs(t, err, &e, name)
+		assert.Equal(t, "UnknownHook", e.Reason, name)
+		assert.True(t, e.Permanent, name)
+	}
+}

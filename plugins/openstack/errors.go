@@ -10,6 +10,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 )
 
@@ -63,9 +64,7 @@ func excerpt(body []byte) string {
 		}
 		return r
 	}, strings.TrimSpace(string(body)))
-	if len(s) > maxBodyExcerpt {
-		s = s[:maxBodyExcerpt] + "…"
-	}
+	s = contract.Truncate(s, maxBodyExcerpt)
 	if s == "" {
 		return "(empty body)"
 	}

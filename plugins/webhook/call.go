@@ -22,6 +22,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 )
 
@@ -279,7 +280,7 @@ func decodeAnswer(where string, resp *http.Response, body []byte) (answer, error
 	if len(a.Outputs) > maxOutputs || size > maxOutputsSize {
 		return answer{}, invalid(fmt.Errorf("%d outputs of %d bytes; at most %d outputs and %d bytes", len(a.Outputs), size, maxOutputs, maxOutputsSize))
 	}
-	a.Message = truncate(oneLine(a.Message), maxMessage)
+	a.Message = contract.Truncate(oneLine(a.Message), maxMessage)
 	return a, nil
 }
 
@@ -356,7 +357,7 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 
 // excerpt is the start of a body on one line, for a message.
 func excerpt(body []byte) string {
-	s := truncate(oneLine(string(body)), maxExcerpt)
+	s := contract.Truncate(oneLine(string(body)), maxExcerpt)
 	if s == "" {
 		return "(empty body)"
 	}
@@ -370,16 +371,4 @@ func oneLine(s string) string {
 		}
 		return r
 	}, s))
-}
-
-// truncate cuts s to at most n bytes at a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

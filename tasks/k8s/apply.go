@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -228,18 +229,18 @@ func plan(req *executor.Request, m *mapper, objs []*unstructured.Unstructured) (
 	return planned, nil
 }
 
-func (Apply) Create(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (Apply) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	client, restMapper, err := clients(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	objs, err := parseManifest(req.Params["manifest"])
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	planned, err := plan(req, &mapper{m: restMapper}, objs)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	// What an earlier call of this hook recorded; a malformed value is ours, and is replaced.
 	recorded, _ := ParseObjectRefs(req.Outputs[req.Step][ObjectsOutput])
@@ -253,17 +254,17 @@ func (Apply) Create(ctx context.Context, req *executor.Request) (executor.Result
 			if unrecorded(refs, recorded) {
 				// Record what was applied before failing, so the teardown deletes it; the
 				// next call applies those again (a no-op) and reports the failure.
-				return executor.Result{
+				return contract.Result{
 					RequeueAfter: recordPoll,
 					Outputs:      map[string]string{ObjectsOutput: FormatObjectRefs(union(recorded, refs))},
-					Message:      truncate(fmt.Sprintf("applied %d of %d objects, then: %v", i, len(planned), err), 512),
+					Message:      contract.Truncate(fmt.Sprintf("applied %d of %d objects, then: %v", i, len(planned), err), 512),
 				}, nil
 			}
-			return executor.Result{}, err
+			return contract.Result{}, err
 		}
 		refs = append(refs, p.ref)
 	}
-	return executor.DoneWithOutputs(fmt.Sprintf("applied %d %s", len(refs), plural(len(refs), "object")),
+	return contract.DoneWithOutputs(fmt.Sprintf("applied %d %s", len(refs), plural(len(refs), "object")),
 		map[string]string{ObjectsOutput: FormatObjectRefs(union(recorded, refs))}), nil
 }
 
@@ -272,7 +273,7 @@ func (Apply) Create(ctx context.Context, req *executor.Request) (executor.Result
 func applyError(ref ObjectRef, err error) error {
 	err = fmt.Errorf("apply %s: %w", ref.describe(), err)
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-		return executor.Permanent(string(apierrors.ReasonForError(err)), err)
+		return contract.Permanent(string(apierrors.ReasonForError(err)), err)
 	}
 	return err
 }
@@ -298,18 +299,18 @@ func union(recorded, refs []ObjectRef) []ObjectRef {
 	return out
 }
 
-func (Apply) Delete(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (Apply) Delete(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	raw := req.Outputs[req.Step][ObjectsOutput]
 	refs, err := ParseObjectRefs(raw)
 	if err != nil {
-		return executor.Result{}, executor.Permanent("InvalidOutput", fmt.Errorf("output %q of step %s: %w", ObjectsOutput, req.Step, err))
+		return contract.Result{}, contract.Permanent("InvalidOutput", fmt.Errorf("output %q of step %s: %w", ObjectsOutput, req.Step, err))
 	}
 	if len(refs) == 0 {
-		return executor.Done("nothing was applied"), nil
+		return contract.Done("nothing was applied"), nil
 	}
 	client, restMapper, err := clients(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	m := &mapper{m: restMapper}
 	propagation := metav1.DeletePropagationForeground
@@ -321,7 +322,7 @@ func (Apply) Delete(ctx context.Context, req *executor.Request) (executor.Result
 			continue // The kind is no longer served (its CRD went), and its objects with it.
 		}
 		if err != nil {
-			return executor.Result{}, fmt.Errorf("delete %s: look up its kind: %w", ref.describe(), err)
+			return contract.Result{}, fmt.Errorf("delete %s: look up its kind: %w", ref.describe(), err)
 		}
 		resource := resourceFor(client, mapping, ref.Namespace)
 		obj, err := resource.Get(ctx, ref.Name, metav1.GetOptions{})
@@ -329,7 +330,7 @@ func (Apply) Delete(ctx context.Context, req *executor.Request) (executor.Result
 			continue
 		}
 		if err != nil {
-			return executor.Result{}, fmt.Errorf("delete %s: get: %w", ref.describe(), err)
+			return contract.Result{}, fmt.Errorf("delete %s: get: %w", ref.describe(), err)
 		}
 		if obj.GetDeletionTimestamp() == nil {
 			uid := obj.GetUID()
@@ -342,15 +343,15 @@ func (Apply) Delete(ctx context.Context, req *executor.Request) (executor.Result
 				continue
 			}
 			if err != nil && !apierrors.IsConflict(err) { // a conflict: replaced, look again
-				return executor.Result{}, fmt.Errorf("delete %s: %w", ref.describe(), err)
+				return contract.Result{}, fmt.Errorf("delete %s: %w", ref.describe(), err)
 			}
 		}
 		pending = append(pending, ref.describe())
 	}
 	if len(pending) == 0 {
-		return executor.Done(fmt.Sprintf("deleted %d %s", len(refs), plural(len(refs), "object"))), nil
+		return contract.Done(fmt.Sprintf("deleted %d %s", len(refs), plural(len(refs), "object"))), nil
 	}
-	return executor.Wait(deletePoll, truncate(fmt.Sprintf("waiting for %d %s to be gone: %s",
+	return contract.Wait(deletePoll, contract.Truncate(fmt.Sprintf("waiting for %d %s to be gone: %s",
 		len(pending), plural(len(pending), "object"), strings.Join(pending, ", ")), 512)), nil
 }
 

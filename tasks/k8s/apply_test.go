@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -182,7 +183,7 @@ func TestApplyRecordsWhatItAppliedBeforeFailing(t *testing.T) {
 		manifest := "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n"
 		_, err := Apply{}.Create(t.Context(), newRequest(client, newMapper(), map[string]string{"manifest": manifest}, nil))
 		require.Error(t, err)
-		assert.False(t, executor.IsPermanent(err), "RBAC can be fixed: retryable")
+		assert.False(t, contract.IsPermanent(err), "RBAC can be fixed: retryable")
 		assert.Equal(t, "Forbidden", executor.ReasonFor(err))
 		assert.Contains(t, err.Error(), "apply Service shop/web: ")
 	})
@@ -290,7 +291,7 @@ func TestDeleteDeletesItsObjectsInReverseAndWaitsUntilGone(t *testing.T) {
 	require.NoError(t, client.Tracker().Delete(deployments, pipelineNS, "web"))
 	res, err = Apply{}.Delete(t.Context(), newRequest(client, newMapper(), nil, outputs))
 	require.NoError(t, err)
-	assert.Equal(t, executor.Done("deleted 4 objects"), res)
+	assert.Equal(t, contract.Done("deleted 4 objects"), res)
 	getObject(t, client, configMaps, pipelineNS, "unrelated")
 }
 
@@ -313,19 +314,19 @@ func TestDeleteEdgeCases(t *testing.T) {
 		name    string
 		outputs map[string]string
 		mapper  func() *resettableMapper
-		check   func(t *testing.T, res executor.Result, err error)
+		check   func(t *testing.T, res contract.Result, err error)
 	}{
 		{
 			name: "no outputs: Create never ran",
-			check: func(t *testing.T, res executor.Result, err error) {
+			check: func(t *testing.T, res contract.Result, err error) {
 				require.NoError(t, err)
-				assert.Equal(t, executor.Done("nothing was applied"), res)
+				assert.Equal(t, contract.Done("nothing was applied"), res)
 			},
 		},
 		{
 			name:    "empty list",
 			outputs: map[string]string{ObjectsOutput: ""},
-			check: func(t *testing.T, res executor.Result, err error) {
+			check: func(t *testing.T, res contract.Result, err error) {
 				require.NoError(t, err)
 				assert.True(t, res.Done)
 			},
@@ -333,14 +334,14 @@ func TestDeleteEdgeCases(t *testing.T) {
 		{
 			name:    "malformed list",
 			outputs: map[string]string{ObjectsOutput: "apps/v1/Deployment/web"},
-			check: func(t *testing.T, _ executor.Result, err error) {
+			check: func(t *testing.T, _ contract.Result, err error) {
 				requirePermanent(t, err, "InvalidOutput", `output "objects" of step deploy`, "GROUP/VERSION/KIND/NAMESPACE/NAME")
 			},
 		},
 		{
 			name:    "kind no longer served, after one reset",
 			outputs: map[string]string{ObjectsOutput: "example.com/v1/Gadget/shop/g"},
-			check: func(t *testing.T, res executor.Result, err error) {
+			check: func(t *testing.T, res contract.Result, err error) {
 				require.NoError(t, err)
 				assert.True(t, res.Done)
 			},

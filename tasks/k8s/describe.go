@@ -1,13 +1,13 @@
 package k8s
 
-import "github.com/stepwise-dev/stepwise/pkg/executor"
+import "github.com/stepwise-dev/stepwise/pkg/contract"
 
 // Describe documents k8s.apply for the executor catalogue.
-func (Apply) Describe() executor.Description {
-	return executor.Description{
+func (Apply) Describe() contract.Description {
+	return contract.Description{
 		Description: "Server-side applies YAML documents (field manager stepwise); teardown deletes " +
 			"exactly what it applied, last object first.",
-		Parameters: []executor.Parameter{{
+		Parameters: []contract.Parameter{{
 			Name:        "manifest",
 			Description: "One or more YAML documents; namespaced objects without a namespace go to the pipeline's namespace.",
 			Required:    true,
@@ -16,10 +16,10 @@ func (Apply) Describe() executor.Description {
 }
 
 // Describe documents k8s.wait for the executor catalogue.
-func (Wait) Describe() executor.Description {
-	return executor.Description{
+func (Wait) Describe() contract.Description {
+	return contract.Description{
 		Description: "Waits until an object has a condition that is True, or a JSONPath of it has a value.",
-		Parameters: []executor.Parameter{
+		Parameters: []contract.Parameter{
 			{Name: "apiVersion", Description: "API version of the object, e.g. apps/v1.", Required: true},
 			{Name: "kind", Description: "Kind of the object, e.g. Deployment.", Required: true},
 			{Name: "name", Description: "Name of the object.", Required: true},

@@ -13,6 +13,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -105,11 +106,13 @@ func newClient(t *testing.T, objs ...runtime.Object) *dynamicfake.FakeDynamicCli
 
 func newRequest(client *dynamicfake.FakeDynamicClient, mapper meta.RESTMapper, params, outputs map[string]string) *executor.Request {
 	req := &executor.Request{
-		Pipeline: executor.PipelineRef{Namespace: pipelineNS, Name: pipelineName, UID: "uid-1", Generation: 1},
-		Step:     stepName,
-		Params:   params,
-		Outputs:  map[string]map[string]string{},
-		Clients:  &executor.Clients{Dynamic: client, Mapper: mapper},
+		Request: contract.Request{
+			Pipeline: contract.PipelineRef{Namespace: pipelineNS, Name: pipelineName, UID: "uid-1", Generation: 1},
+			Step:     stepName,
+			Params:   params,
+			Outputs:  map[string]map[string]string{},
+		},
+		Clients: &executor.Clients{Dynamic: client, Mapper: mapper},
 	}
 	if outputs != nil {
 		req.Outputs[stepName] = outputs
@@ -144,7 +147,7 @@ func getObject(t *testing.T, client *dynamicfake.FakeDynamicClient, gvr schema.G
 func requirePermanent(t *testing.T, err error, reason string, want ...string) {
 	t.Helper()
 	require.Error(t, err)
-	require.True(t, executor.IsPermanent(err), "not permanent: %v", err)
+	require.True(t, contract.IsPermanent(err), "not permanent: %v", err)
 	require.Equal(t, reason, executor.ReasonFor(err), "%v", err)
 	for _, w := range want {
 		require.Contains(t, err.Error(), w)

@@ -6,19 +6,19 @@
 //
 // Both act only through the dynamic client and the RESTMapper of the Request, which
 // impersonate the pipeline's ServiceAccount: what a pipeline may touch is what its
-// ServiceAccount's RBAC allows. Neither blocks: long waits return executor.Wait and are
+// ServiceAccount's RBAC allows. Neither blocks: long waits return contract.Wait and are
 // called again.
 package k8s
 
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -41,14 +41,14 @@ const ReasonInvalidParameter = "InvalidParameter"
 
 // invalidParam is the permanent error of a bad parameter, naming it.
 func invalidParam(param, format string, args ...any) error {
-	return executor.Permanent(ReasonInvalidParameter,
+	return contract.Permanent(ReasonInvalidParameter,
 		fmt.Errorf("parameter %q: %s", param, fmt.Sprintf(format, args...)))
 }
 
 // clients returns the dynamic client and the mapper of the request.
 func clients(req *executor.Request) (dynamic.Interface, meta.RESTMapper, error) {
 	if req.Clients == nil || req.Clients.Dynamic == nil || req.Clients.Mapper == nil {
-		return nil, nil, executor.Permanent("NoClient", errors.New("no dynamic client or RESTMapper was given to the executor"))
+		return nil, nil, contract.Permanent("NoClient", errors.New("no dynamic client or RESTMapper was given to the executor"))
 	}
 	return req.Clients.Dynamic, req.Clients.Mapper, nil
 }
@@ -89,13 +89,4 @@ func kindName(kind, ns, name string) string {
 		return kind + " " + name
 	}
 	return kind + " " + ns + "/" + name
-}
-
-// truncate shortens s to at most n bytes, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "..."
-	return strings.ToValidUTF8(s[:n-len(mark)], "") + mark
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/jsonpath"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -93,10 +94,10 @@ func parseWaitParams(params map[string]string) (*waitParams, error) {
 
 	switch {
 	case p.condition != "" && p.jsonPath != "":
-		return nil, executor.Permanent(ReasonInvalidParameter,
+		return nil, contract.Permanent(ReasonInvalidParameter,
 			errors.New(`parameters "condition" and "jsonPath" exclude each other: give one of them`))
 	case p.condition == "" && p.jsonPath == "":
-		return nil, executor.Permanent(ReasonInvalidParameter,
+		return nil, contract.Permanent(ReasonInvalidParameter,
 			errors.New(`give either parameter "condition" (e.g. Available) or parameters "jsonPath" and "value"`))
 	case p.jsonPath != "" && p.value == "":
 		return nil, invalidParam("value", `is required with "jsonPath": the value to wait for`)
@@ -144,12 +145,12 @@ func (p *waitParams) check(obj *unstructured.Unstructured) (met bool, observed, 
 		}
 		got := strings.TrimSpace(buf.String())
 		if got == strings.TrimSpace(p.value) {
-			return true, truncate(got, maxObserved), ""
+			return true, contract.Truncate(got, maxObserved), ""
 		}
 		if got == "" {
 			return false, "", "not set"
 		}
-		return false, "", fmt.Sprintf("now %q", truncate(got, maxObserved))
+		return false, "", fmt.Sprintf("now %q", contract.Truncate(got, maxObserved))
 	}
 
 	generation := obj.GetGeneration()
@@ -171,7 +172,7 @@ func (p *waitParams) check(obj *unstructured.Unstructured) (met bool, observed, 
 		}
 		state := "now " + status
 		if msg, _ := cond["message"].(string); msg != "" {
-			state += ": " + truncate(msg, maxObserved)
+			state += ": " + contract.Truncate(msg, maxObserved)
 		}
 		return false, "", state
 	}
@@ -198,14 +199,14 @@ func int64Field(obj map[string]any, fields ...string) (int64, bool) {
 	return 0, false
 }
 
-func (Wait) Create(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (Wait) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	p, err := parseWaitParams(req.Params)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	client, restMapper, err := clients(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	now := time.Now()
 	started := now
@@ -217,10 +218,10 @@ func (Wait) Create(ctx context.Context, req *executor.Request) (executor.Result,
 
 	mapping, err := (&mapper{m: restMapper}).mapping(p.gvk)
 	if meta.IsNoMatchError(err) {
-		return executor.Result{}, invalidParam("kind", "the API server serves no kind %q in %q", p.gvk.Kind, p.gvk.GroupVersion().String())
+		return contract.Result{}, invalidParam("kind", "the API server serves no kind %q in %q", p.gvk.Kind, p.gvk.GroupVersion().String())
 	}
 	if err != nil {
-		return executor.Result{}, fmt.Errorf("look up kind %s: %w", p.gvk.Kind, err)
+		return contract.Result{}, fmt.Errorf("look up kind %s: %w", p.gvk.Kind, err)
 	}
 	ns := p.namespace
 	if ns == "" {
@@ -235,19 +236,19 @@ func (Wait) Create(ctx context.Context, req *executor.Request) (executor.Result,
 	case apierrors.IsNotFound(err):
 		state = "not found"
 	case err != nil:
-		return executor.Result{}, fmt.Errorf("wait for %s: get: %w", kindName(p.gvk.Kind, ns, p.name), err)
+		return contract.Result{}, fmt.Errorf("wait for %s: get: %w", kindName(p.gvk.Kind, ns, p.name), err)
 	default:
 		met, observed, state = p.check(obj)
 	}
 	if met {
-		return executor.DoneWithOutputs(fmt.Sprintf("%s: %s met (%s)", what, p.goal(), observed),
+		return contract.DoneWithOutputs(fmt.Sprintf("%s: %s met (%s)", what, p.goal(), observed),
 			map[string]string{ObservedOutput: observed}), nil
 	}
 	if elapsed := now.Sub(started); elapsed > p.timeout {
-		return executor.Result{}, executor.Permanent(executor.ReasonTimeout,
+		return contract.Result{}, contract.Permanent(contract.ReasonTimeout,
 			fmt.Errorf("%s: %s not met within %s (%s)", what, p.goal(), p.timeout, state))
 	}
-	return executor.Result{
+	return contract.Result{
 		RequeueAfter: waitPoll,
 		Message:      fmt.Sprintf("%s: waiting for %s (%s)", what, p.goal(), state),
 		Outputs:      map[string]string{WaitStartedOutput: started.UTC().Format(time.RFC3339)},

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -232,7 +233,7 @@ func TestWaitReportsAPIErrors(t *testing.T) {
 	})
 	_, err := Wait{}.Create(t.Context(), newRequest(client, newMapper(), waitParamsFor(nil), nil))
 	require.Error(t, err)
-	assert.False(t, executor.IsPermanent(err))
+	assert.False(t, contract.IsPermanent(err))
 	assert.Equal(t, "Forbidden", executor.ReasonFor(err))
 	assert.Contains(t, err.Error(), "wait for Deployment shop/web: get: ")
 }
@@ -240,10 +241,10 @@ func TestWaitReportsAPIErrors(t *testing.T) {
 func TestWaitTeardownDoesNothing(t *testing.T) {
 	client := newClient(t)
 	req := newRequest(client, newMapper(), waitParamsFor(nil), nil)
-	for _, hook := range []func() (executor.Result, error){
-		func() (executor.Result, error) { return Wait{}.PreDelete(t.Context(), req) },
-		func() (executor.Result, error) { return Wait{}.Delete(t.Context(), req) },
-		func() (executor.Result, error) { return Wait{}.PostDelete(t.Context(), req) },
+	for _, hook := range []func() (contract.Result, error){
+		func() (contract.Result, error) { return Wait{}.PreDelete(t.Context(), req) },
+		func() (contract.Result, error) { return Wait{}.Delete(t.Context(), req) },
+		func() (contract.Result, error) { return Wait{}.PostDelete(t.Context(), req) },
 	} {
 		res, err := hook()
 		require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -23,55 +24,55 @@ type Cordon struct{ executor.Base }
 
 func (Cordon) Name() string { return "node.cordon" }
 
-func (Cordon) Create(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (Cordon) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	client, err := kubeClient(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	name, err := nodeName(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	node, err := getNode(ctx, client, name)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	ours := node.Annotations[CordonedByAnnotation] == string(req.Pipeline.UID)
 	if node.Spec.Unschedulable {
 		// Cordoned already: by us on an earlier attempt, or by someone else.
-		return executor.DoneWithOutputs("node was already cordoned",
+		return contract.DoneWithOutputs("node was already cordoned",
 			map[string]string{"wasSchedulable": strconv.FormatBool(ours), "providerID": node.Spec.ProviderID}), nil
 	}
 	if err := patchCordon(ctx, client, name, true, string(req.Pipeline.UID)); err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
-	return executor.DoneWithOutputs("node cordoned",
+	return contract.DoneWithOutputs("node cordoned",
 		map[string]string{"wasSchedulable": "true", "providerID": node.Spec.ProviderID}), nil
 }
 
-func (Cordon) Delete(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (Cordon) Delete(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	client, err := kubeClient(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	name, err := nodeName(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return executor.Done("node is gone"), nil
+		return contract.Done("node is gone"), nil
 	}
 	if err != nil {
-		return executor.Result{}, fmt.Errorf("get node %q: %w", name, err)
+		return contract.Result{}, fmt.Errorf("get node %q: %w", name, err)
 	}
 	if node.Annotations[CordonedByAnnotation] != string(req.Pipeline.UID) {
-		return executor.Done("left as it was: this pipeline did not cordon it"), nil
+		return contract.Done("left as it was: this pipeline did not cordon it"), nil
 	}
 	if err := patchCordon(ctx, client, name, false, ""); err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
-	return executor.Done("node uncordoned"), nil
+	return contract.Done("node uncordoned"), nil
 }
 
 // patchCordon sets spec.unschedulable and the ownership annotation in one patch, so a node
@@ -96,4 +97,13 @@ func patchCordon(ctx context.Context, client kubernetes.Interface, name string, 
 		return fmt.Errorf("%s node %q: %w", verb, name, err)
 	}
 	return nil
+}
+
+// Describe documents node.cordon for the executor catalogue.
+func (Cordon) Describe() contract.Description {
+	return contract.Description{
+		Description: "Marks the node unschedulable; outputs wasSchedulable and providerID. " +
+			"Teardown uncordons it only if this pipeline cordoned it.",
+		Parameters: []contract.Parameter{nodeParam},
+	}
 }

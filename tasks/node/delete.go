@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -17,21 +18,29 @@ type Delete struct{ executor.Base }
 
 func (Delete) Name() string { return "node.delete" }
 
-func (Delete) Create(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (Delete) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	client, err := kubeClient(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	name, err := nodeName(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	err = client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
-		return executor.DoneWithOutputs("node was already gone", map[string]string{"deleted": "false"}), nil
+		return contract.DoneWithOutputs("node was already gone", map[string]string{"deleted": "false"}), nil
 	}
 	if err != nil {
-		return executor.Result{}, fmt.Errorf("delete node %q: %w", name, err)
+		return contract.Result{}, fmt.Errorf("delete node %q: %w", name, err)
 	}
-	return executor.DoneWithOutputs("node deleted", map[string]string{"deleted": "true"}), nil
+	return contract.DoneWithOutputs("node deleted", map[string]string{"deleted": "true"}), nil
+}
+
+// Describe documents node.delete for the executor catalogue.
+func (Delete) Describe() contract.Description {
+	return contract.Description{
+		Description: "Deletes the Node object; a node already gone is fine. Teardown does nothing.",
+		Parameters:  []contract.Parameter{nodeParam},
+	}
 }

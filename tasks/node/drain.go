@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/utils/clock"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -64,7 +65,7 @@ func parseDrainParams(req *executor.Request) (drainParams, error) {
 	}
 	p := drainParams{node: name, timeout: defaultDrainTimeout, policy: PolicyFail, gracePeriodSeconds: -1}
 	invalid := func(param string, err error) error {
-		return executor.Permanent("InvalidParameter", fmt.Errorf("parameter %q: %w", param, err))
+		return contract.Permanent("InvalidParameter", fmt.Errorf("parameter %q: %w", param, err))
 	}
 	if v := req.Params["timeout"]; v != "" {
 		if p.timeout, err = time.ParseDuration(v); err != nil || p.timeout <= 0 {
@@ -103,17 +104,17 @@ func (d Drain) now() time.Time {
 	return d.Clock.Now()
 }
 
-func (d Drain) Create(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	client, err := kubeClient(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	p, err := parseDrainParams(req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	if _, err := getNode(ctx, client, p.node); err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 
 	// The executor keeps no memory: when the drain started and how many pods it evicted
@@ -145,18 +146,18 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (executor.Resu
 	if len(errs) > 0 {
 		joined := errors.Join(errs...)
 		if isAPIError(errs) {
-			return executor.Result{}, fmt.Errorf("list pods of node %q: %w", p.node, joined)
+			return contract.Result{}, fmt.Errorf("list pods of node %q: %w", p.node, joined)
 		}
-		return executor.Result{}, executor.Permanent("DrainBlocked", fmt.Errorf("cannot drain node %q: %w", p.node, joined))
+		return contract.Result{}, contract.Permanent("DrainBlocked", fmt.Errorf("cannot drain node %q: %w", p.node, joined))
 	}
 	pods := list.Pods()
 	if len(pods) == 0 {
-		return executor.Result{Done: true, Message: fmt.Sprintf("node drained, %d pods evicted", evicted), Outputs: outputs()}, nil
+		return contract.Result{Done: true, Message: fmt.Sprintf("node drained, %d pods evicted", evicted), Outputs: outputs()}, nil
 	}
 
 	overdue := d.now().Sub(started) > p.timeout
 	if overdue && p.policy == PolicyFail {
-		return executor.Result{}, executor.Permanent("DrainTimeout", fmt.Errorf("node %q not drained within %s: %s",
+		return contract.Result{}, contract.Permanent("DrainTimeout", fmt.Errorf("node %q not drained within %s: %s",
 			p.node, p.timeout, describeLeft(pods, nil)))
 	}
 
@@ -167,7 +168,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (executor.Resu
 		}
 		if overdue { // and the policy is Force
 			if err := helper.DeletePod(pod); err != nil && !apierrors.IsNotFound(err) {
-				return executor.Result{}, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+				return contract.Result{}, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
 			}
 			evicted++
 			continue
@@ -180,10 +181,10 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (executor.Resu
 		case apierrors.IsTooManyRequests(err):
 			blocked[pod.Namespace+"/"+pod.Name] = disruptionCause(err)
 		default:
-			return executor.Result{}, fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return contract.Result{}, fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
-	return executor.Result{RequeueAfter: drainPoll, Message: describeLeft(pods, blocked), Outputs: outputs()}, nil
+	return contract.Result{RequeueAfter: drainPoll, Message: describeLeft(pods, blocked), Outputs: outputs()}, nil
 }
 
 // describeLeft says how many pods are left and what blocks each blocked one.
@@ -225,4 +226,20 @@ func isAPIError(errs []error) bool {
 		}
 	}
 	return false
+}
+
+// Describe documents node.drain for the executor catalogue.
+func (Drain) Describe() contract.Description {
+	return contract.Description{
+		Description: "Evicts the node's pods with the Eviction API, honouring PodDisruptionBudgets " +
+			"(DaemonSet pods stay); outputs podsEvicted.",
+		Parameters: []contract.Parameter{
+			nodeParam,
+			{Name: "timeout", Description: "How long the drain may take, a Go duration (default 10m)."},
+			{Name: "policy", Description: "What happens when the timeout passes with pods left: Fail (default) fails the step, Force deletes them."},
+			{Name: "podSelector", Description: "Label selector: drain only the pods it matches."},
+			{Name: "gracePeriodSeconds", Description: "Grace period given to each pod; default: the pod's own."},
+			{Name: "deleteEmptyDirData", Description: "true: evict pods with emptyDir volumes too, losing their data."},
+		},
+	}
 }

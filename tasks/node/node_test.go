@@ -16,16 +16,19 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
 func request(client *fake.Clientset, params map[string]string) *executor.Request {
 	return &executor.Request{
-		Pipeline: executor.PipelineRef{Namespace: "ops", Name: "retire", UID: "uid-1"},
-		Step:     "step",
-		Params:   params,
-		Outputs:  map[string]map[string]string{},
-		Clients:  &executor.Clients{Kube: client},
+		Request: contract.Request{
+			Pipeline: contract.PipelineRef{Namespace: "ops", Name: "retire", UID: "uid-1"},
+			Step:     "step",
+			Params:   params,
+			Outputs:  map[string]map[string]string{},
+		},
+		Clients: &executor.Clients{Kube: client},
 	}
 }
 
@@ -61,7 +64,7 @@ func TestParameterErrorsArePermanent(t *testing.T) {
 			_, err := tt.exec.Create(context.Background(), request(client, tt.params))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
-			assert.True(t, executor.IsPermanent(err))
+			assert.True(t, contract.IsPermanent(err))
 			assert.Equal(t, tt.reason, executor.ReasonFor(err))
 		})
 	}
@@ -184,7 +187,7 @@ func TestDrainEvictsWhatItCanAndSaysWhatBlocks(t *testing.T) {
 	clock.Step(11 * time.Minute)
 	_, err = d.Create(ctx, req)
 	require.Error(t, err)
-	assert.True(t, executor.IsPermanent(err))
+	assert.True(t, contract.IsPermanent(err))
 	assert.Equal(t, "DrainTimeout", executor.ReasonFor(err))
 	assert.Contains(t, err.Error(), `node "n1" not drained within 10m0s: 2 pods left`)
 }

@@ -1,17 +1,17 @@
 package testexec
 
-import "github.com/stepwise-dev/stepwise/pkg/executor"
+import "github.com/stepwise-dev/stepwise/pkg/contract"
 
 // Describe documents test.noop for the executor catalogue.
-func (Noop) Describe() executor.Description {
-	return executor.Description{Description: "Does nothing, at once, in every hook (tests and demos)."}
+func (Noop) Describe() contract.Description {
+	return contract.Description{Description: "Does nothing, at once, in every hook (tests and demos)."}
 }
 
 // Describe documents test.record for the executor catalogue.
-func (Record) Describe() executor.Description {
-	return executor.Description{
+func (Record) Describe() contract.Description {
+	return contract.Description{
 		Description: "Appends STEP/HOOK to the key calls of a ConfigMap for every hook it runs (tests and demos).",
-		Parameters: []executor.Parameter{
+		Parameters: []contract.Parameter{
 			{Name: "configMap", Description: "ConfigMap to write (default stepwise-record-PIPELINE)."},
 			{Name: "gate", Description: "true: Create waits until the ConfigMap has the key open.STEP."},
 			{Name: "fail", Description: "permanent or retryable: Create fails that way."},

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -43,60 +44,60 @@ func (Record) Name() string { return "test.record" }
 // gatePoll is how often a gated Create looks at its gate again.
 const gatePoll = 500 * time.Millisecond
 
-func (e Record) PreCreate(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (e Record) PreCreate(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	return e.record(ctx, req)
 }
 
-func (e Record) Create(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (e Record) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	cm, err := e.recordCall(ctx, req)
 	if err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
 	switch req.Params["fail"] {
 	case "permanent":
-		return executor.Result{}, executor.Permanent("TestFailure", errors.New("asked to fail permanently"))
+		return contract.Result{}, contract.Permanent("TestFailure", errors.New("asked to fail permanently"))
 	case "retryable":
-		return executor.Result{}, errors.New("asked to fail")
+		return contract.Result{}, errors.New("asked to fail")
 	}
 	if req.Params["gate"] == "true" {
 		if _, open := cm.Data["open."+req.Step]; !open {
-			return executor.Wait(gatePoll, fmt.Sprintf("waiting for key open.%s in ConfigMap %s", req.Step, cm.Name)), nil
+			return contract.Wait(gatePoll, fmt.Sprintf("waiting for key open.%s in ConfigMap %s", req.Step, cm.Name)), nil
 		}
 	}
 	var outputs map[string]string
 	if v, ok := req.Params["output"]; ok {
 		outputs = map[string]string{"value": v}
 	}
-	return executor.DoneWithOutputs("recorded", outputs), nil
+	return contract.DoneWithOutputs("recorded", outputs), nil
 }
 
-func (e Record) PostCreate(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (e Record) PostCreate(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	return e.record(ctx, req)
 }
 
-func (e Record) PreDelete(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (e Record) PreDelete(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	return e.record(ctx, req)
 }
 
-func (e Record) Delete(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (e Record) Delete(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	return e.record(ctx, req)
 }
 
-func (e Record) PostDelete(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (e Record) PostDelete(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	return e.record(ctx, req)
 }
 
-func (e Record) record(ctx context.Context, req *executor.Request) (executor.Result, error) {
+func (e Record) record(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	if _, err := e.recordCall(ctx, req); err != nil {
-		return executor.Result{}, err
+		return contract.Result{}, err
 	}
-	return executor.Done("recorded"), nil
+	return contract.Done("recorded"), nil
 }
 
 // recordCall appends the call to the ConfigMap, creating it when needed, and returns it.
 func (Record) recordCall(ctx context.Context, req *executor.Request) (*corev1.ConfigMap, error) {
 	if req.Clients == nil || req.Clients.Kube == nil {
-		return nil, executor.Permanent("NoClient", errors.New("test.record needs a Kubernetes client"))
+		return nil, contract.Permanent("NoClient", errors.New("test.record needs a Kubernetes client"))
 	}
 	name := req.Params["configMap"]
 	if name == "" {

@@ -241,8 +241,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 		}
 		args = append(args, "--plugin-dir="+dir)
 	}
-	op, err := startOperator(ctx, b.cluster.BinPath("stepwise-operator"), b.cluster.Kubeconfig,
-		filepath.Join(b.cluster.Dir, "logs"), args...)
+	op, err := startOperator(ctx, b.cluster, args...)
 	if err != nil {
 		return err
 	}
@@ -322,7 +321,7 @@ func (b *bench) pipelineRun(ctx context.Context, label string, names []string, s
 	if spec.pluginStep >= 0 {
 		r.PluginProcessesBefore = pidList(pluginsBefore)
 		r.PluginProcessesAfter = pidList(pluginsAfter)
-		restarts, err := countInFile(b.op.log, "Plugin process exited")
+		restarts, err := countInFile(b.op.Log, "Plugin process exited")
 		if err != nil {
 			return r, err
 		}

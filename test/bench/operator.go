@@ -6,112 +6,42 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/stepwise-dev/stepwise/test/e2e/framework"
 )
 
-// operator is a stepwise-operator process started by the benchmark. It is stopped by the
-// PID recorded at start, and so are the plugin processes it was seen running.
+// operator is the e2e framework's operator process plus what the benchmark watches: the
+// plugin processes it was seen running, stopped by PID if they outlive it.
 type operator struct {
-	cmd        *exec.Cmd
-	pid        int
-	done       chan struct{} // closed once the process has exited
-	waitErr    error         // why it exited; read after done is closed
-	log        string
-	metricsURL string
-	healthURL  string
-	plugins    map[int]string // plugin processes seen as children, by PID
-	http       *http.Client
+	*framework.Operator
+	pid     int
+	plugins map[int]string // plugin processes seen as children, by PID
+	http    *http.Client
 }
 
-// servingRE finds the addresses the operator logs once its endpoints listen (they are
-// started on port 0, so only the log tells them).
-var servingRE = regexp.MustCompile(`"Serving" endpoint="(metrics|health)" address="([^"]+)"`)
-
-// startOperator starts bin/stepwise-operator with the test executors and without leader
-// election (as the e2e framework does), and waits until its caches have synced.
-func startOperator(ctx context.Context, bin, kubeconfig, logDir string, extraArgs ...string) (*operator, error) {
-	logPath := filepath.Join(logDir, fmt.Sprintf("bench-operator-%d.log", time.Now().UnixNano()))
-	log, err := os.Create(logPath)
+// startOperator starts bin/stepwise-operator as the e2e tests do, logging as little as in
+// production so the log costs the measurement nothing, and waits until its caches synced.
+func startOperator(ctx context.Context, cluster *framework.Cluster, extraArgs ...string) (*operator, error) {
+	op, err := cluster.StartOperator(append([]string{"-v=0"}, extraArgs...)...)
 	if err != nil {
-		return nil, fmt.Errorf("create operator log: %w", err)
+		return nil, err
 	}
-	defer func() { _ = log.Close() }() // the child keeps its own descriptor
-	args := append([]string{
-		"--kubeconfig", kubeconfig,
-		"--enable-test-executors",
-		"--leader-elect=false",
-		"--metrics-bind-address=127.0.0.1:0",
-		"--health-probe-bind-address=127.0.0.1:0",
-		"--shutdown-grace-period=5s",
-	}, extraArgs...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// The operator must not outlive a benchmark that dies without cleaning up.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start operator: %w", err)
-	}
-	o := &operator{
-		cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{}), log: logPath,
-		plugins: map[int]string{}, http: &http.Client{Timeout: 10 * time.Second},
-	}
-	go func() { o.waitErr = cmd.Wait(); close(o.done) }()
-
-	if err := o.waitReady(ctx); err != nil {
+	o := &operator{Operator: op, pid: op.PID(), plugins: map[int]string{}, http: &http.Client{Timeout: 10 * time.Second}}
+	if err := op.WaitReady(ctx); err != nil {
 		return nil, errors.Join(err, o.stop())
 	}
 	o.recordPlugins()
 	return o, nil
 }
 
-// waitReady reads the endpoints' addresses from the log, then waits for /readyz.
-func (o *operator) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		select {
-		case <-o.done:
-			return false, fmt.Errorf("operator exited (log: %s): %v", o.log, o.waitErr)
-		default:
-		}
-		data, err := os.ReadFile(o.log)
-		if err != nil {
-			return false, fmt.Errorf("read operator log: %w", err)
-		}
-		for _, m := range servingRE.FindAllStringSubmatch(string(data), -1) {
-			if m[1] == "metrics" {
-				o.metricsURL = "http://" + m[2] + "/metrics"
-			} else {
-				o.healthURL = "http://" + m[2] + "/readyz"
-			}
-		}
-		if o.metricsURL == "" || o.healthURL == "" {
-			return false, nil
-		}
-		resp, err := o.http.Get(o.healthURL)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait for the operator to be ready (log: %s): %w", o.log, err)
-	}
-	return nil
-}
-
 // scrape reads the operator's /metrics.
 func (o *operator) scrape(ctx context.Context) (samples, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.metricsURL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.MetricsURL, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -224,27 +154,17 @@ func (o *operator) recordPlugins() map[int]string {
 	return now
 }
 
-// stop sends SIGTERM to the operator's PID and waits, bounded, for it to exit; then kills
-// by PID any plugin process it was seen running that is still there. Stopping a stopped
-// operator does nothing (its PID may belong to another process by then).
+// stop stops the operator (SIGTERM, bounded), then kills by PID any plugin process it was
+// seen running that is still there. Stopping a stopped operator does nothing more.
 func (o *operator) stop() error {
 	select {
-	case <-o.done:
+	case <-o.Exited():
 		return nil
 	default:
 	}
 	var errs []error
-	// Signalling through cmd.Process, not the bare PID, is safe against PID reuse: it is a
-	// no-op once the process has been waited for.
-	if err := o.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		errs = append(errs, fmt.Errorf("stop operator %d: %w", o.pid, err))
-	}
-	select {
-	case <-o.done:
-	case <-time.After(30 * time.Second):
-		errs = append(errs, fmt.Errorf("operator %d did not stop within 30s of SIGTERM, killed it", o.pid))
-		_ = o.cmd.Process.Kill()
-		<-o.done
+	if err := o.Stop(); err != nil {
+		errs = append(errs, err)
 	}
 	for pid, cmd := range o.plugins {
 		// The operator stops its plugins; a PID still running the same command is one it missed.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/klog/v2"
 
-	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
@@ -18,12 +18,12 @@ type inProcessGreet struct{ executor.Base }
 
 func (inProcessGreet) Name() string { return "example.greet" }
 
-func (inProcessGreet) Create(_ context.Context, req *executor.Request) (executor.Result, error) {
-	return executor.DoneWithOutputs("greeted "+req.Params["name"], map[string]string{"greeting": "Hello, " + req.Params["name"] + "!"}), nil
+func (inProcessGreet) Create(_ context.Context, req *executor.Request) (contract.Result, error) {
+	return contract.DoneWithOutputs("greeted "+req.Params["name"], map[string]string{"greeting": "Hello, " + req.Params["name"] + "!"}), nil
 }
 
 func benchmarkHook(b *testing.B, e executor.TaskExecutor) {
-	req := request(v1alpha1.HookCreate, map[string]string{"name": "Ada"})
+	req := request(contract.HookCreate, map[string]string{"name": "Ada"})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -61,7 +61,7 @@ func BenchmarkHookPluginLatency(b *testing.B) {
 	require.NoError(b, h.Load(context.Background(), reg))
 	e, ok := reg.Get("example.greet")
 	require.True(b, ok)
-	req := request(v1alpha1.HookCreate, map[string]string{"name": "Ada"})
+	req := request(contract.HookCreate, map[string]string{"name": "Ada"})
 	ctx := context.Background()
 	d := make([]time.Duration, 0, b.N)
 	for b.Loop() {

@@ -19,13 +19,11 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 
-	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 )
 
 // binDir holds the example plugin and the test plugin, built once by TestMain.
@@ -116,13 +114,13 @@ func startHost(t *testing.T, logger klog.Logger, dir string) (*Host, *executor.R
 	return h, reg
 }
 
-func request(hook v1alpha1.Hook, params map[string]string) *executor.Request {
-	return &executor.Request{
-		Pipeline: executor.PipelineRef{Namespace: "ns", Name: "p", UID: "uid-1", Generation: 3},
+func request(hook contract.Hook, params map[string]string) *executor.Request {
+	return &executor.Request{Request: contract.Request{
+		Pipeline: contract.PipelineRef{Namespace: "ns", Name: "p", UID: "uid-1", Generation: 3},
 		Step:     "second", Hook: hook, Params: params, Attempt: 2,
-		IdempotencyKey: executor.IdempotencyKey("uid-1", "second", hook),
+		IdempotencyKey: contract.IdempotencyKey("uid-1", "second", hook),
 		Outputs:        map[string]map[string]string{"first": {"x": "from-first"}},
-	}
+	}}
 }
 
 func get(t *testing.T, reg *executor.Registry, name string) executor.TaskExecutor {
@@ -132,9 +130,9 @@ func get(t *testing.T, reg *executor.Registry, name string) executor.TaskExecuto
 	return e
 }
 
-var allHooks = []v1alpha1.Hook{
-	v1alpha1.HookPreCreate, v1alpha1.HookCreate, v1alpha1.HookPostCreate,
-	v1alpha1.HookPreDelete, v1alpha1.HookDelete, v1alpha1.HookPostDelete,
+var allHooks = []contract.Hook{
+	contract.HookPreCreate, contract.HookCreate, contract.HookPostCreate,
+	contract.HookPreDelete, contract.HookDelete, contract.HookPostDelete,
 }
 
 func TestExamplePluginThroughTheHost(t *testing.T) {
@@ -151,23 +149,23 @@ func TestExamplePluginThroughTheHost(t *testing.T) {
 
 	ctx := context.Background()
 	for _, hook := range allHooks {
-		res, err := executor.RunHook(ctx, greet, hook, request(hook, map[string]string{"name": "Ada"}))
+		res, err := executor.RunHook(ctx, greet, request(hook, map[string]string{"name": "Ada"}))
 		require.NoError(t, err, hook)
 		assert.True(t, res.Done, hook)
 	}
-	res, err := executor.RunHook(ctx, greet, v1alpha1.HookCreate, request(v1alpha1.HookCreate, map[string]string{"name": "Ada"}))
+	res, err := executor.RunHook(ctx, greet, request(contract.HookCreate, map[string]string{"name": "Ada"}))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"greeting": "Hello, Ada!"}, res.Outputs)
 	assert.Equal(t, "greeted Ada", res.Message)
 
-	_, err = greet.Create(ctx, request(v1alpha1.HookCreate, nil))
+	_, err = greet.Create(ctx, request(contract.HookCreate, nil))
 	require.Error(t, err)
-	assert.True(t, executor.IsPermanent(err))
+	assert.True(t, contract.IsPermanent(err))
 	assert.Equal(t, "InvalidParameter", executor.ReasonFor(err))
 	assert.Contains(t, err.Error(), "parameter name is required")
 
 	// Every field of the Request crosses the protocol.
-	res, err = get(t, reg, "test.echo").Create(ctx, request(v1alpha1.HookCreate, nil))
+	res, err = get(t, reg, "test.echo").Create(ctx, request(contract.HookCreate, nil))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
 		"secrets": "", "pipeline": "ns/p/uid-1/3", "step": "second", "hook": "Create", "attempt": "2",
@@ -176,47 +174,62 @@ func TestExamplePluginThroughTheHost(t *testing.T) {
 
 	// Waiting, retryable with a reason, retryable without one.
 	fail := get(t, reg, "test.fail")
-	res, err = fail.Create(ctx, request(v1alpha1.HookCreate, nil))
+	res, err = fail.Create(ctx, request(contract.HookCreate, nil))
 	require.NoError(t, err)
 	assert.False(t, res.Done)
 	assert.Equal(t, 3*time.Second, res.RequeueAfter)
 	assert.Equal(t, "still working", res.Message)
-	_, err = fail.Delete(ctx, request(v1alpha1.HookDelete, nil))
+	_, err = fail.Delete(ctx, request(contract.HookDelete, nil))
 	require.Error(t, err)
-	assert.False(t, executor.IsPermanent(err))
+	assert.False(t, contract.IsPermanent(err))
 	assert.Equal(t, "CloudBusy", executor.ReasonFor(err))
-	_, err = fail.PostDelete(ctx, request(v1alpha1.HookPostDelete, nil))
+	_, err = fail.PostDelete(ctx, request(contract.HookPostDelete, nil))
 	require.Error(t, err)
-	assert.False(t, executor.IsPermanent(err))
-	assert.Equal(t, executor.ReasonHookFailed, executor.ReasonFor(err))
+	assert.False(t, contract.IsPermanent(err))
+	assert.Equal(t, contract.ReasonHookFailed, executor.ReasonFor(err))
 
 	// One process serves every executor of a plugin and is reused.
 	pids := h.PIDs()
 	assert.Len(t, pids, 2)
-	_, err = greet.Create(ctx, request(v1alpha1.HookCreate, map[string]string{"name": "Bob"}))
+	_, err = greet.Create(ctx, request(contract.HookCreate, map[string]string{"name": "Bob"}))
 	require.NoError(t, err)
 	assert.Equal(t, pids, h.PIDs())
 }
 
-func TestSecretsAreReadWithThePipelinesClient(t *testing.T) {
+// TestSecretsCrossToThePlugin: the engine resolves a step's Secrets (see the controller's
+// tests); the host only carries them to the plugin.
+func TestSecretsCrossToThePlugin(t *testing.T) {
 	_, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-test"}, nil))
-	echo := get(t, reg, "test.echo")
-	kube := fake.NewClientset(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"},
-		Data:       map[string][]byte{"username": []byte("admin"), "password": []byte("s3cret!")},
-	})
-	req := request(v1alpha1.HookCreate, map[string]string{"credentialsSecret": "creds"})
-	req.Clients = &executor.Clients{Kube: kube}
-	res, err := echo.Create(context.Background(), req)
+	req := request(contract.HookCreate, map[string]string{"credentialsSecret": "creds"})
+	req.Secrets = map[string][]byte{"username": []byte("admin"), "password": []byte("s3cret!")}
+	res, err := get(t, reg, "test.echo").Create(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, "password=7,username=5", res.Outputs["secrets"])
+}
 
-	req = request(v1alpha1.HookCreate, map[string]string{"tokenSecret": "missing"})
-	req.Clients = &executor.Clients{Kube: kube}
-	_, err = echo.Create(context.Background(), req)
-	require.Error(t, err)
-	assert.Equal(t, "SecretNotFound", executor.ReasonFor(err))
-	assert.False(t, executor.IsPermanent(err))
+// TestUnknownHookFailsAlikeThroughAPluginAndInProcess: a hook nobody knows fails for good
+// with reason UnknownHook, whether the engine dispatches it or a plugin is asked for it.
+func TestUnknownHookFailsAlikeThroughAPluginAndInProcess(t *testing.T) {
+	_, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-test"}, nil))
+	echo := get(t, reg, "test.echo").(*pluginExecutor)
+
+	_, inProcess := executor.RunHook(context.Background(), echo, request("Frobnicate", nil))
+	require.Error(t, inProcess)
+
+	// Past the engine's dispatcher: the plugin gets a hook of the protocol it does not know.
+	rpc, err := echo.proc.conn()
+	require.NoError(t, err)
+	in := proto.EncodeRequest("test.echo", &request(contract.HookCreate, nil).Request)
+	in.Hook = proto.Hook(99)
+	resp, err := rpc.RunHook(context.Background(), in)
+	require.NoError(t, err)
+	_, throughPlugin := proto.DecodeOutcome(resp)
+	require.Error(t, throughPlugin)
+
+	for name, err := range map[string]error{"in process": inProcess, "through the plugin": throughPlugin} {
+		assert.Equal(t, contract.ReasonUnknownHook, executor.ReasonFor(err), name)
+		assert.True(t, contract.IsPermanent(err), name)
+	}
 }
 
 func waitForFile(t *testing.T, path string) int {
@@ -239,12 +252,12 @@ func TestPluginKilledMidHookIsRestarted(t *testing.T) {
 	started := filepath.Join(t.TempDir(), "started")
 
 	type outcome struct {
-		res executor.Result
+		res contract.Result
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := block.Create(context.Background(), request(v1alpha1.HookCreate, map[string]string{"started": started}))
+		res, err := block.Create(context.Background(), request(contract.HookCreate, map[string]string{"started": started}))
 		done <- outcome{res, err}
 	}()
 	pid := waitForFile(t, started)
@@ -254,7 +267,7 @@ func TestPluginKilledMidHookIsRestarted(t *testing.T) {
 	select {
 	case o := <-done:
 		require.Error(t, o.err)
-		assert.False(t, executor.IsPermanent(o.err))
+		assert.False(t, contract.IsPermanent(o.err))
 		assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(o.err))
 		assert.Contains(t, o.err.Error(), "died")
 	case <-time.After(10 * time.Second):
@@ -262,7 +275,7 @@ func TestPluginKilledMidHookIsRestarted(t *testing.T) {
 	}
 
 	// The next call starts a new process and succeeds.
-	res, err := get(t, reg, "test.echo").Create(context.Background(), request(v1alpha1.HookCreate, nil))
+	res, err := get(t, reg, "test.echo").Create(context.Background(), request(contract.HookCreate, nil))
 	require.NoError(t, err)
 	assert.True(t, res.Done)
 	newPID := h.PIDs()["stepwise-plugin-test"]
@@ -276,15 +289,15 @@ func TestHangingPluginReturnsAtTheDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := block.Create(ctx, request(v1alpha1.HookCreate, map[string]string{"hang": "true"}))
+	_, err := block.Create(ctx, request(contract.HookCreate, map[string]string{"hang": "true"}))
 	elapsed := time.Since(start)
 	require.Error(t, err)
-	assert.Equal(t, executor.ReasonTimeout, executor.ReasonFor(err))
-	assert.False(t, executor.IsPermanent(err))
+	assert.Equal(t, contract.ReasonTimeout, executor.ReasonFor(err))
+	assert.False(t, contract.IsPermanent(err))
 	assert.Less(t, elapsed, 2*time.Second, "returned %s after a 300ms deadline", elapsed)
 
 	// The plugin is still usable.
-	res, err := get(t, reg, "test.echo").Create(context.Background(), request(v1alpha1.HookCreate, nil))
+	res, err := get(t, reg, "test.echo").Create(context.Background(), request(contract.HookCreate, nil))
 	require.NoError(t, err)
 	assert.True(t, res.Done)
 }
@@ -311,7 +324,7 @@ func TestWrongChecksumIsRefused(t *testing.T) {
 	assert.Contains(t, missing, "stepwise-plugin-example: it did not start: plugin stepwise-plugin-example: its SHA-256 does not match the checksum file")
 	assert.Contains(t, missing, "stepwise-plugin-unlisted: it is not listed in the checksum file")
 
-	res, err := get(t, reg, "test.echo").Create(context.Background(), request(v1alpha1.HookCreate, nil))
+	res, err := get(t, reg, "test.echo").Create(context.Background(), request(contract.HookCreate, nil))
 	require.NoError(t, err)
 	assert.True(t, res.Done)
 }
@@ -347,7 +360,7 @@ func TestCloseKillsEveryPlugin(t *testing.T) {
 			return os.IsNotExist(err)
 		}, 5*time.Second, 10*time.Millisecond, "%s (pid %d) still runs", name, pid)
 	}
-	_, err := get(t, reg, "example.greet").Create(context.Background(), request(v1alpha1.HookCreate, map[string]string{"name": "x"}))
+	_, err := get(t, reg, "example.greet").Create(context.Background(), request(contract.HookCreate, map[string]string{"name": "x"}))
 	require.Error(t, err, "no call after Close")
 	assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(err))
 	assert.Empty(t, h.PIDs())

@@ -10,13 +10,12 @@ package plugintest
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 )
@@ -50,41 +49,19 @@ func (c *Client) Describe(ctx context.Context) ([]*proto.ExecutorInfo, error) {
 	return resp.GetExecutors(), err
 }
 
-var hooks = map[sdk.Hook]proto.Hook{
-	sdk.HookPreCreate:  proto.Hook_HOOK_PRE_CREATE,
-	sdk.HookCreate:     proto.Hook_HOOK_CREATE,
-	sdk.HookPostCreate: proto.Hook_HOOK_POST_CREATE,
-	sdk.HookPreDelete:  proto.Hook_HOOK_PRE_DELETE,
-	sdk.HookDelete:     proto.Hook_HOOK_DELETE,
-	sdk.HookPostDelete: proto.Hook_HOOK_POST_DELETE,
-}
-
 // Hooks are the six hooks in the order a pipeline runs them.
 var Hooks = []sdk.Hook{sdk.HookPreCreate, sdk.HookCreate, sdk.HookPostCreate, sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete}
 
 // Run runs one hook of the named executor. An error the executor returned comes back as
 // an *sdk.Error (Permanent, Reason); a transport error as it is.
 func (c *Client) Run(ctx context.Context, executor string, hook sdk.Hook, req *sdk.Request) (sdk.Result, error) {
-	in := &proto.RunHookRequest{
-		Executor: executor, Hook: hooks[hook], Step: req.Step, Params: req.Params,
-		Attempt: req.Attempt, IdempotencyKey: req.IdempotencyKey, Secrets: req.Secrets,
-		Pipeline: &proto.PipelineRef{Namespace: req.Pipeline.Namespace, Name: req.Pipeline.Name, Uid: req.Pipeline.UID, Generation: req.Pipeline.Generation},
-	}
-	for step, o := range req.Outputs {
-		if in.Outputs == nil {
-			in.Outputs = map[string]*proto.StepOutputs{}
-		}
-		in.Outputs[step] = &proto.StepOutputs{Values: o}
-	}
-	resp, err := c.rpc.RunHook(ctx, in)
+	r := *req
+	r.Hook = hook
+	resp, err := c.rpc.RunHook(ctx, proto.EncodeRequest(executor, &r))
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	if e := resp.GetError(); e != nil {
-		return sdk.Result{}, &sdk.Error{Reason: e.GetReason(), Permanent: e.GetPermanent(), Err: errors.New(e.GetMessage())}
-	}
-	r := resp.GetResult()
-	return sdk.Result{Done: r.GetDone(), RequeueAfter: time.Duration(r.GetRequeueAfterNanos()), Outputs: r.GetOutputs(), Message: r.GetMessage()}, nil
+	return proto.DecodeOutcome(resp)
 }
 
 // Request returns a request for a hook of a made-up pipeline.
@@ -92,7 +69,7 @@ func Request(hook sdk.Hook, uid string, params map[string]string) *sdk.Request {
 	return &sdk.Request{
 		Pipeline: sdk.PipelineRef{Namespace: "default", Name: "conformance", UID: uid, Generation: 1},
 		Step:     "step", Hook: hook, Params: params, Attempt: 1,
-		IdempotencyKey: fmt.Sprintf("%s/step/%s", uid, hook),
+		IdempotencyKey: contract.IdempotencyKey(uid, "step", hook),
 		Outputs:        map[string]map[string]string{},
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"syscall"
 	"time"
 
@@ -66,9 +68,15 @@ func (c *Cluster) BinPath(name string) string { return filepath.Join(c.root, "bi
 
 // Operator is a stepwise-operator process started from bin/ against the cluster.
 type Operator struct {
-	cmd  *exec.Cmd
-	done chan error
-	Log  string
+	cmd *exec.Cmd
+	// done is closed once the process has exited; waitErr says how, read after done.
+	done    chan struct{}
+	waitErr error
+	Log     string
+	// MetricsURL and HealthURL are known after WaitReady: the endpoints listen on port 0,
+	// so only the log tells where.
+	MetricsURL string
+	HealthURL  string
 }
 
 // OperatorNamespace is the operator's --namespace under StartOperator: where it publishes
@@ -78,7 +86,7 @@ const OperatorNamespace = "default"
 // StartOperator runs bin/stepwise-operator against the cluster with the test executors,
 // without leader election, its endpoints on loopback, and its log in the cluster's dir.
 // extraArgs come last, so they override those defaults (the Go flag package keeps the
-// last value): e.g. --kubeconfig of another identity, or --leader-elect=true.
+// last value): e.g. --kubeconfig of another identity, --leader-elect=true or -v=0.
 func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 	bin := c.BinPath("stepwise-operator")
 	if _, err := os.Stat(bin); err != nil {
@@ -108,39 +116,92 @@ func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start operator: %w", err)
 	}
-	o := &Operator{cmd: cmd, done: make(chan error, 1), Log: logPath}
-	go func() { o.done <- cmd.Wait() }()
+	o := &Operator{cmd: cmd, done: make(chan struct{}), Log: logPath}
+	go func() {
+		o.waitErr = cmd.Wait()
+		close(o.done)
+	}()
 	return o, nil
+}
+
+// servingRE finds the addresses the operator logs once its endpoints listen.
+var servingRE = regexp.MustCompile(`"Serving" endpoint="(metrics|health)" address="([^"]+)"`)
+
+// WaitReady reads the endpoints' addresses from the log, then waits until /readyz answers
+// OK: the operator's caches have synced. It fails at once if the operator exits.
+func (o *Operator) WaitReady(ctx context.Context) error {
+	client := &http.Client{Timeout: 10 * time.Second}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-o.done:
+			return false, fmt.Errorf("operator exited: %v", o.waitErr)
+		default:
+		}
+		data, err := os.ReadFile(o.Log)
+		if err != nil {
+			return false, fmt.Errorf("read operator log: %w", err)
+		}
+		for _, m := range servingRE.FindAllStringSubmatch(string(data), -1) {
+			if m[1] == "metrics" {
+				o.MetricsURL = "http://" + m[2] + "/metrics"
+			} else {
+				o.HealthURL = "http://" + m[2] + "/readyz"
+			}
+		}
+		if o.MetricsURL == "" || o.HealthURL == "" {
+			return false, nil
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.HealthURL, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the operator to be ready (log: %s): %w", o.Log, err)
+	}
+	return nil
 }
 
 // PID is the operator's process ID.
 func (o *Operator) PID() int { return o.cmd.Process.Pid }
+
+// Exited is closed once the operator's process has exited.
+func (o *Operator) Exited() <-chan struct{} { return o.done }
 
 // Kill stops the operator with SIGKILL, as a crash or an OOM kill would.
 func (o *Operator) Kill() error {
 	if err := o.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("kill operator %d: %w", o.cmd.Process.Pid, err)
 	}
+	<-o.done
 	// Killed on purpose, so an exit error is expected; a failure to wait is not.
 	var exitErr *exec.ExitError
-	if err := <-o.done; err != nil && !errors.As(err, &exitErr) {
-		return fmt.Errorf("wait for operator %d: %w", o.cmd.Process.Pid, err)
+	if o.waitErr != nil && !errors.As(o.waitErr, &exitErr) {
+		return fmt.Errorf("wait for operator %d: %w", o.cmd.Process.Pid, o.waitErr)
 	}
 	return nil
 }
 
-// Stop sends SIGTERM and waits, bounded, for the operator to exit.
+// Stop sends SIGTERM and waits, bounded, for the operator to exit. Stopping an operator
+// that has exited returns how it exited. Signalling through the process handle is safe
+// against PID reuse: it is a no-op once the process has been waited for.
 func (o *Operator) Stop() error {
 	if err := o.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("stop operator %d: %w", o.cmd.Process.Pid, err)
 	}
 	select {
-	case err := <-o.done:
+	case <-o.done:
 		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
+		if errors.As(o.waitErr, &exitErr) {
 			return fmt.Errorf("operator exited with %v (log: %s)", exitErr, o.Log)
 		}
-		return err
+		return o.waitErr
 	case <-time.After(30 * time.Second):
 		_ = o.Kill()
 		return fmt.Errorf("operator did not stop within 30s of SIGTERM (log: %s)", o.Log)

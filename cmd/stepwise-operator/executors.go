@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	"k8s.io/klog/v2"
+
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
+	"github.com/stepwise-dev/stepwise/tasks/k8s"
+	"github.com/stepwise-dev/stepwise/tasks/node"
+	"github.com/stepwise-dev/stepwise/tasks/testexec"
+)
+
+// loadExecutors registers the built-in executors (and the test ones when enabled), then
+// starts the plugins and registers theirs. The caller closes the host, which kills the
+// plugin processes, even when an error is returned.
+func loadExecutors(ctx context.Context, opts *options) (*executor.Registry, *host.Host, error) {
+	registry := executor.NewRegistry()
+	if err := registry.Register(builtinExecutors()...); err != nil {
+		return nil, nil, fmt.Errorf("register built-in executors: %w", err)
+	}
+	if opts.enableTestExecutors {
+		if err := registry.Register(testexec.Executors()...); err != nil {
+			return nil, nil, fmt.Errorf("register test executors: %w", err)
+		}
+	}
+	logger := klog.FromContext(ctx)
+	plugins := host.New(logger, host.Options{Dir: opts.pluginDir, Checksums: opts.pluginChecksums})
+	if err := plugins.Load(ctx, registry); err != nil {
+		return nil, plugins, fmt.Errorf("load plugins: %w", err)
+	}
+	logger.Info("Executors registered", "names", registry.Names())
+	return registry, plugins, nil
+}
+
+// builtinExecutors are the executors compiled into the operator.
+func builtinExecutors() []executor.TaskExecutor {
+	return append(node.Executors(), k8s.Executors()...)
+}
+
+// version is the operator's module version as the Go toolchain stamped it.
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.Main.Version
+	}
+	return ""
+}

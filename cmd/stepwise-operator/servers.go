@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/klog/v2"
+)
+
+// startServers starts the metrics and probe endpoints that are enabled.
+func startServers(ctx context.Context, opts *options, reg *prometheus.Registry, ready *atomic.Bool, election *leaderelection.HealthzAdaptor) ([]*http.Server, error) {
+	logger := klog.FromContext(ctx)
+	var servers []*http.Server
+	serve := func(name, addr string, handler http.Handler) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listen for %s on %s: %w", name, addr, err)
+		}
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		logger.Info("Serving", "endpoint", name, "address", ln.Addr().String())
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error(err, "Server stopped", "endpoint", name)
+			}
+		}()
+		return nil
+	}
+	if enabled(opts.metricsAddr) {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		if err := serve("metrics", opts.metricsAddr, mux); err != nil {
+			return servers, err
+		}
+	}
+	if enabled(opts.healthAddr) {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+			if election != nil {
+				if err := election.Check(r); err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+			}
+			_, _ = w.Write([]byte("ok"))
+		})
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if !ready.Load() {
+				http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = w.Write([]byte("ok"))
+		})
+		if err := serve("health", opts.healthAddr, mux); err != nil {
+			return servers, err
+		}
+	}
+	return servers, nil
+}
+
+func shutdownServers(servers []*http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(ctx)
+	}
+}

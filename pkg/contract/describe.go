@@ -1,0 +1,22 @@
+package contract
+
+// Parameter documents one parameter of an executor.
+type Parameter struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// Description is what an executor tells of itself, for the executor catalogue and
+// `kubectl stepwise executors`.
+type Description struct {
+	// Version of the executor; empty for built-ins, which have the operator's version.
+	Version string `json:"version,omitempty"`
+	// Description says in a sentence what the executor does.
+	Description string `json:"description,omitempty"`
+	// Parameters are the keys of a step's "with" the executor reads.
+	Parameters []Parameter `json:"parameters,omitempty"`
+	// Plugin names the plugin executable serving the executor; set by the operator, empty
+	// for built-ins.
+	Plugin string `json:"plugin,omitempty"`
+}

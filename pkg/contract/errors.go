@@ -1,0 +1,62 @@
+package contract
+
+import (
+	"context"
+	"errors"
+)
+
+// Error is a hook failure that says whether retrying can help and why, in a CamelCase
+// reason for the step's condition.
+type Error struct {
+	// Reason is a CamelCase word for the step's condition, e.g. "InvalidParameter".
+	Reason string
+	// Permanent errors fail the step at once; others are retried with backoff.
+	Permanent bool
+	Err       error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Permanent marks err as one that no retry can fix (bad parameters, a thing that will
+// never exist): the step fails at once with the given reason.
+func Permanent(reason string, err error) error {
+	return &Error{Reason: reason, Permanent: true, Err: err}
+}
+
+// Retryable marks err as worth retrying, with a reason for the step's condition. A plain
+// error is retryable too, with reason HookFailed.
+func Retryable(reason string, err error) error {
+	return &Error{Reason: reason, Err: err}
+}
+
+// IsPermanent tells whether err, or an error it wraps, was marked permanent.
+func IsPermanent(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Permanent
+}
+
+// Reasons the contract itself gives.
+const (
+	// ReasonHookFailed is the reason of an error that carries none of its own.
+	ReasonHookFailed = "HookFailed"
+	// ReasonTimeout is the reason of a hook that ran past its attempt's deadline.
+	ReasonTimeout = "Timeout"
+	// ReasonUnknownHook is the reason of a call of a hook that does not exist.
+	ReasonUnknownHook = "UnknownHook"
+	// ReasonUnknownExecutor is the reason of a step naming an executor nobody serves.
+	ReasonUnknownExecutor = "UnknownExecutor"
+)
+
+// OwnReason is the reason err carries: the executor's own, Timeout for a deadline, or ""
+// when it has none (the engine then asks the Kubernetes API's error, then HookFailed).
+func OwnReason(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Reason != "" {
+		return e.Reason
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ReasonTimeout
+	}
+	return ""
+}

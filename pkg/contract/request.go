@@ -1,0 +1,42 @@
+package contract
+
+import "fmt"
+
+// PipelineRef identifies the pipeline a hook runs for.
+type PipelineRef struct {
+	Namespace  string
+	Name       string
+	UID        string
+	Generation int64
+}
+
+// Request is what a hook is given.
+type Request struct {
+	Pipeline PipelineRef
+	// ServiceAccountName is the ServiceAccount the step acts as.
+	ServiceAccountName string
+	Step               string
+	Hook               Hook
+	// Params are the step's parameters with every $(...) reference resolved.
+	Params map[string]string
+	// Outputs are the outputs of the steps before this one, and this step's own so far, by
+	// step name.
+	Outputs map[string]map[string]string
+	// Attempt counts the attempts of this hook, from 1.
+	Attempt int32
+	// IdempotencyKey is the same for every attempt of one hook of one step of one
+	// pipeline, so that a remote system can recognise a repeated call.
+	IdempotencyKey string
+	// Secrets holds the data of the Secrets named by the parameters ending in "Secret"
+	// (e.g. credentialsSecret), merged by key, read by the engine as the pipeline's
+	// ServiceAccount. Never log them nor put them in outputs or messages.
+	Secrets map[string][]byte
+}
+
+// SecretSuffix marks the parameters that name a Secret: credentialsSecret, tokenSecret…
+const SecretSuffix = "Secret"
+
+// IdempotencyKey is the key of a hook of a step of the pipeline with the given UID.
+func IdempotencyKey(uid, step string, hook Hook) string {
+	return fmt.Sprintf("%s/%s/%s", uid, step, hook)
+}

@@ -1,0 +1,59 @@
+package contract
+
+import (
+	"time"
+	"unicode/utf8"
+)
+
+// Result is what a hook answers when it did not fail.
+type Result struct {
+	// Done is true once the hook's work is finished.
+	Done bool
+	// RequeueAfter is when to call the hook again when it is not done.
+	RequeueAfter time.Duration
+	// Outputs are merged into the step's outputs, for later steps and for the status.
+	Outputs map[string]string
+	// Message is a short line for the step's status, such as "3 pods left".
+	Message string
+}
+
+// Done is the Result of a finished hook.
+func Done(message string) Result { return Result{Done: true, Message: message} }
+
+// DoneWithOutputs is the Result of a finished hook that reports outputs.
+func DoneWithOutputs(message string, outputs map[string]string) Result {
+	return Result{Done: true, Message: message, Outputs: outputs}
+}
+
+// Wait is the Result of a hook whose work goes on: ask again after the given time.
+func Wait(after time.Duration, message string) Result {
+	return Result{RequeueAfter: after, Message: message}
+}
+
+// Truncate cuts s to at most n bytes at a rune boundary, marking the cut with "...", and
+// makes it valid UTF-8: what a status, an Event or a protobuf string may carry.
+func Truncate(s string, n int) string {
+	if !utf8.ValidString(s) {
+		s = toValidUTF8(s)
+	}
+	if len(s) <= n {
+		return s
+	}
+	const mark = "..."
+	if n <= len(mark) {
+		return mark[:max(n, 0)]
+	}
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+func toValidUTF8(s string) string {
+	out := make([]rune, 0, len(s))
+	for _, r := range s {
+		out = append(out, r) // invalid bytes decode as utf8.RuneError
+	}
+	return string(out)
+}

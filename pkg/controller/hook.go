@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/metrics"
+)
+
+// request builds what the hooks of step i are given, Secrets included: they are read here,
+// once for the step's hooks of this sync, as the pipeline's ServiceAccount, for built-in
+// and plugin executors alike.
+func (ps *pipelineSync) request(ctx context.Context, i int, s *v1alpha1.StepStatus) (*executor.Request, error) {
+	outputs := make(map[string]map[string]string, i+1)
+	all := make(map[string]bool, len(ps.status.Steps))
+	for j := range ps.status.Steps {
+		all[ps.status.Steps[j].Name] = true
+		if j <= i && len(ps.status.Steps[j].Outputs) > 0 {
+			outputs[ps.status.Steps[j].Name] = ps.status.Steps[j].Outputs
+		}
+	}
+	earlier := make(map[string]map[string]string, i)
+	for j := range i {
+		earlier[ps.status.Steps[j].Name] = ps.status.Steps[j].Outputs
+	}
+	res := &resolver{params: ps.p.Spec.Params, earlier: earlier, all: all}
+	params, err := res.resolveParams(ps.p.Spec.Steps[i].With)
+	if err != nil {
+		return nil, contract.Permanent("InvalidReference", err)
+	}
+
+	sa := ps.p.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	clients, err := ps.c.clients.ForServiceAccount(ps.p.Namespace, sa)
+	if err != nil {
+		return nil, contract.Retryable("ClientError", fmt.Errorf("clients for service account %s/%s: %w", ps.p.Namespace, sa, err))
+	}
+	secrets, err := readSecrets(ctx, clients, ps.p.Namespace, params)
+	if err != nil {
+		return nil, err
+	}
+	return &executor.Request{
+		Request: contract.Request{
+			Pipeline: contract.PipelineRef{
+				Namespace: ps.p.Namespace, Name: ps.p.Name, UID: string(ps.p.UID), Generation: ps.p.Generation,
+			},
+			ServiceAccountName: sa,
+			Step:               s.Name,
+			Params:             params,
+			Outputs:            outputs,
+			Secrets:            secrets,
+		},
+		Clients: clients,
+	}, nil
+}
+
+// callHook runs one hook with the attempt's deadline, turning a panic into an error so
+// that one bad executor cannot take the operator down.
+func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor, req *executor.Request, deadline time.Time) (res contract.Result, err error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = contract.Result{}, fmt.Errorf("executor %s panicked: %v", exec.Name(), p)
+		}
+		result := metrics.HookDone
+		switch {
+		case err != nil:
+			result = metrics.HookError
+		case !res.Done:
+			result = metrics.HookWait
+		}
+		ps.c.metrics.ObserveHook(exec.Name(), string(req.Hook), result, time.Since(start))
+		klog.FromContext(ctx).V(4).Info("Hook called", "hook", req.Hook, "attempt", req.Attempt,
+			"result", result, "duration", time.Since(start), "err", err)
+	}()
+	return executor.RunHook(ctx, exec, req)
+}

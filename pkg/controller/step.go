@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+// direction is what differs between running a step and tearing it down.
+type direction struct {
+	hooks       []v1alpha1.Hook
+	activePhase v1alpha1.StepPhase
+	donePhase   v1alpha1.StepPhase
+}
+
+var (
+	createDirection = direction{
+		hooks:       []v1alpha1.Hook{v1alpha1.HookPreCreate, v1alpha1.HookCreate, v1alpha1.HookPostCreate},
+		activePhase: v1alpha1.StepRunning,
+		donePhase:   v1alpha1.StepSucceeded,
+	}
+	deleteDirection = direction{
+		hooks:       []v1alpha1.Hook{v1alpha1.HookPreDelete, v1alpha1.HookDelete, v1alpha1.HookPostDelete},
+		activePhase: v1alpha1.StepDeleting,
+		donePhase:   v1alpha1.StepDeleted,
+	}
+)
+
+func (d direction) creating() bool { return d.activePhase == v1alpha1.StepRunning }
+
+func (d direction) next(h v1alpha1.Hook) (v1alpha1.Hook, bool) {
+	i := slices.Index(d.hooks, h)
+	if i < 0 || i == len(d.hooks)-1 {
+		return "", false
+	}
+	return d.hooks[i+1], true
+}
+
+func isDeleteHook(h v1alpha1.Hook) bool { return slices.Contains(deleteDirection.hooks, h) }
+
+// inProgress tells whether step s is part-way through the hooks of d.
+func (*pipelineSync) inProgress(s *v1alpha1.StepStatus, d direction) bool {
+	return slices.Contains(d.hooks, s.Hook) && (s.Phase == d.activePhase || s.Phase == v1alpha1.StepWaiting)
+}
+
+// runStep runs the hooks of step i in direction d, one after the other while they finish
+// at once, and stops at the first that is not done or fails. It returns when to look
+// again, or 0.
+func (ps *pipelineSync) runStep(ctx context.Context, i int, d direction) time.Duration {
+	step := &ps.p.Spec.Steps[i]
+	s := &ps.status.Steps[i]
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "step", s.Name, "executor", step.Executor)
+	ctx = klog.NewContext(ctx, logger)
+
+	switch {
+	case !ps.inProgress(s, d):
+		ps.beginStep(s, d)
+	case s.Phase == v1alpha1.StepWaiting:
+		if wait := s.NextAttemptTime.Sub(ps.now()); wait > 0 {
+			return wait
+		}
+		s.Attempts++
+		s.HookStartTime = ps.timeNow()
+		s.NextAttemptTime = nil
+		s.Phase = d.activePhase
+		ps.setStepCondition(s, metav1.ConditionFalse, string(d.activePhase), s.Message)
+	}
+
+	exec, ok := ps.c.executors.Get(step.Executor)
+	if !ok {
+		return ps.failStep(s, step, d, contract.Permanent(contract.ReasonUnknownExecutor, ps.c.executors.Missing(step.Executor)))
+	}
+	req, err := ps.request(ctx, i, s)
+	if err != nil {
+		return ps.failStep(s, step, d, err)
+	}
+
+	for {
+		req.Hook, req.Attempt = contract.Hook(s.Hook), s.Attempts
+		req.IdempotencyKey = contract.IdempotencyKey(string(ps.p.UID), s.Name, req.Hook)
+		deadline := s.HookStartTime.Add(step.EffectiveTimeout())
+		if !ps.now().Before(deadline) {
+			return ps.failStep(s, step, d, contract.Retryable(contract.ReasonTimeout,
+				fmt.Errorf("%s did not finish within the step's timeout of %s", s.Hook, step.EffectiveTimeout())))
+		}
+
+		res, err := ps.callHook(ctx, exec, req, deadline)
+		if err != nil {
+			return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, err))
+		}
+		if err := mergeOutputs(s, res.Outputs); err != nil {
+			return ps.failStep(s, step, d, err)
+		}
+		// A hook with nothing to say (often a no-op PostCreate) keeps what an earlier hook
+		// of the step said, such as "VM destroyed".
+		if res.Message != "" {
+			s.Message = contract.Truncate(res.Message, v1alpha1.MaxStepMessageLength)
+		}
+
+		if !res.Done {
+			after := res.RequeueAfter
+			if after <= 0 {
+				after = defaultRequeueAfter
+			}
+			// Look again no later than the deadline, so a timeout is noticed on time.
+			after = min(after, deadline.Sub(ps.now()))
+			ps.setStepCondition(s, metav1.ConditionFalse, string(d.activePhase), s.Message)
+			return after
+		}
+
+		next, more := d.next(s.Hook)
+		if !more {
+			ps.completeStep(s, step, d)
+			return 0
+		}
+		s.Hook = next
+		s.Attempts = 1
+		s.HookStartTime = ps.timeNow()
+	}
+}
+
+// beginStep puts step s at the first hook of direction d.
+func (ps *pipelineSync) beginStep(s *v1alpha1.StepStatus, d direction) {
+	now := ps.timeNow()
+	s.Phase = d.activePhase
+	s.Hook = d.hooks[0]
+	s.Attempts = 1
+	s.HookStartTime = now
+	s.NextAttemptTime = nil
+	s.CompletionTime = nil
+	s.Message = ""
+	if d.creating() {
+		s.ObservedGeneration = ps.p.Generation
+		s.StartTime = now
+		s.Outputs = nil // this run's outputs replace the last run's
+		if ps.started == nil {
+			ps.started = map[string]int{}
+		}
+		ps.started[s.Name] = len(ps.events)
+		ps.normalEvent("StepStarted", "Step %q started (%s)", s.Name, s.Executor)
+	} else {
+		ps.normalEvent("TeardownStarted", "Teardown of step %q started", s.Name)
+	}
+	ps.setStepCondition(s, metav1.ConditionFalse, string(d.activePhase), "")
+}
+
+// completeStep marks step s done in direction d.
+func (ps *pipelineSync) completeStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d direction) {
+	s.Phase = d.donePhase
+	s.CompletionTime = ps.timeNow()
+	s.HookStartTime = nil
+	if d.creating() {
+		ps.setStepCondition(s, metav1.ConditionTrue, "Completed", s.Message)
+		if i, ok := ps.started[s.Name]; ok {
+			ps.events[i].reason = "" // dropped by emitEvents
+			delete(ps.started, s.Name)
+		}
+		ps.normalEvent("StepSucceeded", "Step %q succeeded (%s)", s.Name, s.Executor)
+		ps.c.metrics.ObserveStep(step.Executor, "succeeded", s.CompletionTime.Sub(s.StartTime.Time))
+	} else {
+		ps.setStepCondition(s, metav1.ConditionFalse, string(v1alpha1.StepDeleted), "torn down")
+		ps.normalEvent("StepTornDown", "Teardown of step %q finished", s.Name)
+	}
+}
+
+// failStep records a failed hook: a retry after backoff while the step's retry limit
+// allows and the error is not permanent, otherwise a failed step.
+func (ps *pipelineSync) failStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d direction, err error) time.Duration {
+	reason := executor.ReasonFor(err)
+	policy := step.EffectiveRetry()
+	if !contract.IsPermanent(err) && s.Attempts <= policy.Limit {
+		delay := ps.c.jitter(policy.Backoff.Delay(s.Attempts))
+		s.Phase = v1alpha1.StepWaiting
+		next := metav1.NewTime(ps.now().Add(delay))
+		s.NextAttemptTime = &next
+		s.Message = contract.Truncate(fmt.Sprintf("attempt %d of %d failed, retrying in %s: %v",
+			s.Attempts, policy.Limit+1, delay.Round(time.Millisecond), err), v1alpha1.MaxStepMessageLength)
+		ps.setStepCondition(s, metav1.ConditionFalse, reason, s.Message)
+		ps.warningEvent("StepRetrying", "Step %q: %s", s.Name, s.Message)
+		ps.c.metrics.Retry(step.Executor, string(s.Hook))
+		return delay
+	}
+
+	s.Phase = v1alpha1.StepFailed
+	s.NextAttemptTime = nil
+	s.CompletionTime = ps.timeNow()
+	if contract.IsPermanent(err) || policy.Limit == 0 {
+		s.Message = contract.Truncate(err.Error(), v1alpha1.MaxStepMessageLength)
+	} else {
+		s.Message = contract.Truncate(fmt.Sprintf("failed after %d attempts: %v", s.Attempts, err), v1alpha1.MaxStepMessageLength)
+	}
+	ps.setStepCondition(s, metav1.ConditionFalse, reason, s.Message)
+	if d.creating() {
+		ps.warningEvent("StepFailed", "Step %q failed: %s", s.Name, s.Message)
+		if s.StartTime != nil {
+			ps.c.metrics.ObserveStep(step.Executor, "failed", s.CompletionTime.Sub(s.StartTime.Time))
+		}
+	} else {
+		ps.warningEvent("TeardownFailed", "Teardown of step %q failed: %s", s.Name, s.Message)
+	}
+	return 0
+}

@@ -1,0 +1,79 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+// writeStatus writes the sync's status through the status subresource when it differs from
+// what the cache holds, then records the sync's Events.
+func (c *Controller) writeStatus(ctx context.Context, ps *pipelineSync) error {
+	if equality.Semantic.DeepEqual(&ps.p.Status, ps.status) {
+		ps.emitEvents()
+		return nil
+	}
+	p := ps.p.DeepCopy()
+	p.Status = *ps.status
+	updated, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: ControllerName})
+	if err != nil {
+		return fmt.Errorf("update status of pipeline %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	c.wrote(updated)
+	ps.emitEvents()
+	return nil
+}
+
+// patchFinalizers sets the pipeline's finalizers with a merge patch that carries the
+// resourceVersion, so it fails rather than overwrite a change it has not seen.
+func (c *Controller) patchFinalizers(ctx context.Context, p *v1alpha1.Pipeline, finalizers []string) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": p.ResourceVersion},
+	})
+	if err != nil {
+		return fmt.Errorf("marshal finalizer patch: %w", err)
+	}
+	updated, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: ControllerName})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("set finalizers of pipeline %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	c.wrote(updated)
+	return nil
+}
+
+// removeFinalizer lets the API server delete the pipeline.
+func (c *Controller) removeFinalizer(ctx context.Context, p *v1alpha1.Pipeline) error {
+	return c.patchFinalizers(ctx, p, slices.DeleteFunc(slices.Clone(p.Finalizers),
+		func(f string) bool { return f == v1alpha1.Finalizer }))
+}
+
+// removeRetryAnnotation removes the retry annotation once the retry is recorded.
+func (c *Controller) removeRetryAnnotation(ctx context.Context, p *v1alpha1.Pipeline) error {
+	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.RetryAnnotation + `":null}}}`)
+	updated, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: ControllerName})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove annotation %s from pipeline %s/%s: %w", v1alpha1.RetryAnnotation, p.Namespace, p.Name, err)
+	}
+	c.wrote(updated)
+	return nil
+}
+
+// wrote keeps the object a write returned, so that the next sync of the pipeline starts
+// from it even before the informer has delivered it (see syncHandler).
+func (c *Controller) wrote(p *v1alpha1.Pipeline) {
+	if p == nil || p.Name == "" {
+		return // the write failed, or the pipeline is gone
+	}
+	_, _ = TrimForCache(p) // as the informer's copies are
+	c.pipelines.Mutation(p)
+}

@@ -1,0 +1,60 @@
+package host
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// findPlugins lists the executables named stepwise-plugin-* in dir; other files with that
+// prefix are logged and skipped.
+func (h *Host) findPlugins(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read plugin directory: %w", err)
+	}
+	var paths []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), Prefix) || e.IsDir() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+			h.logger.Info("Ignoring a plugin file that is not an executable", "path", filepath.Join(dir, e.Name()))
+			continue
+		}
+		paths = append(paths, filepath.Join(dir, e.Name()))
+	}
+	return paths, nil
+}
+
+// readChecksums reads a sha256sum-format file: "<hex>  <file name>" a line.
+func readChecksums(path string) (map[string][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	sums := map[string][]byte{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			return nil, fmt.Errorf("%s:%d: want \"<sha256>  <file>\"", path, n)
+		}
+		sum, err := hex.DecodeString(fields[0])
+		if err != nil || len(sum) != sha256.Size {
+			return nil, fmt.Errorf("%s:%d: %q is not a SHA-256 in hex", path, n, fields[0])
+		}
+		sums[filepath.Base(strings.TrimPrefix(fields[1], "*"))] = sum
+	}
+	return sums, sc.Err()
+}

@@ -1,0 +1,156 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+	"k8s.io/klog/v2"
+
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
+)
+
+// process is one plugin executable and, while it runs, its go-plugin client.
+type process struct {
+	name, path string
+	checksum   []byte
+	logger     klog.Logger
+	host       *Host
+
+	mu        sync.Mutex
+	client    *plugin.Client
+	rpc       proto.ExecutorClient
+	failures  int // consecutive deaths or failed starts
+	nextStart time.Time
+}
+
+// conn returns a connection to the running plugin, starting it first when it is not
+// running (a restart waits out a bounded backoff when the plugin keeps dying).
+func (p *process) conn() (proto.ExecutorClient, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.host.isClosed() {
+		return nil, contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s: the operator is shutting down", p.name))
+	}
+	if p.client != nil && !p.client.Exited() {
+		return p.rpc, nil
+	}
+	if p.client != nil {
+		p.client.Kill()
+		p.client, p.rpc = nil, nil
+		p.failed()
+		p.logger.Info("Plugin process exited; restarting it")
+	}
+	if wait := time.Until(p.nextStart); wait > 0 {
+		return nil, contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s died; restarting it in %s", p.name, wait.Round(time.Millisecond)))
+	}
+	if err := p.start(); err != nil {
+		p.failed()
+		return nil, contract.Retryable(ReasonPluginUnavailable, err)
+	}
+	return p.rpc, nil
+}
+
+func (p *process) failed() {
+	p.failures++
+	backoff := time.Duration(0)
+	if p.failures > 1 {
+		backoff = min(500*time.Millisecond<<min(p.failures-2, 10), p.host.opts.MaxRestartBackoff)
+	}
+	p.nextStart = time.Now().Add(backoff)
+}
+
+// start runs the executable (by absolute path, no shell) after go-plugin checked its
+// checksum, over gRPC with automatic mutual TLS. p.mu is held.
+func (p *process) start() error {
+	cmd := exec.Command(p.path) //nolint:gosec // an absolute path from the plugin directory, checked against its SHA-256
+	orphanGuard(cmd)
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  proto.Handshake,
+		Plugins:          proto.PluginSet(nil),
+		Cmd:              cmd,
+		SecureConfig:     &plugin.SecureConfig{Checksum: p.checksum, Hash: sha256.New()},
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     p.host.opts.StartTimeout,
+		Logger:           newLogger(p.logger),
+	})
+	rpcClient, err := client.Client()
+	if err != nil {
+		client.Kill()
+		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+			return fmt.Errorf("plugin %s: its SHA-256 does not match the checksum file: %w", p.name, err)
+		}
+		return fmt.Errorf("plugin %s: start and handshake failed (is it a Stepwise plugin?): %w", p.name, err)
+	}
+	raw, err := rpcClient.Dispense(proto.PluginName)
+	if err != nil {
+		client.Kill()
+		return fmt.Errorf("plugin %s: %w", p.name, err)
+	}
+	p.client, p.rpc = client, raw.(proto.ExecutorClient)
+	return nil
+}
+
+func (p *process) describe(ctx context.Context) ([]*proto.ExecutorInfo, error) {
+	rpc, err := p.conn()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.host.opts.DescribeTimeout)
+	defer cancel()
+	resp, err := rpc.Describe(ctx, &proto.DescribeRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: describe: %w", p.name, err)
+	}
+	p.mu.Lock()
+	p.failures = 0
+	p.mu.Unlock()
+	return resp.GetExecutors(), nil
+}
+
+// broken handles a failed call: when the plugin died (or its connection did), the
+// process is killed so that the next call starts a new one.
+func (p *process) broken(rpc proto.ExecutorClient) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rpc != rpc || p.client == nil {
+		return // already restarted by another call
+	}
+	p.client.Kill()
+	p.client, p.rpc = nil, nil
+	p.failed()
+}
+
+func (p *process) ok() {
+	p.mu.Lock()
+	p.failures = 0
+	p.mu.Unlock()
+}
+
+func (p *process) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client == nil || p.client.Exited() {
+		return 0
+	}
+	if rc := p.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+func (p *process) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client != nil {
+		p.client.Kill()
+		p.client, p.rpc = nil, nil
+	}
+}
