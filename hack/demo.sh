@@ -19,7 +19,7 @@ VCSIM_DIR="${STATE}/vcsim"
 DEMO_VM="demo-worker-1=4210f0a4-5d2e-4b7c-9a3e-6c1d2b8e7f01"
 # What a cold build (empty Go caches) took on 2 cores when this was last measured; see the
 # README.
-COLD_BUILD="about 9 minutes"
+COLD_BUILD="about 7 minutes"
 
 kubectl() { "${BIN}/kubectl" --kubeconfig "${KUBECONFIG}" "$@"; }
 stepwise() { "${BIN}/kubectl-stepwise" --kubeconfig "${KUBECONFIG}" "$@"; }
@@ -142,7 +142,7 @@ operator_up() {
         sleep 0.5
     done
     # Name, version and who serves it: the descriptions are for `kubectl stepwise executors`.
-    stepwise executors | awk '{printf "    %-22s %-9s %s\n", $1, $2, $3}'
+    stepwise executors | awk 'NR == 1 {$3 = "SERVED BY"} {printf "    %-22s %-9s %s\n", $1, $2, $3}'
 }
 
 pipelines() {
