@@ -83,7 +83,7 @@ build() {
         if (( waited % 20 == 0 )); then
             # go build -v prints each package it compiles; everything else is go's own talk.
             printf '    %s: %d packages compiled, %d modules downloaded\n' "$(elapsed $(($(date +%s) - t0)))" \
-                "$(grep -cv -e '^go: ' -e '^cd ' -e '^hack/' -e '^ln ' -e '^mkdir' "${log}" || true)" \
+                "$(grep -cv -e '^go: ' -e '^cd ' -e '^LOCALBIN=' -e '^ln ' -e '^mkdir' "${log}" || true)" \
                 "$(grep -c '^go: downloading' "${log}" || true)"
         fi
     done
