@@ -39,7 +39,7 @@ phase() {
     printf '    done: %s in %s (total %s)\n' "${name}" "$(elapsed $((now - t0)))" "$(elapsed $((now - START)))"
 }
 
-# running NAME tells whether the PID recorded for NAME is alive and still runs BINARY, so a
+# running PIDFILE BINARY tells whether the PID recorded in PIDFILE is alive and still runs BINARY, so a
 # recycled PID is never mistaken for ours (or killed).
 running() {
     local pidfile="$1" binary="$2" pid
