@@ -33,9 +33,7 @@ func Wait(after time.Duration, message string) Result {
 // Truncate cuts s to at most n bytes at a rune boundary, marking the cut with "...", and
 // makes it valid UTF-8: what a status, an Event or a protobuf string may carry.
 func Truncate(s string, n int) string {
-	if !utf8.ValidString(s) {
-		s = toValidUTF8(s)
-	}
+	s = ValidUTF8(s)
 	if len(s) <= n {
 		return s
 	}
@@ -50,7 +48,13 @@ func Truncate(s string, n int) string {
 	return s[:cut] + mark
 }
 
-func toValidUTF8(s string) string {
+// ValidUTF8 returns s with every byte that is not part of a UTF-8 character replaced by
+// U+FFFD: protobuf strings, JSON and terminals need valid text, and a receiver's answer or
+// an error body cut mid-character is not.
+func ValidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
 	out := make([]rune, 0, len(s))
 	for _, r := range s {
 		out = append(out, r) // invalid bytes decode as utf8.RuneError

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
@@ -87,9 +88,21 @@ func Serve(executors ...Executor) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: proto.Handshake,
 		Plugins:         proto.PluginSet(NewServer(executors...)),
-		GRPCServer:      plugin.DefaultGRPCServer,
+		GRPCServer:      newGRPCServer,
 	})
 }
+
+// newGRPCServer bounds what the plugin receives and sends to the protocol's limit, which
+// the codec keeps every answer under.
+func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append(opts,
+		grpc.MaxRecvMsgSize(proto.MaxMessageSize+messageOverhead),
+		grpc.MaxSendMsgSize(proto.MaxMessageSize+messageOverhead),
+	)...)
+}
+
+// messageOverhead is room for gRPC's framing above the codec's MaxMessageSize.
+const messageOverhead = 64 << 10
 
 // NewServer returns the gRPC implementation of the protocol for the executors (Serve and
 // plugintest use it).

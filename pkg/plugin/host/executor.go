@@ -34,41 +34,54 @@ func newPluginExecutor(proc *process, info *proto.ExecutorInfo) *pluginExecutor 
 func (e *pluginExecutor) Info() *proto.ExecutorInfo { return e.info }
 
 func (e *pluginExecutor) run(ctx context.Context, req *executor.Request) (contract.Result, error) {
+	in, err := proto.EncodeRequest(e.info.GetName(), &req.Request)
+	if err != nil {
+		return contract.Result{}, err
+	}
 	rpc, err := e.proc.conn()
 	if err != nil {
 		return contract.Result{}, err
 	}
 	// The context carries the attempt's deadline to the plugin.
-	resp, err := rpc.RunHook(ctx, proto.EncodeRequest(e.info.GetName(), &req.Request))
+	resp, err := rpc.RunHook(ctx, in)
 	if err != nil {
 		return contract.Result{}, e.callError(ctx, rpc, err)
 	}
 	e.proc.ok()
 	res, err := proto.DecodeOutcome(resp)
 	if errors.Is(err, proto.ErrNoOutcome) {
-		return contract.Result{}, contract.Retryable("PluginProtocolError", fmt.Errorf("plugin %s: %w", e.proc.name, err))
+		return contract.Result{}, contract.Retryable(ReasonPluginProtocolError, fmt.Errorf("plugin %s: %w", e.proc.name, err))
 	}
 	return res, err
 }
 
-// callError turns a failed gRPC call into the engine's error: the caller's deadline or
-// cancellation stays that (reason Timeout); a dead plugin or connection is retryable with
-// reason PluginUnavailable, and the process is replaced on the next call.
+// callError turns a failed gRPC call into the engine's error. The caller's deadline or
+// cancellation stays that (reason Timeout). The process is replaced only when it died or
+// its connection is gone: the plugin serves every tenant, and one call's failure (an
+// answer it could not encode, a message over the size limit) must not end the others'.
 func (e *pluginExecutor) callError(ctx context.Context, rpc proto.ExecutorClient, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("plugin %s: executor %s: %w", e.proc.name, e.info.GetName(), ctxErr)
 	}
-	code := status.Code(err)
-	switch code {
+	st := status.Convert(err)
+	switch st.Code() {
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("plugin %s: %w", e.proc.name, context.DeadlineExceeded)
 	case codes.Canceled:
 		return fmt.Errorf("plugin %s: %w", e.proc.name, context.Canceled)
+	case codes.ResourceExhausted:
+		return contract.Permanent(proto.ReasonMessageTooLarge, fmt.Errorf("plugin %s: executor %s: %s", e.proc.name, e.info.GetName(), st.Message()))
 	}
-	e.proc.broken(rpc)
-	if code == codes.Unavailable || code == codes.Internal || code == codes.Unknown {
+	if e.proc.exited(rpc) {
 		e.proc.logger.Error(err, "Plugin died during a hook; it is restarted on the next call", "executor", e.info.GetName())
-		return contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s died during the hook (it is restarted on the next call): %s", e.proc.name, status.Convert(err).Message()))
+		return contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s died during the hook (it is restarted on the next call): %s", e.proc.name, st.Message()))
 	}
-	return contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s: %w", e.proc.name, err))
+	if st.Code() == codes.Unavailable {
+		// Alive but unreachable: no call can get through, so start a new one.
+		e.proc.broken(rpc)
+		e.proc.logger.Error(err, "Plugin connection lost; the plugin is restarted on the next call", "executor", e.info.GetName())
+		return contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s: connection lost (it is restarted on the next call): %s", e.proc.name, st.Message()))
+	}
+	// The process serves on: this call alone failed, the same way each time it is made.
+	return contract.Permanent(ReasonPluginProtocolError, fmt.Errorf("plugin %s: executor %s: %s", e.proc.name, e.info.GetName(), st.Message()))
 }

@@ -24,6 +24,10 @@ const Prefix = "stepwise-plugin-"
 // not be started.
 const ReasonPluginUnavailable = "PluginUnavailable"
 
+// ReasonPluginProtocolError is the reason of a hook whose answer broke the plugin protocol
+// while the plugin itself serves on.
+const ReasonPluginProtocolError = "PluginProtocolError"
+
 // Options configure a Host.
 type Options struct {
 	// Dir holds the plugin executables. Empty: no plugins.
@@ -37,6 +41,9 @@ type Options struct {
 	// MaxRestartBackoff bounds the wait between restarts of a plugin that keeps dying;
 	// default 30s.
 	MaxRestartBackoff time.Duration
+	// Env is the whole environment of every plugin process ("NAME=value"), beside what
+	// go-plugin adds for its handshake: plugins never inherit the operator's.
+	Env []string
 }
 
 // Host owns the plugin processes.

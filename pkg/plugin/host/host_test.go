@@ -137,7 +137,7 @@ var allHooks = []contract.Hook{
 
 func TestExamplePluginThroughTheHost(t *testing.T) {
 	h, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-example", "stepwise-plugin-test"}, nil))
-	assert.Equal(t, []string{"example.greet", "test.block", "test.echo", "test.fail"}, reg.Names())
+	assert.Equal(t, []string{"example.greet", "test.block", "test.echo", "test.environ", "test.fail", "test.hostile"}, reg.Names())
 
 	greet := get(t, reg, "example.greet")
 	info := greet.(*pluginExecutor).Info()
@@ -219,7 +219,8 @@ func TestUnknownHookFailsAlikeThroughAPluginAndInProcess(t *testing.T) {
 	// Past the engine's dispatcher: the plugin gets a hook of the protocol it does not know.
 	rpc, err := echo.proc.conn()
 	require.NoError(t, err)
-	in := proto.EncodeRequest("test.echo", &request(contract.HookCreate, nil).Request)
+	in, err := proto.EncodeRequest("test.echo", &request(contract.HookCreate, nil).Request)
+	require.NoError(t, err)
 	in.Hook = proto.Hook(99)
 	resp, err := rpc.RunHook(context.Background(), in)
 	require.NoError(t, err)
@@ -314,7 +315,7 @@ func TestWrongChecksumIsRefused(t *testing.T) {
 
 	var logs logSink
 	h, reg := startHost(t, logs.logger(), dir)
-	assert.Equal(t, []string{"test.block", "test.echo", "test.fail"}, reg.Names(), "nothing of the refused plugins")
+	assert.Equal(t, []string{"test.block", "test.echo", "test.environ", "test.fail", "test.hostile"}, reg.Names(), "nothing of the refused plugins")
 	assert.True(t, logs.contains("does not match the checksum file"), "logs: %v", logs.lines)
 	assert.True(t, logs.contains("not listed in the checksum file"), "logs: %v", logs.lines)
 	assert.Len(t, h.PIDs(), 1)

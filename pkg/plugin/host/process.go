@@ -6,15 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 )
+
+// messageOverhead is room for gRPC's framing above the codec's MaxMessageSize.
+const messageOverhead = 64 << 10
 
 // process is one plugin executable and, while it runs, its go-plugin client.
 type process struct {
@@ -70,6 +75,7 @@ func (p *process) failed() {
 // checksum, over gRPC with automatic mutual TLS. p.mu is held.
 func (p *process) start() error {
 	cmd := exec.Command(p.path) //nolint:gosec // an absolute path from the plugin directory, checked against its SHA-256
+	cmd.Env = slices.Clone(p.host.opts.Env)
 	orphanGuard(cmd)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  proto.Handshake,
@@ -78,6 +84,14 @@ func (p *process) start() error {
 		SecureConfig:     &plugin.SecureConfig{Checksum: p.checksum, Hash: sha256.New()},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		// Plugins never see the operator's environment (its token path, proxies, cloud
+		// credentials): only Options.Env and go-plugin's handshake variables.
+		SkipHostEnv: true,
+		// Set after go-plugin's own (unbounded) call options, so these win.
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(proto.MaxMessageSize+messageOverhead),
+			grpc.MaxCallSendMsgSize(proto.MaxMessageSize+messageOverhead),
+		)},
 		StartTimeout:     p.host.opts.StartTimeout,
 		Logger:           newLogger(p.logger),
 	})
@@ -113,6 +127,32 @@ func (p *process) describe(ctx context.Context) ([]*proto.ExecutorInfo, error) {
 	p.failures = 0
 	p.mu.Unlock()
 	return resp.GetExecutors(), nil
+}
+
+// exitGrace is how long a failed call waits for go-plugin to notice that the process
+// exited: a killed plugin breaks its connection a moment before it is reaped.
+const exitGrace = time.Second
+
+// exited reports whether the process behind rpc is gone (then it is replaced on the next
+// call), waiting up to exitGrace for its exit to be noticed.
+func (p *process) exited(rpc proto.ExecutorClient) bool {
+	deadline := time.Now().Add(exitGrace)
+	for {
+		p.mu.Lock()
+		client, current := p.client, p.rpc == rpc
+		p.mu.Unlock()
+		if !current || client == nil {
+			return true // another call saw it die and replaced it
+		}
+		if client.Exited() {
+			p.broken(rpc)
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // broken handles a failed call: when the plugin died (or its connection did), the

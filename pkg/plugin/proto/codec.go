@@ -4,12 +4,30 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
+
+	protobuf "google.golang.org/protobuf/proto"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
 // This file is the one translation between the contract (pkg/contract) and the protocol:
 // the host encodes requests and decodes outcomes, the SDK and plugintest the other way.
+// Every string it writes is valid UTF-8 (protobuf refuses to send anything else, and one
+// tenant's bad byte must not fail the connection every tenant shares), and every message
+// it builds fits MaxMessageSize.
+
+// MaxMessageSize bounds a request and an answer in bytes. Both ends refuse larger ones
+// (gRPC's default receive limit, set explicitly by the host and the SDK); the codec turns
+// an oversized message into a permanent MessageTooLarge error before it is sent.
+const MaxMessageSize = 4 << 20
+
+// MaxErrorMessage bounds the text of an error a plugin returns; the engine keeps less.
+const MaxErrorMessage = 16 << 10
+
+// ReasonMessageTooLarge is the (permanent) reason of a hook whose request or answer is over
+// the protocol's size limit.
+const ReasonMessageTooLarge = "MessageTooLarge"
 
 // hooks maps the protocol's hooks to the contract's.
 var hooks = map[Hook]contract.Hook{
@@ -32,28 +50,34 @@ func HookOf(h contract.Hook) Hook {
 	return Hook_HOOK_UNSPECIFIED
 }
 
-// EncodeRequest is the protocol's request to run req's hook of the named executor.
-func EncodeRequest(executor string, req *contract.Request) *RunHookRequest {
+// EncodeRequest is the protocol's request to run req's hook of the named executor, or a
+// permanent MessageTooLarge error when it would exceed MaxMessageSize (large Secrets).
+func EncodeRequest(executor string, req *contract.Request) (*RunHookRequest, error) {
 	in := &RunHookRequest{
-		Executor: executor,
+		Executor: contract.ValidUTF8(executor),
 		Hook:     HookOf(req.Hook),
 		Pipeline: &PipelineRef{
-			Namespace: req.Pipeline.Namespace, Name: req.Pipeline.Name,
-			Uid: req.Pipeline.UID, Generation: req.Pipeline.Generation,
+			Namespace: contract.ValidUTF8(req.Pipeline.Namespace), Name: contract.ValidUTF8(req.Pipeline.Name),
+			Uid: contract.ValidUTF8(req.Pipeline.UID), Generation: req.Pipeline.Generation,
 		},
-		Step:           req.Step,
-		Params:         req.Params,
+		Step:           contract.ValidUTF8(req.Step),
+		Params:         validMap(req.Params),
 		Attempt:        req.Attempt,
-		IdempotencyKey: req.IdempotencyKey,
-		Secrets:        req.Secrets,
+		IdempotencyKey: contract.ValidUTF8(req.IdempotencyKey),
+		Secrets:        validKeys(req.Secrets),
 	}
 	if len(req.Outputs) > 0 {
 		in.Outputs = make(map[string]*StepOutputs, len(req.Outputs))
 		for step, o := range req.Outputs {
-			in.Outputs[step] = &StepOutputs{Values: o}
+			in.Outputs[contract.ValidUTF8(step)] = &StepOutputs{Values: validMap(o)}
 		}
 	}
-	return in
+	if size := protobuf.Size(in); size > MaxMessageSize {
+		return nil, contract.Permanent(ReasonMessageTooLarge, fmt.Errorf(
+			"the request to executor %s is %d bytes, larger than the plugin protocol's limit of %d (are the step's Secrets that large?)",
+			in.Executor, size, MaxMessageSize))
+	}
+	return in, nil
 }
 
 // DecodeRequest is the contract's request of a protocol request. A hook it does not know
@@ -77,18 +101,62 @@ func DecodeRequest(in *RunHookRequest) (*contract.Request, error) {
 	return req, nil
 }
 
-// EncodeOutcome is the protocol's answer for what a hook returned.
+// EncodeOutcome is the protocol's answer for what a hook returned. A result over
+// MaxMessageSize becomes a permanent MessageTooLarge error: retrying gives the same.
 func EncodeOutcome(res contract.Result, err error) *RunHookResponse {
 	if err != nil {
-		out := &Error{Reason: contract.ReasonHookFailed, Message: err.Error(), Permanent: contract.IsPermanent(err)}
-		if reason := contract.OwnReason(err); reason != "" {
-			out.Reason = reason
-		}
-		return &RunHookResponse{Outcome: &RunHookResponse_Error{Error: out}}
+		return encodeError(err)
 	}
-	return &RunHookResponse{Outcome: &RunHookResponse_Result{Result: &Result{
-		Done: res.Done, RequeueAfterNanos: int64(res.RequeueAfter), Outputs: res.Outputs, Message: res.Message,
+	resp := &RunHookResponse{Outcome: &RunHookResponse_Result{Result: &Result{
+		Done: res.Done, RequeueAfterNanos: int64(res.RequeueAfter),
+		Outputs: validMap(res.Outputs), Message: contract.ValidUTF8(res.Message),
 	}}}
+	if size := protobuf.Size(resp); size > MaxMessageSize {
+		return encodeError(contract.Permanent(ReasonMessageTooLarge, fmt.Errorf(
+			"the hook's result is %d bytes, larger than the plugin protocol's limit of %d (outputs and message must be small)",
+			size, MaxMessageSize)))
+	}
+	return resp
+}
+
+func encodeError(err error) *RunHookResponse {
+	out := &Error{
+		Reason:    contract.ReasonHookFailed,
+		Message:   contract.Truncate(err.Error(), MaxErrorMessage),
+		Permanent: contract.IsPermanent(err),
+	}
+	if reason := contract.OwnReason(err); reason != "" {
+		out.Reason = contract.Truncate(reason, MaxErrorMessage)
+	}
+	return &RunHookResponse{Outcome: &RunHookResponse_Error{Error: out}}
+}
+
+// validMap returns m, or a copy with keys and values made valid UTF-8 when one is not.
+func validMap(m map[string]string) map[string]string {
+	for k, v := range m {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			out := make(map[string]string, len(m))
+			for k, v := range m {
+				out[contract.ValidUTF8(k)] = contract.ValidUTF8(v)
+			}
+			return out
+		}
+	}
+	return m
+}
+
+// validKeys returns m, or a copy with its keys made valid UTF-8 (values are bytes).
+func validKeys(m map[string][]byte) map[string][]byte {
+	for k := range m {
+		if !utf8.ValidString(k) {
+			out := make(map[string][]byte, len(m))
+			for k, v := range m {
+				out[contract.ValidUTF8(k)] = v
+			}
+			return out
+		}
+	}
+	return m
 }
 
 // ErrNoOutcome is what DecodeOutcome returns for an answer with neither a result nor an
@@ -110,7 +178,7 @@ func DecodeOutcome(resp *RunHookResponse) (contract.Result, error) {
 		if reason == "" {
 			reason = contract.ReasonHookFailed
 		}
-		cause := errors.New(out.Error.GetMessage())
+		cause := errors.New(contract.Truncate(out.Error.GetMessage(), MaxErrorMessage))
 		if out.Error.GetPermanent() {
 			return contract.Result{}, contract.Permanent(reason, cause)
 		}

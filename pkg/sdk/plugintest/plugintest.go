@@ -57,7 +57,11 @@ var Hooks = []sdk.Hook{sdk.HookPreCreate, sdk.HookCreate, sdk.HookPostCreate, sd
 func (c *Client) Run(ctx context.Context, executor string, hook sdk.Hook, req *sdk.Request) (sdk.Result, error) {
 	r := *req
 	r.Hook = hook
-	resp, err := c.rpc.RunHook(ctx, proto.EncodeRequest(executor, &r))
+	in, err := proto.EncodeRequest(executor, &r)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	resp, err := c.rpc.RunHook(ctx, in)
 	if err != nil {
 		return sdk.Result{}, err
 	}

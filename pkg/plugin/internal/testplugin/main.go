@@ -69,4 +69,44 @@ func (echo) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
 	}), nil
 }
 
-func main() { sdk.Serve(block{}, fail{}, echo{}) }
+// hostile: Create answers what a careless or malicious executor could, by parameter mode:
+// text that is not UTF-8 (a receiver's "HTTP/1.1 500 \xff\xfe", an error body cut in a
+// character) and results over the protocol's size limit.
+type hostile struct{ sdk.Base }
+
+func (hostile) Name() string { return "test.hostile" }
+
+func (hostile) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
+	switch req.Params["mode"] {
+	case "invalid-message":
+		return sdk.Done("HTTP/1.1 500 \xff\xfe"), nil
+	case "invalid-error":
+		return sdk.Result{}, sdk.Retryable("ReceiverFailed", errors.New("HTTP/1.1 500 \xff\xfe"))
+	case "cut-character":
+		return sdk.Result{}, errors.New("Ungültig"[:3])
+	case "invalid-outputs":
+		return sdk.DoneWithOutputs("done", map[string]string{"key\xff": "value\xfe"}), nil
+	case "huge-result":
+		return sdk.DoneWithOutputs("done", map[string]string{"blob": strings.Repeat("x", 5<<20)}), nil
+	case "huge-error":
+		return sdk.Result{}, errors.New(strings.Repeat("x", 5<<20))
+	}
+	return sdk.Done("nothing hostile"), nil
+}
+
+// environ: Create outputs the names of the environment variables the plugin sees.
+type environ struct{ sdk.Base }
+
+func (environ) Name() string { return "test.environ" }
+
+func (environ) Create(context.Context, *sdk.Request) (sdk.Result, error) {
+	var names []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return sdk.DoneWithOutputs("environ", map[string]string{"names": strings.Join(names, ",")}), nil
+}
+
+func main() { sdk.Serve(block{}, fail{}, echo{}, hostile{}, environ{}) }

@@ -1,0 +1,112 @@
+package host
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2"
+
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
+)
+
+// TestHostileHookFailsOnlyItsStep: what one tenant's hook answers (text that is not UTF-8,
+// a result or a request over the size limit) fails that hook alone. The plugin process,
+// which every tenant shares, keeps running, and another tenant's hook in flight goes on.
+func TestHostileHookFailsOnlyItsStep(t *testing.T) {
+	h, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-test"}, nil))
+	hostile := get(t, reg, "test.hostile")
+
+	// Another tenant's hook, in flight the whole time.
+	started := filepath.Join(t.TempDir(), "started")
+	ctx, cancel := context.WithCancel(context.Background())
+	inFlight := make(chan error, 1)
+	go func() {
+		_, err := get(t, reg, "test.block").Create(ctx, request(contract.HookCreate, map[string]string{"started": started}))
+		inFlight <- err
+	}()
+	pid := waitForFile(t, started)
+
+	tests := []struct {
+		mode string
+		// wantErr is the error's reason, empty for a result.
+		wantErr       string
+		wantPermanent bool
+		wantText      string
+	}{
+		{mode: "invalid-message", wantText: "HTTP/1.1 500 " + string(utf8.RuneError)},
+		{mode: "invalid-error", wantErr: "ReceiverFailed", wantText: "HTTP/1.1 500 " + string(utf8.RuneError)},
+		{mode: "cut-character", wantErr: contract.ReasonHookFailed, wantText: "Ung"},
+		{mode: "invalid-outputs"},
+		{mode: "huge-result", wantErr: proto.ReasonMessageTooLarge, wantPermanent: true, wantText: "larger than"},
+		{mode: "huge-error", wantErr: contract.ReasonHookFailed, wantText: "xxx"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			res, err := hostile.Create(context.Background(), request(contract.HookCreate, map[string]string{"mode": tt.mode}))
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.True(t, utf8.ValidString(res.Message), "message %q", res.Message)
+				assert.Contains(t, res.Message, tt.wantText)
+				for k, v := range res.Outputs {
+					assert.True(t, utf8.ValidString(k) && utf8.ValidString(v), "output %q=%q", k, v)
+				}
+			} else {
+				require.Error(t, err)
+				assert.Equal(t, tt.wantErr, executor.ReasonFor(err))
+				assert.Equal(t, tt.wantPermanent, contract.IsPermanent(err))
+				assert.True(t, utf8.ValidString(err.Error()), "error %q", err)
+				assert.Contains(t, err.Error(), tt.wantText)
+				assert.Less(t, len(err.Error()), 64<<10)
+			}
+			assert.Equal(t, pid, h.PIDs()["stepwise-plugin-test"], "the plugin process was not replaced")
+		})
+	}
+
+	t.Run("request over the size limit", func(t *testing.T) {
+		req := request(contract.HookCreate, nil)
+		req.Secrets = map[string][]byte{"blob": []byte(strings.Repeat("x", 5<<20))}
+		_, err := get(t, reg, "test.echo").Create(context.Background(), req)
+		require.Error(t, err)
+		assert.Equal(t, proto.ReasonMessageTooLarge, executor.ReasonFor(err))
+		assert.True(t, contract.IsPermanent(err))
+		assert.Equal(t, pid, h.PIDs()["stepwise-plugin-test"], "the plugin process was not replaced")
+	})
+
+	select {
+	case err := <-inFlight:
+		t.Fatalf("the other tenant's hook ended early: %v", err)
+	default:
+	}
+	cancel()
+	err := <-inFlight
+	require.Error(t, err)
+	assert.NotEqual(t, ReasonPluginUnavailable, executor.ReasonFor(err), "%v", err)
+	assert.Equal(t, pid, h.PIDs()["stepwise-plugin-test"])
+}
+
+// TestPluginStartsWithACleanEnvironment: a plugin sees what the host passes it, not the
+// operator's environment (tokens, cloud credentials, proxies).
+func TestPluginStartsWithACleanEnvironment(t *testing.T) {
+	t.Setenv("STEPWISE_TEST_OPERATOR_TOKEN", "operator-only")
+	h := New(klog.Background(), Options{
+		Dir: pluginDir(t, []string{"stepwise-plugin-test"}, nil),
+		Env: []string{"STEPWISE_PLUGIN_ALLOWED_CIDRS=127.0.0.0/8"},
+	})
+	t.Cleanup(h.Close)
+	reg := executor.NewRegistry()
+	require.NoError(t, h.Load(context.Background(), reg))
+
+	res, err := get(t, reg, "test.environ").Create(context.Background(), request(contract.HookCreate, nil))
+	require.NoError(t, err)
+	names := strings.Split(res.Outputs["names"], ",")
+	assert.Contains(t, names, "STEPWISE_PLUGIN_ALLOWED_CIDRS")
+	assert.NotContains(t, names, "STEPWISE_TEST_OPERATOR_TOKEN")
+	assert.NotContains(t, names, "HOME")
+}
