@@ -92,8 +92,8 @@ func (p *process) start() error {
 			grpc.MaxCallRecvMsgSize(proto.MaxMessageSize+messageOverhead),
 			grpc.MaxCallSendMsgSize(proto.MaxMessageSize+messageOverhead),
 		)},
-		StartTimeout:     p.host.opts.StartTimeout,
-		Logger:           newLogger(p.logger),
+		StartTimeout: p.host.opts.StartTimeout,
+		Logger:       newLogger(p.logger),
 	})
 	rpcClient, err := client.Client()
 	if err != nil {
