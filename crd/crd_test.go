@@ -3,6 +3,7 @@ package crd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -175,6 +176,27 @@ func TestValidationRejectsBadPipelines(t *testing.T) {
 			wantErr: "spec.steps[1].retry.limit",
 		},
 		{
+			name: "pipeline parameter value too long",
+			mutate: func(p map[string]any) {
+				p["spec"].(map[string]any)["params"] = map[string]any{"x": strings.Repeat("a", v1alpha1.MaxParamValueLength+1)}
+			},
+			wantErr: "values at most 65536",
+		},
+		{
+			name: "step parameter value too long",
+			mutate: func(p map[string]any) {
+				step(p, 0)["with"] = map[string]any{"x": strings.Repeat("€", v1alpha1.MaxParamValueLength+1)}
+			},
+			wantErr: "spec.steps[0].with: Invalid value",
+		},
+		{
+			name: "step parameter name too long",
+			mutate: func(p map[string]any) {
+				step(p, 0)["with"] = map[string]any{strings.Repeat("n", v1alpha1.MaxParamNameLength+1): "x"}
+			},
+			wantErr: "names are at most 253 characters",
+		},
+		{
 			name: "too many steps",
 			mutate: func(p map[string]any) {
 				var many []any
@@ -267,4 +289,10 @@ func TestSchemaLimitsAreTheAPIConstants(t *testing.T) {
 	assert.Equal(t, int64(v1alpha1.MaxSteps), limit(prop("status", "steps").MaxItems), "status.steps")
 	assert.Equal(t, int64(v1alpha1.MaxStepMessageLength), limit(prop("status", "steps", "[]", "message").MaxLength), "a step's message")
 	assert.Equal(t, int64(v1alpha1.MaxStepOutputs), limit(prop("status", "steps", "[]", "outputs").MaxProperties), "a step's outputs")
+	paramRule := fmt.Sprintf("self.all(k, size(k) <= %d && size(self[k]) <= %d)", v1alpha1.MaxParamNameLength, v1alpha1.MaxParamValueLength)
+	for _, path := range [][]string{{"spec", "params"}, {"spec", "steps", "[]", "with"}} {
+		rules := prop(path...).XValidations
+		require.Len(t, rules, 1, "%v", path)
+		assert.Equal(t, paramRule, rules[0].Rule, "%v", path)
+	}
 }

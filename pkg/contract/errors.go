@@ -46,6 +46,8 @@ const (
 	ReasonUnknownHook = "UnknownHook"
 	// ReasonUnknownExecutor is the reason of a step naming an executor nobody serves.
 	ReasonUnknownExecutor = "UnknownExecutor"
+	// ReasonInvalidParameter is the reason of a step whose parameters cannot be used.
+	ReasonInvalidParameter = "InvalidParameter"
 )
 
 // OwnReason is the reason err carries: the executor's own, Timeout for a deadline, or ""

@@ -32,7 +32,7 @@ func (ps *pipelineSync) request(ctx context.Context, i int, s *v1alpha1.StepStat
 	res := &resolver{params: ps.p.Spec.Params, earlier: earlier, all: all}
 	params, err := res.resolveParams(ps.p.Spec.Steps[i].With)
 	if err != nil {
-		return nil, contract.Permanent("InvalidReference", err)
+		return nil, err
 	}
 
 	sa := ps.p.Spec.ServiceAccountName

@@ -1,16 +1,24 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
 // referencePattern matches $(...) in a step parameter. The body is checked by resolve, so
 // that a typo such as $(param.node) is reported instead of passed through.
 var referencePattern = regexp.MustCompile(`\$\(([^)]*)\)`)
+
+// reasonInvalidReference is the reason of a step whose parameters refer to something
+// that does not exist or is not a reference.
+const reasonInvalidReference = "InvalidReference"
 
 // resolver substitutes $(params.NAME) and $(steps.STEP.outputs.KEY) in step parameters.
 type resolver struct {
@@ -21,40 +29,74 @@ type resolver struct {
 	all map[string]bool
 }
 
-// resolveParams returns with, every reference replaced, or an error naming the first
-// reference that cannot be resolved.
+// resolveParams returns with, every reference replaced, or a permanent error naming the
+// first parameter that cannot be resolved (InvalidReference) or whose references expand
+// past v1alpha1.MaxResolvedParamsSize for the step (InvalidParameter). The bound is
+// checked before each piece is copied, so a hostile spec costs no more than the bound.
 func (r *resolver) resolveParams(with map[string]string) (map[string]string, error) {
 	if len(with) == 0 {
 		return nil, nil
 	}
 	out := make(map[string]string, len(with))
+	budget := v1alpha1.MaxResolvedParamsSize
 	// Sorted, so the error names the same parameter every time.
 	for _, key := range slices.Sorted(maps.Keys(with)) {
-		resolved, err := r.resolve(with[key])
+		resolved, err := r.resolve(with[key], budget)
 		if err != nil {
-			return nil, fmt.Errorf("parameter %q: %w", key, err)
+			return nil, contract.Permanent(reasonOf(err), fmt.Errorf("parameter %q: %w", key, err))
 		}
+		budget -= len(key) + len(resolved)
 		out[key] = resolved
 	}
 	return out, nil
 }
 
-func (r *resolver) resolve(value string) (string, error) {
-	if !strings.Contains(value, "$(") {
-		return value, nil
+// errTooLarge is resolve's error when the result would pass its budget.
+var errTooLarge = fmt.Errorf("its references expand to more than %d bytes, the bound for a step's parameters", v1alpha1.MaxResolvedParamsSize)
+
+func reasonOf(err error) string {
+	if errors.Is(err, errTooLarge) {
+		return contract.ReasonInvalidParameter
 	}
-	var firstErr error
-	resolved := referencePattern.ReplaceAllStringFunc(value, func(match string) string {
-		body := match[2 : len(match)-1]
-		v, err := r.lookup(body)
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		return v
-	})
-	return resolved, firstErr
+	return reasonInvalidReference
 }
 
+// resolve substitutes the references of value, failing with errTooLarge as soon as the
+// result would be longer than budget bytes.
+func (r *resolver) resolve(value string, budget int) (string, error) {
+	if !strings.Contains(value, "$(") {
+		if len(value) > budget {
+			return "", errTooLarge
+		}
+		return value, nil
+	}
+	var b strings.Builder
+	last := 0
+	appendPiece := func(piece string) error {
+		if b.Len()+len(piece) > budget {
+			return errTooLarge
+		}
+		b.WriteString(piece)
+		return nil
+	}
+	for _, m := range referencePattern.FindAllStringSubmatchIndex(value, -1) {
+		v, err := r.lookup(value[m[2]:m[3]])
+		if err != nil {
+			return "", err
+		}
+		if err := appendPiece(value[last:m[0]]); err != nil {
+			return "", err
+		}
+		if err := appendPiece(v); err != nil {
+			return "", err
+		}
+		last = m[1]
+	}
+	if err := appendPiece(value[last:]); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
 func (r *resolver) lookup(ref string) (string, error) {
 	parts := strings.Split(ref, ".")
 	switch {

@@ -16,6 +16,14 @@ const (
 	MaxStepOutputsSize = 4096
 	// MaxStepOutputs bounds the number of outputs of a step.
 	MaxStepOutputs = 32
+	// MaxParamValueLength bounds a value of spec.params or of a step's with, in
+	// characters (CEL's size of a string); MaxParamNameLength bounds their names.
+	MaxParamValueLength = 65536
+	MaxParamNameLength  = 253
+	// MaxResolvedParamsSize bounds, in bytes, a step's parameters once every $(...)
+	// reference is substituted: references multiply a value, and the schema can only bound
+	// what is written.
+	MaxResolvedParamsSize = 256 << 10
 )
 
 // Pipeline runs its steps in order, each through a TaskExecutor, and runs their teardown in
@@ -54,6 +62,7 @@ type PipelineSpec struct {
 	// Params are values steps refer to as $(params.NAME).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 65536)",message="parameter names are at most 253 characters and values at most 65536"
 	Params map[string]string `json:"params,omitempty"`
 
 	// Suspend stops the pipeline before its next hook; the hook already running finishes.
@@ -85,6 +94,7 @@ type Step struct {
 	// $(steps.STEP.outputs.KEY) of an earlier step.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 65536)",message="parameter names are at most 253 characters and values at most 65536"
 	With map[string]string `json:"with,omitempty"`
 
 	// Timeout bounds one attempt of a hook, including the time it spends reporting
