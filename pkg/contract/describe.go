@@ -5,7 +5,21 @@ type Parameter struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	Required    bool   `json:"required,omitempty"`
+	// Type says how the engine substitutes $(...) references into the value.
+	Type ParamType `json:"type,omitempty"`
 }
+
+// ParamType says how the engine substitutes references into a parameter's value.
+type ParamType string
+
+const (
+	// ParamString (the default): references are replaced in the text.
+	ParamString ParamType = ""
+	// ParamYAML: the value is YAML documents, and references are replaced inside its
+	// scalars, after parsing. A substituted value stays one string (or number, or bool)
+	// in place: an output from a receiver can never add keys, objects or documents.
+	ParamYAML ParamType = "yaml"
+)
 
 // Description is what an executor tells of itself, for the executor catalogue and
 // `kubectl stepwise executors`.

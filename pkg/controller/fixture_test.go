@@ -59,6 +59,11 @@ func newRecordingExecutor(name string) *recordingExecutor {
 	return e
 }
 
+// Describe declares the parameter "manifest" as YAML, as k8s.apply does.
+func (e *recordingExecutor) Describe() contract.Description {
+	return contract.Description{Parameters: []contract.Parameter{{Name: "manifest", Type: contract.ParamYAML}}}
+}
+
 func (e *recordingExecutor) on(step string, hook v1alpha1.Hook, f hookFunc) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

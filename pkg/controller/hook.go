@@ -13,10 +13,10 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
 )
 
-// request builds what the hooks of step i are given, Secrets included: they are read here,
-// once for the step's hooks of this sync, as the pipeline's ServiceAccount, for built-in
-// and plugin executors alike.
-func (ps *pipelineSync) request(ctx context.Context, i int, s *v1alpha1.StepStatus) (*executor.Request, error) {
+// request builds what the hooks of step i, run by exec, are given, Secrets included: they
+// are read here, once for the step's hooks of this sync, as the pipeline's ServiceAccount,
+// for built-in and plugin executors alike.
+func (ps *pipelineSync) request(ctx context.Context, i int, s *v1alpha1.StepStatus, exec executor.TaskExecutor) (*executor.Request, error) {
 	outputs := make(map[string]map[string]string, i+1)
 	all := make(map[string]bool, len(ps.status.Steps))
 	for j := range ps.status.Steps {
@@ -30,7 +30,7 @@ func (ps *pipelineSync) request(ctx context.Context, i int, s *v1alpha1.StepStat
 		earlier[ps.status.Steps[j].Name] = ps.status.Steps[j].Outputs
 	}
 	res := &resolver{params: ps.p.Spec.Params, earlier: earlier, all: all}
-	params, err := res.resolveParams(ps.p.Spec.Steps[i].With)
+	params, err := res.resolveParams(ps.p.Spec.Steps[i].With, paramTypes(exec))
 	if err != nil {
 		return nil, err
 	}
@@ -84,4 +84,14 @@ func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor
 			"result", result, "duration", time.Since(start), "err", err)
 	}()
 	return executor.RunHook(ctx, exec, req)
+}
+
+// paramTypes are the types exec declares for its parameters, by name.
+func paramTypes(exec executor.TaskExecutor) map[string]contract.ParamType {
+	params := executor.Describe(exec).Parameters
+	types := make(map[string]contract.ParamType, len(params))
+	for _, p := range params {
+		types[p.Name] = p.Type
+	}
+	return types
 }

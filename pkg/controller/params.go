@@ -33,7 +33,7 @@ type resolver struct {
 // first parameter that cannot be resolved (InvalidReference) or whose references expand
 // past v1alpha1.MaxResolvedParamsSize for the step (InvalidParameter). The bound is
 // checked before each piece is copied, so a hostile spec costs no more than the bound.
-func (r *resolver) resolveParams(with map[string]string) (map[string]string, error) {
+func (r *resolver) resolveParams(with map[string]string, types map[string]contract.ParamType) (map[string]string, error) {
 	if len(with) == 0 {
 		return nil, nil
 	}
@@ -41,7 +41,11 @@ func (r *resolver) resolveParams(with map[string]string) (map[string]string, err
 	budget := v1alpha1.MaxResolvedParamsSize
 	// Sorted, so the error names the same parameter every time.
 	for _, key := range slices.Sorted(maps.Keys(with)) {
-		resolved, err := r.resolve(with[key], budget)
+		resolve := r.resolve
+		if types[key] == contract.ParamYAML {
+			resolve = r.resolveYAML
+		}
+		resolved, err := resolve(with[key], budget)
 		if err != nil {
 			return nil, contract.Permanent(reasonOf(err), fmt.Errorf("parameter %q: %w", key, err))
 		}

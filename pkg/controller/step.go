@@ -78,7 +78,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, i int, d direction) time.Du
 	if !ok {
 		return ps.failStep(s, step, d, contract.Permanent(contract.ReasonUnknownExecutor, ps.c.executors.Missing(step.Executor)))
 	}
-	req, err := ps.request(ctx, i, s)
+	req, err := ps.request(ctx, i, s, exec)
 	if err != nil {
 		return ps.failStep(s, step, d, err)
 	}
