@@ -7,6 +7,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -41,6 +42,9 @@ type Options struct {
 	// MaxRestartBackoff bounds the wait between restarts of a plugin that keeps dying;
 	// default 30s.
 	MaxRestartBackoff time.Duration
+	// RunDir is where the host makes its private directory of the verified copies that
+	// plugins run from; default the system's temporary directory.
+	RunDir string
 	// Env is the whole environment of every plugin process ("NAME=value"), beside what
 	// go-plugin adds for its handshake: plugins never inherit the operator's.
 	Env []string
@@ -53,6 +57,8 @@ type Host struct {
 	mu      sync.Mutex
 	plugins []*process
 	closed  bool
+	// runDir holds the verified copies plugins run from (verify.go).
+	runDir string
 }
 
 // New returns a Host that has started nothing yet.
@@ -166,6 +172,14 @@ func (h *Host) Close() {
 	h.mu.Unlock()
 	for _, p := range plugins {
 		p.kill()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.runDir != "" {
+		if err := os.RemoveAll(h.runDir); err != nil {
+			h.logger.Error(err, "Removing the plugins' private directory", "dir", h.runDir)
+		}
+		h.runDir = ""
 	}
 }
 

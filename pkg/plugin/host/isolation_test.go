@@ -2,9 +2,13 @@ package host
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -109,4 +113,39 @@ func TestPluginStartsWithACleanEnvironment(t *testing.T) {
 	assert.Contains(t, names, "STEPWISE_PLUGIN_ALLOWED_CIDRS")
 	assert.NotContains(t, names, "STEPWISE_TEST_OPERATOR_TOKEN")
 	assert.NotContains(t, names, "HOME")
+}
+
+// TestPluginRunsTheFileThatWasChecked: the host hashes the bytes it copies into a private
+// directory and runs that copy, so replacing the plugin's file between the check and the
+// exec (or while it runs) changes nothing; a replaced file is refused at the next start.
+func TestPluginRunsTheFileThatWasChecked(t *testing.T) {
+	dir := pluginDir(t, []string{"stepwise-plugin-test"}, nil)
+	original := filepath.Join(dir, "stepwise-plugin-test")
+	h, reg := startHost(t, klog.Background(), dir)
+	pid := h.PIDs()["stepwise-plugin-test"]
+	require.NotZero(t, pid)
+
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	require.NoError(t, err)
+	assert.NotEqual(t, original, exe, "the plugin runs from the host's private copy")
+	info, err := os.Stat(filepath.Dir(exe))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "only the operator may write the copies")
+
+	// Replace the file (another valid plugin, not the one listed), then make the host
+	// start the plugin again.
+	other, err := os.ReadFile(filepath.Join(binDir, "stepwise-plugin-example"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(original+".new", other, 0o755))
+	require.NoError(t, os.Rename(original+".new", original))
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+
+	echo := get(t, reg, "test.echo")
+	var lastErr error
+	require.Eventually(t, func() bool {
+		_, lastErr = echo.Create(context.Background(), request(contract.HookCreate, nil))
+		return lastErr != nil && strings.Contains(lastErr.Error(), "does not match the checksum file")
+	}, 10*time.Second, 50*time.Millisecond, "last error: %v", lastErr)
+	assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(lastErr))
+	assert.Empty(t, h.PIDs(), "the replaced file never ran")
 }

@@ -2,12 +2,13 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
@@ -25,8 +26,10 @@ const messageOverhead = 64 << 10
 type process struct {
 	name, path string
 	checksum   []byte
-	logger     klog.Logger
-	host       *Host
+	// exe is the verified copy the running process was started from.
+	exe    string
+	logger klog.Logger
+	host   *Host
 
 	mu        sync.Mutex
 	client    *plugin.Client
@@ -71,17 +74,52 @@ func (p *process) failed() {
 	p.nextStart = time.Now().Add(backoff)
 }
 
-// start runs the executable (by absolute path, no shell) after go-plugin checked its
-// checksum, over gRPC with automatic mutual TLS. p.mu is held.
+// start runs a verified copy of the executable (by absolute path, no shell) over gRPC
+// with automatic mutual TLS. p.mu is held.
 func (p *process) start() error {
-	cmd := exec.Command(p.path) //nolint:gosec // an absolute path from the plugin directory, checked against its SHA-256
+	exe, err := p.host.verifiedCopy(p)
+	if err != nil {
+		return err
+	}
+	if p.exe != "" {
+		_ = os.Remove(p.exe) // the copy the previous process ran from
+	}
+	p.exe = exe
+	var client *plugin.Client
+	var rpcClient plugin.ClientProtocol
+	for attempt := 1; ; attempt++ {
+		client = p.newClient(exe)
+		rpcClient, err = client.Client()
+		// A copy just written can be busy for a moment when another goroutine forks while
+		// its file was open (golang/go#22315).
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) || attempt == 3 {
+			break
+		}
+		client.Kill()
+		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+	}
+	if err != nil {
+		client.Kill()
+		return fmt.Errorf("plugin %s: start and handshake failed (is it a Stepwise plugin?): %w", p.name, err)
+	}
+	raw, err := rpcClient.Dispense(proto.PluginName)
+	if err != nil {
+		client.Kill()
+		return fmt.Errorf("plugin %s: %w", p.name, err)
+	}
+	p.client, p.rpc = client, raw.(proto.ExecutorClient)
+	return nil
+}
+
+// newClient is go-plugin's client of the executable at exe.
+func (p *process) newClient(exe string) *plugin.Client {
+	cmd := exec.Command(exe) //nolint:gosec // the host's private copy of a plugin, checked against its SHA-256
 	cmd.Env = slices.Clone(p.host.opts.Env)
 	orphanGuard(cmd)
-	client := plugin.NewClient(&plugin.ClientConfig{
+	return plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  proto.Handshake,
 		Plugins:          proto.PluginSet(nil),
 		Cmd:              cmd,
-		SecureConfig:     &plugin.SecureConfig{Checksum: p.checksum, Hash: sha256.New()},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		// Plugins never see the operator's environment (its token path, proxies, cloud
@@ -95,21 +133,6 @@ func (p *process) start() error {
 		StartTimeout: p.host.opts.StartTimeout,
 		Logger:       newLogger(p.logger),
 	})
-	rpcClient, err := client.Client()
-	if err != nil {
-		client.Kill()
-		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
-			return fmt.Errorf("plugin %s: its SHA-256 does not match the checksum file: %w", p.name, err)
-		}
-		return fmt.Errorf("plugin %s: start and handshake failed (is it a Stepwise plugin?): %w", p.name, err)
-	}
-	raw, err := rpcClient.Dispense(proto.PluginName)
-	if err != nil {
-		client.Kill()
-		return fmt.Errorf("plugin %s: %w", p.name, err)
-	}
-	p.client, p.rpc = client, raw.(proto.ExecutorClient)
-	return nil
 }
 
 func (p *process) describe(ctx context.Context) ([]*proto.ExecutorInfo, error) {
