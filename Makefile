@@ -73,7 +73,7 @@ demo-down: ## Stop the demo's operator, vCenter simulator and control plane.
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informers, apply configurations and the CRD.
 	hack/update-codegen.sh
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-crd.sh
-	cp crd/stepwise.dev_pipelines.yaml deploy/crd.yaml # kustomize reads no file outside deploy/
+	cp crd/stepwise.dev_pipelines.yaml deploy/base/crd.yaml # kustomize reads no file outside deploy/base/
 
 .PHONY: proto
 proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code of the plugin protocol (pkg/plugin/proto).

@@ -1,6 +1,8 @@
 // Package deploy_test checks the install manifests without a cluster: they build with
 // kustomize, carry the CRD the API types generate, and keep the operator's Deployment
-// hardened and its RBAC narrow. test/e2e applies them to a real API server.
+// hardened and its RBAC narrow; the namespaced variant (namespaced/) grants no
+// impersonation but what its per-tenant Role does. test/e2e applies the default install
+// to a real API server.
 package deploy_test
 
 import (
@@ -18,10 +20,17 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// build runs kustomize on this directory and returns the objects by "Kind/name".
+// build runs kustomize on this directory (the default install) and returns the objects by
+// "Kind/name".
 func build(t *testing.T) map[string][]byte {
 	t.Helper()
-	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), ".")
+	return buildDir(t, ".")
+}
+
+// buildDir runs kustomize on dir and returns the objects by "Kind/name".
+func buildDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	require.NoError(t, err)
 	objs := map[string][]byte{}
 	for _, r := range resources.Resources() {
@@ -44,9 +53,9 @@ func decode[T any](t *testing.T, objs map[string][]byte, key string) *T {
 func TestCRDIsTheGeneratedOne(t *testing.T) {
 	generated, err := os.ReadFile("../crd/stepwise.dev_pipelines.yaml")
 	require.NoError(t, err)
-	copied, err := os.ReadFile("crd.yaml")
+	copied, err := os.ReadFile("base/crd.yaml")
 	require.NoError(t, err)
-	assert.Equal(t, string(generated), string(copied), "deploy/crd.yaml is stale: run make generate")
+	assert.Equal(t, string(generated), string(copied), "deploy/base/crd.yaml is stale: run make generate")
 }
 
 func TestObjects(t *testing.T) {

@@ -61,7 +61,7 @@ has recorded the retry.`,
 			if step != "" {
 				from = "step " + step
 			}
-			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s retry requested from %s\n", p.Name, from)
+			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s retry requested from %s\n", oneLine(p.Name, 0), oneLine(from, 0))
 			return nil
 		},
 	}
@@ -99,7 +99,7 @@ func newSuspendCommand(o *options, suspend bool) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("set spec.suspend=%t on pipeline %s/%s: %w", suspend, ns, args[0], err)
 			}
-			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s %s\n", p.Name, done)
+			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s %s\n", oneLine(p.Name, 0), done)
 			return nil
 		},
 	}

@@ -120,7 +120,8 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 	case errors.Is(err, errPipelineFailed):
 		return ExitPipelineFailed
 	default:
-		_, _ = fmt.Fprintln(streams.ErrOut, "error:", err)
+		// Errors quote the API server and the cluster's objects.
+		_, _ = fmt.Fprintln(streams.ErrOut, "error:", oneLine(err.Error(), 0))
 		return ExitError
 	}
 }

@@ -151,12 +151,6 @@ func TestPrintStatus(t *testing.T) {
 	}
 }
 
-func TestOneLine(t *testing.T) {
-	assert.Equal(t, "a b c", oneLine(" a\n b\tc ", 0))
-	assert.Equal(t, "abcd…", oneLine("abcdefgh", 5))
-	assert.Equal(t, "äöü", oneLine("äöü", 3), "counts runes, not bytes")
-}
-
 // run executes kubectl-stepwise against fake clients and returns its exit code and output.
 func run(t *testing.T, c *Clients, args ...string) (int, string, string) {
 	t.Helper()

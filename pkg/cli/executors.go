@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/printers"
-	"sigs.k8s.io/yaml"
 
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
 )
@@ -55,15 +53,8 @@ namespace (--operator-namespace, or $` + namespaceEnv + `, default ` + catalog.D
 				cat.Executors = picked
 			}
 			switch {
-			case output == "json":
-				data, err := json.MarshalIndent(cat, "", "    ")
-				if err != nil {
-					return fmt.Errorf("encode catalogue: %w", err)
-				}
-				_, err = fmt.Fprintln(o.streams.Out, string(data))
-				return err
-			case output == "yaml":
-				data, err := yaml.Marshal(cat)
+			case output != "":
+				data, err := encodeOutput(cat, output)
 				if err != nil {
 					return fmt.Errorf("encode catalogue: %w", err)
 				}
@@ -85,7 +76,8 @@ namespace (--operator-namespace, or $` + namespaceEnv + `, default ` + catalog.D
 	return cmd
 }
 
-// PrintExecutors writes a table of executors, one a line.
+// PrintExecutors writes a table of executors, one a line. Plugins write what the
+// catalogue says of them: every value goes through oneLine.
 func PrintExecutors(w io.Writer, entries []catalog.Entry) error {
 	tw := printers.GetNewTabWriter(w)
 	_, _ = fmt.Fprintln(tw, "EXECUTOR\tVERSION\tSERVED BY\tPARAMETERS\tDESCRIPTION")
@@ -98,8 +90,8 @@ func PrintExecutors(w io.Writer, entries []catalog.Entry) error {
 				params = append(params, p.Name)
 			}
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, orDash(e.Version), servedBy(e),
-			orDash(strings.Join(params, ",")), oneLine(e.Description.Description, maxMessage))
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(e.Name, 0), oneLine(orDash(e.Version), 0), oneLine(servedBy(e), 0),
+			oneLine(orDash(strings.Join(params, ",")), 0), oneLine(e.Description.Description, maxMessage))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write executors: %w", err)
@@ -107,16 +99,17 @@ func PrintExecutors(w io.Writer, entries []catalog.Entry) error {
 	return nil
 }
 
-// PrintExecutorDetails writes each executor with every parameter and its description.
+// PrintExecutorDetails writes each executor with every parameter and its description,
+// each value through oneLine.
 func PrintExecutorDetails(w io.Writer, entries []catalog.Entry) error {
 	tw := printers.GetNewTabWriter(w)
 	for i, e := range entries {
 		if i > 0 {
 			_, _ = fmt.Fprintln(tw)
 		}
-		_, _ = fmt.Fprintf(tw, "Executor:\t%s\n", e.Name)
-		_, _ = fmt.Fprintf(tw, "Version:\t%s\n", orDash(e.Version))
-		_, _ = fmt.Fprintf(tw, "Served by:\t%s\n", servedBy(e))
+		_, _ = fmt.Fprintf(tw, "Executor:\t%s\n", oneLine(e.Name, 0))
+		_, _ = fmt.Fprintf(tw, "Version:\t%s\n", oneLine(orDash(e.Version), 0))
+		_, _ = fmt.Fprintf(tw, "Served by:\t%s\n", oneLine(servedBy(e), 0))
 		_, _ = fmt.Fprintf(tw, "Description:\t%s\n", oneLine(e.Description.Description, 0))
 		if len(e.Parameters) == 0 {
 			_, _ = fmt.Fprintf(tw, "Parameters:\tnone\n")
@@ -128,7 +121,7 @@ func PrintExecutorDetails(w io.Writer, entries []catalog.Entry) error {
 			if p.Required {
 				required = "required"
 			}
-			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Name, required, oneLine(p.Description, 0))
+			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", oneLine(p.Name, 0), required, oneLine(p.Description, 0))
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -64,25 +63,18 @@ and its Ready condition. Exits with 2 when the pipeline has failed.`,
 	return cmd
 }
 
-func checkOutput(output string) error {
-	switch output {
-	case "", "json", "yaml":
-		return nil
-	}
-	return fmt.Errorf("--output %q is not supported: use json or yaml", output)
-}
-
-// printObject prints the pipeline as kubectl get -o json|yaml would.
+// printObject prints the pipeline as kubectl get -o json|yaml would, with control
+// characters escaped (see encodeOutput).
 func printObject(w io.Writer, p *v1alpha1.Pipeline, output string) error {
 	p = p.DeepCopy()
 	// Objects decoded by a typed client have no apiVersion and kind.
 	p.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("Pipeline"))
 	p.ManagedFields = nil // as kubectl does without --show-managed-fields
-	var printer printers.ResourcePrinter = &printers.JSONPrinter{}
-	if output == "yaml" {
-		printer = &printers.YAMLPrinter{}
+	data, err := encodeOutput(p, output)
+	if err == nil {
+		_, err = w.Write(data)
 	}
-	if err := printer.PrintObj(p, w); err != nil {
+	if err != nil {
 		return fmt.Errorf("print pipeline: %w", err)
 	}
 	return nil
@@ -111,9 +103,10 @@ func PrintStatus(w io.Writer, p *v1alpha1.Pipeline, now time.Time) error {
 	return nil
 }
 
-// summary writes the pipeline's lines above the table.
+// summary writes the pipeline's lines above the table. Every value from the cluster goes
+// through oneLine.
 func summary(w io.Writer, p *v1alpha1.Pipeline) {
-	_, _ = fmt.Fprintf(w, "Pipeline:\t%s/%s\n", p.Namespace, p.Name)
+	_, _ = fmt.Fprintf(w, "Pipeline:\t%s/%s\n", oneLine(p.Namespace, 0), oneLine(p.Name, 0))
 	phase := string(p.Status.Phase)
 	if phase == "" {
 		phase = "Pending"
@@ -124,9 +117,10 @@ func summary(w io.Writer, p *v1alpha1.Pipeline) {
 	if p.Status.CurrentStep != "" {
 		phase += ", step " + p.Status.CurrentStep
 	}
-	_, _ = fmt.Fprintf(w, "Phase:\t%s\n", phase)
+	_, _ = fmt.Fprintf(w, "Phase:\t%s\n", oneLine(phase, 0))
 	if ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); ready != nil {
-		_, _ = fmt.Fprintf(w, "Ready:\t%s\nReason:\t%s\nMessage:\t%s\n", ready.Status, ready.Reason, oneLine(ready.Message, 0))
+		_, _ = fmt.Fprintf(w, "Ready:\t%s\nReason:\t%s\nMessage:\t%s\n",
+			oneLine(string(ready.Status), 0), oneLine(ready.Reason, 0), oneLine(ready.Message, 0))
 	} else {
 		_, _ = fmt.Fprintf(w, "Ready:\tUnknown\nMessage:\tthe operator has not looked at the pipeline yet\n")
 	}
@@ -144,15 +138,20 @@ func summary(w io.Writer, p *v1alpha1.Pipeline) {
 		notes = append(notes, fmt.Sprintf("status is of generation %d, spec is at %d", p.Status.ObservedGeneration, p.Generation))
 	}
 	if len(notes) > 0 {
-		_, _ = fmt.Fprintf(w, "Note:\t%s\n", strings.Join(notes, "; "))
+		_, _ = fmt.Fprintf(w, "Note:\t%s\n", oneLine(strings.Join(notes, "; "), 0))
 	}
 	_, _ = fmt.Fprintln(w)
 }
 
 // stepTable writes one row for each step of the spec, with what the status says of it.
+// Every cell goes through oneLine: a tab or a newline in one would break the table, and
+// the cells come from the cluster.
 func stepTable(w io.Writer, p *v1alpha1.Pipeline, now time.Time) {
 	_, _ = fmt.Fprintln(w, "STEP\tEXECUTOR\tPHASE\tHOOK\tATTEMPTS\tDURATION\tMESSAGE")
 	for _, row := range stepRows(p, now) {
+		for i := range row {
+			row[i] = oneLine(row[i], 0)
+		}
 		_, _ = fmt.Fprintln(w, strings.Join(row, "\t"))
 	}
 }
@@ -211,14 +210,4 @@ func stepDuration(s *v1alpha1.StepStatus, now time.Time) string {
 		d = 0
 	}
 	return duration.HumanDuration(d)
-}
-
-// oneLine makes s fit a table cell: one line, at most limit runes (0: no limit).
-func oneLine(s string, limit int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if limit > 0 && utf8.RuneCountInString(s) > limit {
-		r := []rune(s)
-		s = string(r[:limit-1]) + "…"
-	}
-	return s
 }

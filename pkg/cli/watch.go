@@ -181,10 +181,11 @@ func (r *lineRenderer) render(p *v1alpha1.Pipeline, now time.Time) {
 		r.steps = map[string]string{}
 	}
 	// Steps first: a pipeline line that says Failed comes after the step that failed.
+	// Every value from the cluster goes through oneLine.
 	for _, s := range p.Status.Steps {
-		line := fmt.Sprintf("step %s %s", s.Name, s.Phase)
+		line := fmt.Sprintf("step %s %s", oneLine(s.Name, 0), oneLine(string(s.Phase), 0))
 		if s.Hook != "" {
-			line += fmt.Sprintf(" %s attempt %d", s.Hook, s.Attempts)
+			line += fmt.Sprintf(" %s attempt %d", oneLine(string(s.Hook), 0), s.Attempts)
 		}
 		if msg := oneLine(s.Message, 0); msg != "" {
 			line += ": " + msg
@@ -198,9 +199,10 @@ func (r *lineRenderer) render(p *v1alpha1.Pipeline, now time.Time) {
 	if phase == "" {
 		phase = v1alpha1.PipelinePending
 	}
-	line := fmt.Sprintf("pipeline %s/%s %s %s", p.Namespace, p.Name, phase, p.Status.Progress)
+	line := fmt.Sprintf("pipeline %s/%s %s %s", oneLine(p.Namespace, 0), oneLine(p.Name, 0),
+		oneLine(string(phase), 0), oneLine(p.Status.Progress, 0))
 	if ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); ready != nil {
-		line += fmt.Sprintf(" Ready=%s %s", ready.Status, ready.Reason)
+		line += fmt.Sprintf(" Ready=%s %s", oneLine(string(ready.Status), 0), oneLine(ready.Reason, 0))
 		if msg := oneLine(ready.Message, 0); msg != "" {
 			line += ": " + msg
 		}
@@ -230,7 +232,7 @@ func (r *screenRenderer) tick(now time.Time) {
 	}
 	var buf bytes.Buffer
 	buf.WriteString("\x1b[H\x1b[2J") // cursor home, clear the screen
-	_, _ = fmt.Fprintf(&buf, "kubectl stepwise watch %s    %s\n\n", r.last.Name, clock(now))
+	_, _ = fmt.Fprintf(&buf, "kubectl stepwise watch %s    %s\n\n", oneLine(r.last.Name, 0), clock(now))
 	if err := PrintStatus(&buf, r.last, now); err != nil {
 		return
 	}

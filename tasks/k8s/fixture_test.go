@@ -21,6 +21,7 @@ var (
 	deploymentGVK  = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	serviceGVK     = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
 	configMapGVK   = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	secretGVK      = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 	namespaceGVK   = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	clusterRoleGVK = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}
 	widgetGVK      = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
@@ -28,6 +29,7 @@ var (
 	deployments  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	services     = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	configMaps   = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secrets      = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	namespaces   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	clusterRoles = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
 	widgets      = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -45,6 +47,7 @@ func newMapper() *meta.DefaultRESTMapper {
 	m.Add(deploymentGVK, meta.RESTScopeNamespace)
 	m.Add(serviceGVK, meta.RESTScopeNamespace)
 	m.Add(configMapGVK, meta.RESTScopeNamespace)
+	m.Add(secretGVK, meta.RESTScopeNamespace)
 	m.Add(namespaceGVK, meta.RESTScopeRoot)
 	m.Add(clusterRoleGVK, meta.RESTScopeRoot)
 	return m
@@ -71,7 +74,7 @@ func newClient(t *testing.T, objs ...runtime.Object) *dynamicfake.FakeDynamicCli
 	scheme := runtime.NewScheme()
 	listKinds := map[schema.GroupVersionResource]string{}
 	for gvr, gvk := range map[schema.GroupVersionResource]schema.GroupVersionKind{
-		deployments: deploymentGVK, services: serviceGVK, configMaps: configMapGVK,
+		deployments: deploymentGVK, services: serviceGVK, configMaps: configMapGVK, secrets: secretGVK,
 		namespaces: namespaceGVK, clusterRoles: clusterRoleGVK, widgets: widgetGVK,
 	} {
 		scheme.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})

@@ -26,7 +26,8 @@ import (
 // pipeline's; ignored for cluster-scoped kinds); then either condition, e.g. Available,
 // met when .status.conditions[type=CONDITION].status is "True", or jsonPath (a template
 // such as {.status.readyReplicas}) and value, met when the template prints exactly value;
-// and timeout, a Go duration (default 5m).
+// and timeout, a Go duration (default 5m). Secrets are refused (see secret.go): what
+// k8s.wait observes ends up in the pipeline's status.
 //
 // A condition counts only once the status describes the object's current generation:
 // when .status.observedGeneration, or the condition's observedGeneration, is set and
@@ -91,6 +92,9 @@ func parseWaitParams(params map[string]string) (*waitParams, error) {
 		return nil, invalidParam("apiVersion", "%v", err)
 	}
 	p.gvk = gv.WithKind(kind)
+	if isSecretKind(p.gvk.GroupKind()) {
+		return nil, errSecretRefused()
+	}
 
 	switch {
 	case p.condition != "" && p.jsonPath != "":
@@ -199,6 +203,15 @@ func int64Field(obj map[string]any, fields ...string) (int64, bool) {
 	return 0, false
 }
 
+// PreCreate refuses bad parameters, a Secret among them, before Create reads anything:
+// the step fails at its first hook.
+func (Wait) PreCreate(_ context.Context, req *executor.Request) (contract.Result, error) {
+	if _, err := parseWaitParams(req.Params); err != nil {
+		return contract.Result{}, err
+	}
+	return contract.Result{Done: true}, nil
+}
+
 func (Wait) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	p, err := parseWaitParams(req.Params)
 	if err != nil {
@@ -222,6 +235,9 @@ func (Wait) Create(ctx context.Context, req *executor.Request) (contract.Result,
 	}
 	if err != nil {
 		return contract.Result{}, fmt.Errorf("look up kind %s: %w", p.gvk.Kind, err)
+	}
+	if isSecretResource(mapping.Resource.GroupResource()) {
+		return contract.Result{}, errSecretRefused()
 	}
 	ns := p.namespace
 	if ns == "" {

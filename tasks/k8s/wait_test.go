@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
@@ -259,4 +260,50 @@ func TestExecutors(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	assert.Equal(t, []string{"k8s.apply", "k8s.wait"}, names)
+}
+
+// TestWaitRefusesSecrets: k8s.wait copies what it reads into the step's status (the
+// "observed" output, messages quoting the value seen), which whoever may read the
+// Pipeline sees. A Secret's data must not get there, so Secrets are refused before they
+// are read: by PreCreate, the first hook, when the kind says Secret, and by Create when
+// the API server maps another kind to secrets.
+func TestWaitRefusesSecrets(t *testing.T) {
+	const encoded = "aHVudGVyMg==" // "hunter2"
+	secret := object(secretGVK, pipelineNS, "db", map[string]any{"data": map[string]any{"password": encoded}})
+	// Credential is another name the mapper gives the core secrets resource.
+	aliased := newMapper()
+	aliased.AddSpecific(schema.GroupVersionKind{Version: "v1", Kind: "Credential"}, secrets,
+		schema.GroupVersionResource{Version: "v1", Resource: "secret"}, meta.RESTScopeNamespace)
+	tests := []struct {
+		name    string
+		changes map[string]string
+		mapper  meta.RESTMapper
+		// byKind: the kind says Secret, so PreCreate refuses it already.
+		byKind bool
+	}{
+		{"jsonPath met", map[string]string{"apiVersion": "v1", "kind": "Secret", "name": "db", "condition": "", "jsonPath": "{.data.password}", "value": encoded}, newMapper(), true},
+		{"jsonPath not met", map[string]string{"apiVersion": "v1", "kind": "Secret", "name": "db", "condition": "", "jsonPath": "{.data.password}", "value": "x"}, newMapper(), true},
+		{"kind in lower case", map[string]string{"apiVersion": "v1", "kind": "secret", "name": "db", "condition": "", "jsonPath": "{.data}", "value": "x"}, newMapper(), true},
+		{"kind in upper case, with a condition", map[string]string{"apiVersion": "v1", "kind": "SECRET", "name": "db"}, newMapper(), true},
+		{"another kind of the secrets resource", map[string]string{"apiVersion": "v1", "kind": "Credential", "name": "db", "condition": "", "jsonPath": "{.data.password}", "value": "x"}, aliased, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := newClient(t, secret.DeepCopy())
+			req := newRequest(client, tc.mapper, waitParamsFor(tc.changes), nil)
+			res, err := Wait{}.PreCreate(t.Context(), req)
+			if tc.byKind {
+				requirePermanent(t, err, ReasonInvalidParameter, `parameter "kind": `, "Secret", "status")
+			} else {
+				require.NoError(t, err)
+				assert.True(t, res.Done)
+			}
+			res, err = Wait{}.Create(t.Context(), req)
+			requirePermanent(t, err, ReasonInvalidParameter, `parameter "kind": `, "Secret", "status")
+			assert.Empty(t, client.Actions(), "the Secret is not read")
+			assert.NotContains(t, err.Error(), encoded)
+			assert.NotContains(t, res.Message, encoded)
+			assert.Empty(t, res.Outputs)
+		})
+	}
 }

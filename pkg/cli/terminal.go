@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Text from the cluster (messages, reasons, step names, what plugins say of themselves,
+// errors the API server returns) is written by whoever may write a status, an object a
+// step waits on, or a plugin. Printed as is, its control characters would be obeyed by
+// the terminal rather than shown: an ESC sequence can retitle the window, clear the
+// screen, hide or rewrite what was printed before it (CVE-2021-25743 is kubectl's case of
+// this). So everything pkg/cli prints from the cluster goes through oneLine (tables, watch
+// lines, errors) or escapeJSON (-o json and -o yaml).
+
+// isControl tells whether a terminal may act on r instead of showing it: the C0 controls,
+// DEL, and the C1 controls U+0080 to U+009F, which hold 8-bit forms of ESC sequences
+// (U+009B is CSI).
+func isControl(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f)
+}
+
+// oneLine makes cluster text fit a table cell and safe to print: each run of white space
+// (newlines, tabs, carriage returns) becomes one space; other control characters and
+// bytes that are not UTF-8 are shown escaped, as \x1b, \u009b or \xff, so that a reader
+// sees something was there; and the result has at most limit runes (0: no limit).
+func oneLine(s string, limit int) string {
+	var b strings.Builder
+	for i, field := range strings.Fields(s) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		for len(field) > 0 {
+			r, size := utf8.DecodeRuneInString(field)
+			switch {
+			case r == utf8.RuneError && size == 1:
+				_, _ = fmt.Fprintf(&b, `\x%02x`, field[0])
+			case isControl(r) && r < utf8.RuneSelf: // C0 and DEL
+				_, _ = fmt.Fprintf(&b, `\x%02x`, r)
+			case isControl(r):
+				_, _ = fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				b.WriteString(field[:size])
+			}
+			field = field[size:]
+		}
+	}
+	s = b.String()
+	if limit > 0 && utf8.RuneCountInString(s) > limit {
+		r := []rune(s)
+		s = string(r[:limit-1]) + "…"
+	}
+	return s
+}
+
+// escapeJSON escapes, in JSON that encoding/json wrote, the control characters it leaves
+// as they are: DEL and C1 (it escapes C0 itself). Outside strings such JSON holds only
+// ASCII punctuation and white space, so these can only stand inside strings, where a \u
+// escape means the same: the document says what it said, no longer drives the terminal,
+// and no longer makes the YAML encoder refuse it.
+func escapeJSON(data []byte) []byte {
+	var b bytes.Buffer
+	b.Grow(len(data))
+	for len(data) > 0 {
+		r, size := utf8.DecodeRune(data)
+		switch {
+		case r == utf8.RuneError && size == 1: // encoding/json writes none; JSON is UTF-8
+			b.WriteString(`\ufffd`)
+		case isControl(r) && r >= 0x7f:
+			_, _ = fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.Write(data[:size])
+		}
+		data = data[size:]
+	}
+	return b.Bytes()
+}
