@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -142,4 +143,39 @@ func TestOperatorRBACIsNarrow(t *testing.T) {
 	assert.ElementsMatch(t, []string{"get", "list", "watch", "patch"}, allowed["stepwise.dev/pipelines"])
 	assert.Equal(t, []string{"update"}, allowed["stepwise.dev/pipelines/status"])
 	assert.Equal(t, "stepwise-system", role.Namespace, "the Lease and catalogue rights are namespaced")
+}
+
+// The example egress NetworkPolicy is valid, selects the operator's pods, and is left out
+// of the install: it needs the cluster's API server address and allowed networks.
+func TestEgressNetworkPolicyExample(t *testing.T) {
+	data, err := os.ReadFile("networkpolicy-egress.yaml")
+	require.NoError(t, err)
+	var np networkingv1.NetworkPolicy
+	require.NoError(t, yaml.UnmarshalStrict(data, &np))
+	assert.Equal(t, "stepwise-system", np.Namespace)
+	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, np.Spec.PolicyTypes)
+
+	d := decode[appsv1.Deployment](t, build(t), "Deployment/stepwise-operator")
+	for k, v := range np.Spec.PodSelector.MatchLabels {
+		assert.Equal(t, v, d.Spec.Template.Labels[k], "the policy selects the operator's pods")
+	}
+	_, inInstall := build(t)["NetworkPolicy/"+np.Name]
+	assert.False(t, inInstall, "the example is not in kustomization.yaml")
+
+	dns, internet := false, false
+	for _, rule := range np.Spec.Egress {
+		for _, p := range rule.Ports {
+			dns = dns || p.Port.IntValue() == 53
+		}
+		for _, peer := range rule.To {
+			if peer.IPBlock != nil && peer.IPBlock.CIDR == "0.0.0.0/0" {
+				internet = true
+				for _, private := range []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "127.0.0.0/8", "100.64.0.0/10"} {
+					assert.Contains(t, peer.IPBlock.Except, private)
+				}
+			}
+		}
+	}
+	assert.True(t, dns, "DNS is allowed")
+	assert.True(t, internet, "the internet but private ranges is allowed")
 }

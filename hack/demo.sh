@@ -128,8 +128,9 @@ operator_up() {
     if running "${OPERATOR_PID}" "${BIN}/stepwise-operator"; then
         echo "    the operator is already running (PID $(cat "${OPERATOR_PID}"))"
     else
+        # The vCenter stand-in listens on loopback, which plugins may reach only when allowed.
         "${BIN}/stepwise-operator" --kubeconfig "${KUBECONFIG}" --enable-test-executors --leader-elect=false \
-            --namespace=stepwise-system --plugin-dir "${BIN}/plugins" \
+            --namespace=stepwise-system --plugin-dir "${BIN}/plugins" --plugin-allowed-cidrs=127.0.0.1/32 \
             --metrics-bind-address=127.0.0.1:8480 --health-probe-bind-address=127.0.0.1:8481 \
             >"${LOGS}/operator.log" 2>&1 &
         echo $! >"${OPERATOR_PID}"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/tasks/k8s"
 	"github.com/stepwise-dev/stepwise/tasks/node"
 	"github.com/stepwise-dev/stepwise/tasks/testexec"
@@ -28,7 +29,10 @@ func loadExecutors(ctx context.Context, opts *options) (*executor.Registry, *hos
 		}
 	}
 	logger := klog.FromContext(ctx)
-	plugins := host.New(logger, host.Options{Dir: opts.pluginDir, Checksums: opts.pluginChecksums})
+	plugins := host.New(logger, host.Options{
+		Dir: opts.pluginDir, Checksums: opts.pluginChecksums,
+		Env: []string{egress.EnvAllowedCIDRs + "=" + opts.pluginAllowedCIDRs},
+	})
 	if err := plugins.Load(ctx, registry); err != nil {
 		return nil, plugins, fmt.Errorf("load plugins: %w", err)
 	}

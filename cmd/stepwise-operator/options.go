@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // options are the operator's command-line flags.
@@ -30,8 +32,9 @@ type options struct {
 
 	enableTestExecutors bool
 
-	pluginDir       string
-	pluginChecksums string
+	pluginDir          string
+	pluginChecksums    string
+	pluginAllowedCIDRs string
 
 	namespace   string
 	catalogName string
@@ -61,6 +64,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "Directory of out-of-process executor plugins (executables named stepwise-plugin-*), started once and reused. Empty: no plugins.")
 	fs.StringVar(&o.namespace, "namespace", "", "The operator's own namespace, where it publishes its executor catalogue and, unless --leader-elect-namespace says otherwise, keeps its Lease. Default: POD_NAMESPACE, else stepwise-system.")
 	fs.StringVar(&o.catalogName, "executor-catalog-name", "stepwise-executors", "Name of the ConfigMap, in --namespace, where the executors on offer (built-in and plugins) are published at start, for 'kubectl stepwise executors'. Empty: not published.")
+	fs.StringVar(&o.pluginAllowedCIDRs, "plugin-allowed-cidrs", "", "Comma-separated CIDRs that plugins may connect to although they are loopback, link-local, private or otherwise internal (refused by default, after DNS resolution, on every connection and redirect), e.g. the CIDR of an on-premises vCenter. Given to plugins as "+egress.EnvAllowedCIDRs+".")
 	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
 }
 
@@ -80,6 +84,9 @@ func (o *options) validate() error {
 	}
 	if o.pluginChecksums != "" && o.pluginDir == "" {
 		errs = append(errs, errors.New("--plugin-checksums needs --plugin-dir"))
+	}
+	if _, err := egress.Parse(o.pluginAllowedCIDRs); err != nil {
+		errs = append(errs, fmt.Errorf("--plugin-allowed-cidrs: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // EC2 error codes by what they mean for a retry (EC2 API reference, "Error codes").
@@ -39,11 +41,26 @@ func isNotFound(err error) bool {
 	return errors.Is(err, errNotListed) || (errors.As(err, &apiErr) && apiErr.ErrorCode() == "InvalidInstanceID.NotFound")
 }
 
+// notRefused tells the SDK's retryer that an address the egress policy refused is not worth
+// a retry, and leaves other errors to its other checks.
+func notRefused(err error) aws.Ternary {
+	var refused *egress.RefusedError
+	if errors.As(err, &refused) {
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
+}
+
 // classify turns an error of a call to EC2 into a permanent or retryable sdk.Error: the
-// caller's mistakes (credentials, permissions, bad requests, termination protection) are
-// permanent; the cloud's trouble (5xx, throttling, network) is retryable. The message
-// names the action and EC2's error code, never a credential.
+// caller's mistakes (credentials, permissions, bad requests, termination protection, an
+// endpoint the egress policy refuses) are permanent; the cloud's trouble (5xx, throttling,
+// network) is retryable. The message names the action and EC2's error code, never a
+// credential: URLs lose their user info and query.
 func classify(action string, err error) error {
+	if refused := egress.AsPermanent(err); refused != nil {
+		return fmt.Errorf("%s: %w", action, refused)
+	}
+	err = egress.RedactError(err)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		// The hook's attempt ended: the engine reports Timeout and retries.
 		return fmt.Errorf("%s: %w", action, err)

@@ -6,7 +6,12 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"os"
+
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // The client-side limit on the requests this plugin makes to EC2, shared by every pipeline
@@ -18,5 +23,14 @@ const (
 )
 
 func main() {
-	sdk.Serve(newTerminateInstance(sdk.RateLimitedTransport(nil, sdk.NewLimiter(apiQPS, apiBurst))))
+	// The addresses EC2 may be at: every public one, and the ranges the operator's
+	// --plugin-allowed-cidrs allows (an EC2-compatible private cloud, a VPC endpoint). A
+	// plugin never runs with another policy than asked.
+	policy, err := egress.FromEnvironment()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stepwise-plugin-aws: %v\n", err)
+		os.Exit(1)
+	}
+	limiter := sdk.NewLimiter(apiQPS, apiBurst)
+	sdk.Serve(newTerminateInstance(policy, func(rt http.RoundTripper) http.RoundTripper { return sdk.RateLimitedTransport(rt, limiter) }))
 }

@@ -12,11 +12,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 const (
@@ -67,10 +69,13 @@ type terminateInstance struct {
 	httpClient *http.Client
 }
 
-// newTerminateInstance returns the executor; transport carries every request to EC2 (the
-// plugin passes its rate-limited transport, tests their own).
-func newTerminateInstance(transport http.RoundTripper) *terminateInstance {
-	return &terminateInstance{httpClient: &http.Client{Transport: transport, Timeout: requestTimeout}}
+// newTerminateInstance returns the executor. Every request to EC2 connects only where
+// policy allows (the parameter endpoint is the pipeline author's choice), over the SDK's
+// default transport settings, through wrap (the plugin puts its rate limit there, tests
+// their own).
+func newTerminateInstance(policy *egress.Policy, wrap func(http.RoundTripper) http.RoundTripper) *terminateInstance {
+	transport := policy.Transport(awshttp.NewBuildableClient().GetTransport())
+	return &terminateInstance{httpClient: &http.Client{Transport: wrap(transport), Timeout: requestTimeout}}
 }
 
 func (*terminateInstance) Name() string { return executorName }
@@ -193,6 +198,8 @@ func (t *terminateInstance) client(secrets map[string][]byte, tgt target) (*ec2.
 		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = sdkMaxAttempts
 			o.MaxBackoff = sdkMaxBackoff
+			// An address the egress policy refuses is refused again: no second attempt.
+			o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(notRefused)}, o.Retryables...)
 		}),
 	}
 	if tgt.endpoint != "" {
@@ -240,7 +247,8 @@ func parseTarget(params map[string]string) (target, error) {
 	if t.endpoint != "" {
 		u, err := url.Parse(t.endpoint)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return target{}, sdk.Permanent("InvalidParameter", fmt.Errorf("parameter endpoint %q is not an http(s) URL", t.endpoint))
+			// Shown without user info and query, which may carry credentials.
+			return target{}, sdk.Permanent("InvalidParameter", fmt.Errorf("parameter endpoint %q is not an http(s) URL", egress.RedactURL(t.endpoint)))
 		}
 	}
 	return t, nil

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
@@ -190,7 +192,7 @@ func TestTerminateInstance(t *testing.T) {
 			if tt.secrets != nil {
 				secrets = tt.secrets
 			}
-			c := plugintest.Serve(t, newTerminateInstance(http.DefaultTransport))
+			c := plugintest.Serve(t, newTestInstance(loopback))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 
@@ -247,19 +249,25 @@ func TestParseTarget(t *testing.T) {
 	assert.Error(t, err, "an endpoint must be an http(s) URL")
 }
 
-// countingTransport counts the requests that pass through it.
-type countingTransport struct{ n atomic.Int32 }
+// countingTransport counts the requests that pass through it to base.
+type countingTransport struct {
+	base http.RoundTripper
+	n    atomic.Int32
+}
 
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
-	return http.DefaultTransport.RoundTrip(r)
+	return c.base.RoundTrip(r)
 }
 
 func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
 	counter := &countingTransport{}
-	c := plugintest.Serve(t, newTerminateInstance(sdk.RateLimitedTransport(counter, sdk.NewLimiter(apiQPS, apiBurst))))
+	c := plugintest.Serve(t, newTerminateInstance(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
+		counter.base = rt
+		return sdk.RateLimitedTransport(counter, sdk.NewLimiter(apiQPS, apiBurst))
+	}))
 	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL})
 	req.Secrets = validSecrets()
 	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
@@ -270,7 +278,7 @@ func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 func TestTeardownHooksAreNoOps(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
-	c := plugintest.Serve(t, newTerminateInstance(http.DefaultTransport))
+	c := plugintest.Serve(t, newTestInstance(loopback))
 	for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
 		req := plugintest.Request(hook, "uid-1", map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL})
 		req.Secrets = validSecrets()
@@ -282,7 +290,7 @@ func TestTeardownHooksAreNoOps(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	c := plugintest.Serve(t, newTerminateInstance(http.DefaultTransport))
+	c := plugintest.Serve(t, newTestInstance(loopback))
 	infos, err := c.Describe(context.Background())
 	require.NoError(t, err)
 	require.Len(t, infos, 1)
@@ -297,7 +305,15 @@ func TestDescribe(t *testing.T) {
 func TestConformance(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
-	plugintest.Conformance(t, newTerminateInstance(http.DefaultTransport),
+	plugintest.Conformance(t, newTestInstance(loopback),
 		map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"},
 		plugintest.WithSecrets(validSecrets()))
+}
+
+// loopback is where the fake EC2 listens: the policy of most tests allows it.
+var loopback = netip.MustParsePrefix("127.0.0.0/8")
+
+// newTestInstance is the executor without rate limit, whose policy allows the given prefixes.
+func newTestInstance(allowed ...netip.Prefix) *terminateInstance {
+	return newTerminateInstance(egress.New(allowed...), func(rt http.RoundTripper) http.RoundTripper { return rt })
 }

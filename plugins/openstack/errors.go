@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // maxBodyExcerpt bounds the part of an error response quoted in a message: the step's
@@ -19,13 +20,17 @@ import (
 const maxBodyExcerpt = 200
 
 // classify turns an error of a call to OpenStack into a permanent or retryable sdk.Error:
-// the caller's mistakes (credentials, permissions, bad requests) are permanent; the
-// cloud's trouble (5xx, throttling, network) is retryable. The message names the action
-// and the HTTP status, never a credential.
+// the caller's mistakes (credentials, permissions, bad requests, an address the egress
+// policy refuses) are permanent; the cloud's trouble (5xx, throttling, network) is
+// retryable. The message names the action and the HTTP status, never a credential: URLs
+// lose their user info and query.
 func classify(action string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		// The hook's attempt ended: the engine reports Timeout and retries.
-		return fmt.Errorf("%s: %w", action, err)
+		return fmt.Errorf("%s: %w", action, egress.RedactError(err))
+	}
+	if refused := egress.AsPermanent(err); refused != nil {
+		return fmt.Errorf("%s: %w", action, refused)
 	}
 	var resp gophercloud.ErrUnexpectedResponseCode
 	if !errors.As(err, &resp) {
@@ -34,9 +39,9 @@ func classify(action string, err error) error {
 		if errors.As(err, &sdkErr) { // e.g. the client-side rate limiter gave up
 			return sdkErr
 		}
-		return sdk.Retryable("CloudUnreachable", fmt.Errorf("%s: %w", action, err))
+		return sdk.Retryable("CloudUnreachable", fmt.Errorf("%s: %w", action, egress.RedactError(err)))
 	}
-	msg := fmt.Errorf("%s: %s %s answered HTTP %d: %s", action, resp.Method, resp.URL, resp.Actual, excerpt(resp.Body))
+	msg := fmt.Errorf("%s: %s %s answered HTTP %d: %s", action, resp.Method, egress.RedactURL(resp.URL), resp.Actual, excerpt(resp.Body))
 	switch code := resp.Actual; {
 	case code == http.StatusUnauthorized:
 		return sdk.Permanent("InvalidCredentials", msg)

@@ -5,7 +5,12 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"os"
+
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // The client-side limit on the requests this plugin makes to OpenStack, shared by every
@@ -17,5 +22,14 @@ const (
 )
 
 func main() {
-	sdk.Serve(newTerminateServer(sdk.RateLimitedTransport(nil, sdk.NewLimiter(apiQPS, apiBurst))))
+	// The addresses Keystone and Nova may be at: every public one, and the ranges the
+	// operator's --plugin-allowed-cidrs allows (a private cloud's network). A plugin never
+	// runs with another policy than asked.
+	policy, err := egress.FromEnvironment()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stepwise-plugin-openstack: %v\n", err)
+		os.Exit(1)
+	}
+	limiter := sdk.NewLimiter(apiQPS, apiBurst)
+	sdk.Serve(newTerminateServer(policy, func(rt http.RoundTripper) http.RoundTripper { return sdk.RateLimitedTransport(rt, limiter) }))
 }

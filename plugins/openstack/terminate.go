@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 const (
@@ -62,10 +63,12 @@ type terminateServer struct {
 	httpClient http.Client
 }
 
-// newTerminateServer returns the executor; transport carries every request to Keystone and
-// Nova (the plugin passes its rate-limited transport, tests their own).
-func newTerminateServer(transport http.RoundTripper) *terminateServer {
-	return &terminateServer{httpClient: http.Client{Transport: transport, Timeout: requestTimeout}}
+// newTerminateServer returns the executor. Every request to Keystone and Nova connects
+// only where policy allows (the authURL is the Secret's, so a pipeline's author chooses
+// it; Nova's URL is the catalog's that Keystone answers), through wrap (the plugin puts
+// its rate limit there, tests their own).
+func newTerminateServer(policy *egress.Policy, wrap func(http.RoundTripper) http.RoundTripper) *terminateServer {
+	return &terminateServer{httpClient: http.Client{Transport: wrap(policy.Transport(nil)), Timeout: requestTimeout}}
 }
 
 func (*terminateServer) Name() string { return executorName }
@@ -150,11 +153,13 @@ func waitResult(serverID string, outputs map[string]string) sdk.Result {
 func (t *terminateServer) computeClient(ctx context.Context, c credentials) (*gophercloud.ServiceClient, error) {
 	provider, err := openstack.NewClient(c.auth.IdentityEndpoint)
 	if err != nil {
-		return nil, sdk.Permanent("InvalidCredentials", fmt.Errorf("secret key %s: %w", keyAuthURL, err))
+		return nil, sdk.Permanent("InvalidCredentials", fmt.Errorf("secret key %s: %w", keyAuthURL, egress.RedactError(err)))
 	}
 	provider.HTTPClient = t.httpClient
 	if err := openstack.Authenticate(ctx, provider, c.auth); err != nil {
-		return nil, classify("authenticate with Keystone at "+c.auth.IdentityEndpoint, err)
+		// The authURL may carry credentials in its user info or query: messages never
+		// show them.
+		return nil, classify("authenticate with Keystone at "+egress.RedactURL(c.auth.IdentityEndpoint), err)
 	}
 	compute, err := openstack.NewComputeV2(provider, gophercloud.EndpointOpts{Region: c.region})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
@@ -206,7 +208,7 @@ func TestTerminateServer(t *testing.T) {
 			if tt.secrets != nil {
 				secrets = tt.secrets(f)
 			}
-			c := plugintest.Serve(t, newTerminateServer(http.DefaultTransport))
+			c := plugintest.Serve(t, newTestServer(loopback))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 
@@ -246,7 +248,7 @@ func TestTerminateServer(t *testing.T) {
 
 func TestApplicationCredentialIsUsedInsteadOfPassword(t *testing.T) {
 	f := newFakeCloud(t, password)
-	c := plugintest.Serve(t, newTerminateServer(http.DefaultTransport))
+	c := plugintest.Serve(t, newTestServer(loopback))
 	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID})
 	req.Secrets = map[string][]byte{keyAuthURL: []byte(f.authURL()), keyUsername: []byte("ignored"),
 		keyAppCredentialID: []byte("ac1"), keyAppCredentialSecret: []byte(password)}
@@ -259,19 +261,25 @@ func TestApplicationCredentialIsUsedInsteadOfPassword(t *testing.T) {
 	assert.NotContains(t, bodies[0], `"password"`)
 }
 
-// countingTransport counts the requests that pass through it.
-type countingTransport struct{ n atomic.Int32 }
+// countingTransport counts the requests that pass through it to base.
+type countingTransport struct {
+	base http.RoundTripper
+	n    atomic.Int32
+}
 
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
-	return http.DefaultTransport.RoundTrip(r)
+	return c.base.RoundTrip(r)
 }
 
 func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
 	counter := &countingTransport{}
-	c := plugintest.Serve(t, newTerminateServer(sdk.RateLimitedTransport(counter, sdk.NewLimiter(apiQPS, apiBurst))))
+	c := plugintest.Serve(t, newTerminateServer(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
+		counter.base = rt
+		return sdk.RateLimitedTransport(counter, sdk.NewLimiter(apiQPS, apiBurst))
+	}))
 	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID})
 	req.Secrets = validSecrets(f.authURL())
 	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
@@ -282,7 +290,7 @@ func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 func TestTeardownHooksAreNoOps(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
-	c := plugintest.Serve(t, newTerminateServer(http.DefaultTransport))
+	c := plugintest.Serve(t, newTestServer(loopback))
 	for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
 		req := plugintest.Request(hook, "uid-1", map[string]string{"serverID": serverID})
 		req.Secrets = validSecrets(f.authURL())
@@ -294,7 +302,7 @@ func TestTeardownHooksAreNoOps(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	c := plugintest.Serve(t, newTerminateServer(http.DefaultTransport))
+	c := plugintest.Serve(t, newTestServer(loopback))
 	infos, err := c.Describe(context.Background())
 	require.NoError(t, err)
 	require.Len(t, infos, 1)
@@ -309,7 +317,15 @@ func TestDescribe(t *testing.T) {
 func TestConformance(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
-	plugintest.Conformance(t, newTerminateServer(http.DefaultTransport),
+	plugintest.Conformance(t, newTestServer(loopback),
 		map[string]string{"providerID": "openstack:///" + serverID, "credentialsSecret": "os-creds"},
 		plugintest.WithSecrets(validSecrets(f.authURL())))
+}
+
+// loopback is where the fake cloud listens: the policy of most tests allows it.
+var loopback = netip.MustParsePrefix("127.0.0.0/8")
+
+// newTestServer is the executor without rate limit, whose policy allows the given prefixes.
+func newTestServer(allowed ...netip.Prefix) *terminateServer {
+	return newTerminateServer(egress.New(allowed...), func(rt http.RoundTripper) http.RoundTripper { return rt })
 }

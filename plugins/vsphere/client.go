@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 const (
@@ -34,18 +34,27 @@ type vcenter struct {
 	session *session.Manager
 }
 
-// login connects to vCenter and logs in. Every request, the login included, waits for a
-// token of limiter, which all the hooks of the plugin share. secret names the credentials
-// Secret in messages.
-func login(ctx context.Context, creds credentials, limiter *rate.Limiter, secret string) (*vcenter, error) {
+// login connects to vCenter and logs in. Every connection goes only where policy allows
+// (the url is the Secret's, so a pipeline's author chooses it). Every request, the login
+// included, waits for a token of limiter, which all the hooks of the plugin share. secret
+// names the credentials Secret in messages.
+func login(ctx context.Context, creds credentials, policy *egress.Policy, limiter *rate.Limiter, secret string) (*vcenter, error) {
 	sc := soap.NewClient(creds.url, creds.insecure)
+	// The client's own transport is changed in place, not replaced: govmomi hands it to
+	// the service clients it makes, which must be held to the policy too.
 	t := sc.DefaultTransport()
 	if creds.roots != nil {
 		t.TLSClientConfig.RootCAs = creds.roots
 	}
-	// soap.Client dials TLS without the request's context; this dialer honours it, so that
-	// an unreachable vCenter cannot hold a hook past its deadline.
-	t.DialTLSContext = (&tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout}, Config: t.TLSClientConfig}).DialContext
+	dialer := policy.Dialer()
+	dialer.Timeout = dialTimeout
+	// Through a proxy the address checked would be the proxy's.
+	t.Proxy = nil
+	t.DialContext = dialer.DialContext
+	// soap.Client dials TLS without the request's context and without the policy; this
+	// dialer does both, so that an unreachable vCenter cannot hold a hook past its
+	// deadline.
+	t.DialTLSContext = (&tls.Dialer{NetDialer: dialer, Config: t.TLSClientConfig}).DialContext
 	// soap.Client is an http.Client: its Transport carries every SOAP request.
 	sc.Transport = sdk.RateLimitedTransport(t, limiter)
 
@@ -79,8 +88,13 @@ func (v *vcenter) logout(ctx context.Context) {
 
 // vsphereError wraps err, from a vCenter call made to do what, with whether retrying can
 // help: faults that pass (a busy host, a task in progress, a network error) are retryable;
-// missing privileges and an untrusted certificate need a person and are permanent.
+// missing privileges, an untrusted certificate and an address the egress policy refuses
+// need a person and are permanent. URLs in err lose their user info and query.
 func vsphereError(what string, err error) error {
+	if refused := egress.AsPermanent(err); refused != nil {
+		return fmt.Errorf("%s: %w", what, refused)
+	}
+	err = egress.RedactError(err)
 	wrapped := fmt.Errorf("%s: %w", what, err)
 	var sdkErr *sdk.Error
 	switch {

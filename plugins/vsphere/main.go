@@ -3,7 +3,13 @@
 // into the operator's --plugin-dir (make plugins) and list its SHA-256 in the checksum file.
 package main
 
-import "github.com/stepwise-dev/stepwise/pkg/sdk"
+import (
+	"fmt"
+	"os"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
+)
 
 // The client-side rate limit of the requests this plugin sends to vCenter, shared by every
 // hook of every pipeline the operator runs: vCenter slows down for everyone when one
@@ -16,4 +22,14 @@ const (
 	apiBurst = 20
 )
 
-func main() { sdk.Serve(newTerminateVM(sdk.NewLimiter(apiQPS, apiBurst))) }
+func main() {
+	// The addresses vCenter may be at: every public one, and the ranges the operator's
+	// --plugin-allowed-cidrs allows (vCenter is usually on a private network). A plugin
+	// never runs with another policy than asked.
+	policy, err := egress.FromEnvironment()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stepwise-plugin-vsphere: %v\n", err)
+		os.Exit(1)
+	}
+	sdk.Serve(newTerminateVM(policy, sdk.NewLimiter(apiQPS, apiBurst)))
+}

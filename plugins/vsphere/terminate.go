@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // Outputs of vsphere.terminate-vm.
@@ -42,6 +43,9 @@ const shutdownPoll = 5 * time.Second
 // back, so the teardown of this step has nothing to undo.
 type terminateVM struct {
 	sdk.Base
+	// policy says which addresses vCenter may be at: the url is the Secret's, so a
+	// pipeline's author chooses it, and the plugin runs inside the operator's pod.
+	policy *egress.Policy
 	// limiter paces every request to vCenter, for all the hooks the plugin serves.
 	limiter *rate.Limiter
 	// log records the destructive actions on the plugin's stderr, which goes to the
@@ -50,8 +54,8 @@ type terminateVM struct {
 	now func() time.Time
 }
 
-func newTerminateVM(limiter *rate.Limiter) *terminateVM {
-	return &terminateVM{limiter: limiter, log: log.New(os.Stderr, "", 0), now: time.Now}
+func newTerminateVM(policy *egress.Policy, limiter *rate.Limiter) *terminateVM {
+	return &terminateVM{policy: policy, limiter: limiter, log: log.New(os.Stderr, "", 0), now: time.Now}
 }
 
 func (*terminateVM) Name() string { return "vsphere.terminate-vm" }
@@ -102,7 +106,7 @@ func (e *terminateVM) Create(ctx context.Context, req *sdk.Request) (sdk.Result,
 	}
 	own := req.Outputs[req.Step]
 
-	vc, err := login(ctx, creds, e.limiter, p.secret)
+	vc, err := login(ctx, creds, e.policy, e.limiter, p.secret)
 	if err != nil {
 		return sdk.Result{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +17,21 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 	"github.com/stepwise-dev/stepwise/test/vcsim"
 )
 
 const executorName = "vsphere.terminate-vm"
 
-// newTestExecutor is the plugin's executor with its real rate limit and no audit log.
+// newTestExecutor is the plugin's executor with its real rate limit and no audit log,
+// whose policy allows loopback, where the simulator listens.
 func newTestExecutor() *terminateVM {
-	e := newTerminateVM(sdk.NewLimiter(apiQPS, apiBurst))
+	return newTestExecutorAllowing(netip.MustParsePrefix("127.0.0.0/8"))
+}
+
+func newTestExecutorAllowing(allowed ...netip.Prefix) *terminateVM {
+	e := newTerminateVM(egress.New(allowed...), sdk.NewLimiter(apiQPS, apiBurst))
 	e.log = log.New(io.Discard, "", 0)
 	return e
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 const (
@@ -34,6 +35,14 @@ const (
 	headerSignature      = "X-Stepwise-Signature"
 	headerTimestamp      = "X-Stepwise-Timestamp"
 	headerIdempotencyKey = "Idempotency-Key"
+
+	// headerResult is the answer's header by which a receiver says that its body is an
+	// answer of this protocol ({"outputs": {...}, "message": "..."}), in version resultV1.
+	// Without it, nothing of the body reaches the step's status: a URL that names some
+	// other service (an internal API answering JSON with a "message") must not be read
+	// back through a pipeline.
+	headerResult = "X-Stepwise-Result"
+	resultV1     = "v1"
 
 	// Secret keys read from the data of the Secret named by credentialsSecret.
 	keyHMAC = "hmacKey"
@@ -55,6 +64,7 @@ const (
 	maxExcerpt      = 200
 	maxOutputs      = 16
 	maxOutputsSize  = 2048
+	maxLocation     = 256
 )
 
 // outputKeyPattern is what a step output key may look like: later steps refer to it as
@@ -66,13 +76,19 @@ var outputKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 // terminating a machine, have nothing to undo). The other hooks are sdk.Base's no-ops.
 type call struct {
 	sdk.Base
+	// policy says which addresses a call may connect to: a pipeline's author names the
+	// URL, and the plugin runs inside the operator's pod.
+	policy *egress.Policy
 	// wrap puts the plugin's rate limit around the transport of a call.
 	wrap func(http.RoundTripper) http.RoundTripper
 }
 
-// newCall returns the executor; wrap puts a transport behind the plugin's client-side rate
-// limit (shared by every call of the plugin).
-func newCall(wrap func(http.RoundTripper) http.RoundTripper) *call { return &call{wrap: wrap} }
+// newCall returns the executor; policy checks every address a call connects to, wrap puts
+// a transport behind the plugin's client-side rate limit (shared by every call of the
+// plugin).
+func newCall(policy *egress.Policy, wrap func(http.RoundTripper) http.RoundTripper) *call {
+	return &call{policy: policy, wrap: wrap}
+}
 
 func (*call) Name() string { return executorName }
 
@@ -180,34 +196,44 @@ func (c *call) call(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
 	httpReq.Header.Set(headerSignature, "sha256="+sign(key, timestamp, body))
 	httpReq.Header.Set(headerIdempotencyKey, req.IdempotencyKey)
 
-	where := fmt.Sprintf("POST %s", redact(target))
+	where := "POST " + egress.RedactURL(target.String())
 	resp, err := client.Do(httpReq)
 	if err != nil {
-		if ctx.Err() != nil {
-			// The hook's attempt ended: the engine reports Timeout and retries.
-			return sdk.Result{}, fmt.Errorf("%s: %w", where, ctx.Err())
-		}
-		var sdkErr *sdk.Error
-		if errors.As(err, &sdkErr) { // the client-side rate limiter gave up
-			return sdk.Result{}, sdkErr
-		}
-		return sdk.Result{}, sdk.Retryable("WebhookUnreachable", fmt.Errorf("%s: %w", where, err))
+		return sdk.Result{}, noAnswer(ctx, where, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	respBody, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
-	if err != nil {
-		return sdk.Result{}, sdk.Retryable("WebhookUnreachable", fmt.Errorf("%s: read the answer: %w", where, err))
+	return interpret(ctx, where, resp)
+}
+
+// noAnswer is the error of a call that got no answer: the hook's deadline, the rate
+// limiter, an address the policy refuses (permanent), or a connection that failed
+// (retryable, said without the operating system's words).
+func noAnswer(ctx context.Context, where string, err error) error {
+	if ctx.Err() != nil {
+		// The hook's attempt ended: the engine reports Timeout and retries.
+		return fmt.Errorf("%s: %w", where, ctx.Err())
 	}
-	return interpret(where, resp, respBody)
+	var sdkErr *sdk.Error
+	if errors.As(err, &sdkErr) { // the client-side rate limiter gave up
+		return sdkErr
+	}
+	if refused := egress.AsPermanent(err); refused != nil {
+		return fmt.Errorf("%s: %w", where, refused)
+	}
+	return sdk.Retryable("WebhookUnreachable", fmt.Errorf("%s: %s", where, unreachable(err)))
 }
 
 // interpret maps a receiver's answer to the hook's result: 2xx done (202: look again),
-// 429 look again after Retry-After, other 3xx/4xx permanent, 5xx retryable.
-func interpret(where string, resp *http.Response, body []byte) (sdk.Result, error) {
+// 429 look again after Retry-After, other 3xx/4xx permanent, 5xx retryable. Messages name
+// the status by its code and Go's text for it, never by the receiver's words: neither its
+// reason phrase nor its body reaches the step's status, but for the outputs and message
+// of a 2xx that opted in (headerResult).
+func interpret(ctx context.Context, where string, resp *http.Response) (sdk.Result, error) {
 	status := resp.StatusCode
+	answered := fmt.Sprintf("%s: answered %s", where, statusText(status))
 	switch {
 	case status == http.StatusAccepted:
-		a, err := decodeAnswer(where, resp, body)
+		a, err := readAnswer(ctx, where, resp)
 		if err != nil {
 			return sdk.Result{}, err
 		}
@@ -223,7 +249,7 @@ func interpret(where string, resp *http.Response, body []byte) (sdk.Result, erro
 		r.Outputs = a.Outputs
 		return r, nil
 	case status >= 200 && status < 300:
-		a, err := decodeAnswer(where, resp, body)
+		a, err := readAnswer(ctx, where, resp)
 		if err != nil {
 			return sdk.Result{}, err
 		}
@@ -233,7 +259,7 @@ func interpret(where string, resp *http.Response, body []byte) (sdk.Result, erro
 		}
 		return sdk.DoneWithOutputs(msg, a.Outputs), nil
 	case status == http.StatusTooManyRequests:
-		err := fmt.Errorf("%s: answered %s: %s", where, resp.Status, excerpt(body))
+		err := errors.New(answered)
 		if after, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			// Honour the receiver's pace exactly; the step's timeout still bounds the wait.
 			return sdk.Wait(after, fmt.Sprintf("webhook is throttling (429), calling again in %s", after)), nil
@@ -243,26 +269,61 @@ func interpret(where string, resp *http.Response, body []byte) (sdk.Result, erro
 		// Redirects are not followed: a POST would turn into a GET, and a signed call
 		// should reach only the configured URL.
 		return sdk.Result{}, sdk.Permanent("WebhookRedirected", fmt.Errorf(
-			"%s: answered %s to %q; redirects are not followed, set url to the final address", where, resp.Status, resp.Header.Get("Location")))
+			"%s to %q; redirects are not followed, set url to the final address", answered, location(resp)))
 	case status >= 400 && status < 500:
-		return sdk.Result{}, sdk.Permanent("WebhookRejected", fmt.Errorf("%s: answered %s: %s", where, resp.Status, excerpt(body)))
+		return sdk.Result{}, sdk.Permanent("WebhookRejected", errors.New(answered))
 	case status >= 500:
-		return sdk.Result{}, sdk.Retryable("WebhookFailed", fmt.Errorf("%s: answered %s: %s", where, resp.Status, excerpt(body)))
+		return sdk.Result{}, sdk.Retryable("WebhookFailed", errors.New(answered))
 	default:
-		return sdk.Result{}, sdk.Retryable("UnexpectedResponse", fmt.Errorf("%s: answered %s", where, resp.Status))
+		return sdk.Result{}, sdk.Retryable("UnexpectedResponse", errors.New(answered))
 	}
 }
 
-// decodeAnswer reads the optional {"outputs": {...}, "message": "..."} of a 2xx answer. A
-// body that is not JSON (no application/json content type) carries nothing.
-func decodeAnswer(where string, resp *http.Response, body []byte) (answer, error) {
+// statusText names an HTTP status by its code and Go's text for it ("500 Internal Server
+// Error"): the reason phrase of the answer is the receiver's text, any bytes at all.
+func statusText(code int) string {
+	if text := http.StatusText(code); text != "" {
+		return fmt.Sprintf("%d %s", code, text)
+	}
+	return strconv.Itoa(code)
+}
+
+// location is the Location of a redirect as a message shows it: without user info or
+// query, on one line, bounded.
+func location(resp *http.Response) string {
+	return contract.Truncate(oneLine(egress.RedactURL(resp.Header.Get("Location"))), maxLocation)
+}
+
+// readAnswer reads the {"outputs": {...}, "message": "..."} of a 2xx answer when the
+// receiver opted in with headerResult; any other body carries nothing, and is not read.
+func readAnswer(ctx context.Context, where string, resp *http.Response) (answer, error) {
+	version, optedIn := resp.Header[http.CanonicalHeaderKey(headerResult)]
+	if !optedIn {
+		return answer{}, nil
+	}
+	answered := fmt.Sprintf("%s: answered %s", where, statusText(resp.StatusCode))
+	if len(version) != 1 || !strings.EqualFold(strings.TrimSpace(version[0]), resultV1) {
+		// The value is not quoted: it is the receiver's text.
+		return answer{}, sdk.Permanent("InvalidWebhookResponse", fmt.Errorf(
+			"%s with a header %s other than %s, the version of the answer this plugin reads", answered, headerResult, resultV1))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+	if err != nil {
+		return answer{}, noAnswer(ctx, where+": read the answer", err)
+	}
+	return decodeAnswer(answered, resp, body)
+}
+
+// decodeAnswer decodes the answer of a receiver that opted in. A body that is not JSON (no
+// application/json content type) carries nothing.
+func decodeAnswer(answered string, resp *http.Response, body []byte) (answer, error) {
 	var a answer
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mediaType != "application/json" || len(bytes.TrimSpace(body)) == 0 {
 		return a, nil
 	}
 	invalid := func(err error) error {
-		return sdk.Permanent("InvalidWebhookResponse", fmt.Errorf("%s: answered %s with %w", where, resp.Status, err))
+		return sdk.Permanent("InvalidWebhookResponse", fmt.Errorf("%s with %w", answered, err))
 	}
 	if len(body) >= maxResponseBody {
 		return answer{}, invalid(fmt.Errorf("a JSON body over %d bytes", maxResponseBody))
@@ -285,9 +346,10 @@ func decodeAnswer(where string, resp *http.Response, body []byte) (answer, error
 }
 
 // client returns the HTTP client of one call, trusting caPEM (if any) for TLS, behind the
-// plugin's rate limit. It never follows redirects.
+// plugin's rate limit. It connects only where the egress policy allows, and never follows
+// redirects.
 func (c *call) client(caPEM []byte) (*http.Client, error) {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport := c.policy.Transport(nil)
 	if len(bytes.TrimSpace(caPEM)) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(caPEM) {
@@ -313,14 +375,6 @@ func parseURL(raw string) (*url.URL, error) {
 		return nil, sdk.Permanent("InvalidParameter", errors.New("parameter url is not an absolute http(s) URL"))
 	}
 	return u, nil
-}
-
-// redact is the URL as messages show it: without user info or query, which may carry
-// credentials.
-func redact(u *url.URL) string {
-	c := *u
-	c.User, c.RawQuery, c.Fragment = nil, "", ""
-	return c.String()
 }
 
 // sign returns the hex HMAC-SHA256, keyed by key, of timestamp + "." + body: what the
@@ -355,7 +409,7 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	return min(max(d, minRetryAfter), maxRetryAfter), true
 }
 
-// excerpt is the start of a body on one line, for a message.
+// excerpt is the start of a text of an answer on one line, for a message.
 func excerpt(body []byte) string {
 	s := contract.Truncate(oneLine(string(body)), maxExcerpt)
 	if s == "" {

@@ -4,9 +4,12 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
+	"os"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // The client-side limit on the requests this plugin makes, shared by every pipeline the
@@ -17,6 +20,13 @@ const (
 )
 
 func main() {
+	// The addresses calls may connect to: every public one, and the ranges the operator's
+	// --plugin-allowed-cidrs allows. A plugin never runs with another policy than asked.
+	policy, err := egress.FromEnvironment()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stepwise-plugin-webhook: %v\n", err)
+		os.Exit(1)
+	}
 	limiter := sdk.NewLimiter(apiQPS, apiBurst)
-	sdk.Serve(newCall(func(rt http.RoundTripper) http.RoundTripper { return sdk.RateLimitedTransport(rt, limiter) }))
+	sdk.Serve(newCall(policy, func(rt http.RoundTripper) http.RoundTripper { return sdk.RateLimitedTransport(rt, limiter) }))
 }

@@ -20,18 +20,22 @@ import (
 
 // pluginArgs makes the operator load the plugins `make plugins` built into bin/plugins.
 func pluginArgs() []string {
-	return []string{"--plugin-dir", cluster.BinPath("plugins")}
+	// The stand-ins for clouds and receivers listen on loopback, which plugins may not
+	// reach unless allowed.
+	return []string{"--plugin-dir", cluster.BinPath("plugins"), "--plugin-allowed-cidrs=127.0.0.0/8"}
 }
 
-// pluginPIDs lists the running processes of bin/plugins/stepwise-plugin-example that are
-// children of the operator process parent (other test runs on the machine may run theirs).
+// pluginPIDs lists the running processes of the example plugin that are children of the
+// operator process parent (other test runs on the machine may run theirs).
 func pluginPIDs(t *testing.T, parent int) []int {
 	t.Helper()
-	return processesOf(t, filepath.Join(cluster.BinPath("plugins"), "stepwise-plugin-example"), parent)
+	return processesOf(t, "stepwise-plugin-example", parent)
 }
 
-// processesOf lists the running processes of the executable exe whose parent is parent.
-func processesOf(t *testing.T, exe string, parent int) []int {
+// processesOf lists the running processes of the plugin named plugin (its executable's
+// name) whose parent is parent. The operator runs a verified copy of each plugin from a
+// private directory, named after the plugin with a random suffix.
+func processesOf(t *testing.T, plugin string, parent int) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	require.NoError(t, err)
@@ -45,7 +49,9 @@ func processesOf(t *testing.T, exe string, parent int) []int {
 		if err != nil {
 			continue
 		}
-		if arg0, _, _ := bytes.Cut(cmdline, []byte{0}); string(arg0) == exe && parentPID(e.Name()) == parent {
+		arg0, _, _ := bytes.Cut(cmdline, []byte{0})
+		name := filepath.Base(string(arg0))
+		if (name == plugin || strings.HasPrefix(name, plugin+"-")) && parentPID(e.Name()) == parent {
 			pids = append(pids, pid)
 		}
 	}
@@ -183,5 +189,5 @@ func TestPluginWithWrongChecksumIsRefusedWithAClearCondition(t *testing.T) {
 	assert.Contains(t, step.Message, `no executor named "example.greet"`)
 	assert.Contains(t, step.Message, "stepwise-plugin-example")
 	assert.Contains(t, step.Message, "SHA-256 does not match the checksum file")
-	assert.Empty(t, processesOf(t, filepath.Join(dir, "stepwise-plugin-example"), operator.PID()), "the refused plugin never ran")
+	assert.Empty(t, processesOf(t, "stepwise-plugin-example", operator.PID()), "the refused plugin never ran")
 }
