@@ -20,7 +20,7 @@ import (
 // review turned such a spec into a 625 MiB parameter and 4 GiB of allocations in one sync.
 func hostileParams() (params, with map[string]string) {
 	params = map[string]string{"x": strings.Repeat("A", 64<<10)}
-	with = map[string]string{"blob": strings.Repeat("$(params.x)", 6000)}
+	with = map[string]string{"blob": strings.Repeat("$(params.x)", 5900)}
 	return params, with
 }
 

@@ -99,7 +99,7 @@ func TestWebhookToLoopbackIsRefused(t *testing.T) {
 }
 
 // TestParameterExpansionPastTheBoundFailsOnlyItsPipeline: a spec of about 130 KiB whose
-// references would expand to 384 MiB fails with InvalidParameter, and the operator keeps
+// references would expand to 378 MiB fails with InvalidParameter, and the operator keeps
 // serving another tenant.
 func TestParameterExpansionPastTheBoundFailsOnlyItsPipeline(t *testing.T) {
 	t.Parallel()
@@ -107,7 +107,7 @@ func TestParameterExpansionPastTheBoundFailsOnlyItsPipeline(t *testing.T) {
 	hostileNS := cluster.CreateNamespace(t)
 	serviceAccount(t, hostileNS, "runner", true)
 	hostile := recordPipeline(hostileNS, "expand", "runner", recordStep("blob", map[string]string{
-		"blob": strings.Repeat("$(params.x)", 6000),
+		"blob": strings.Repeat("$(params.x)", 5900),
 	}))
 	hostile.Spec.Params = map[string]string{"x": strings.Repeat("A", 64<<10)}
 	_, err := client.StepwiseV1alpha1().Pipelines(hostileNS).Create(t.Context(), hostile, metav1.CreateOptions{})
