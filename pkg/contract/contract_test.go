@@ -70,3 +70,24 @@ func TestOwnReason(t *testing.T) {
 	assert.Empty(t, OwnReason(errors.New("plain")))
 	assert.False(t, IsPermanent(Retryable("CloudBusy", errors.New("x"))))
 }
+
+func TestNormalizeReason(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"CloudBusy", "CloudBusy"},
+		{"rate limited", "RateLimited"},
+		{"rate-limited: 429", "RateLimited429"},
+		{"429 too many", "TooMany"},
+		{"snake_case_ok", "Snake_case_ok"},
+		{"Überlastet", "Berlastet"},
+		{"", ReasonHookFailed},
+		{"!!!", ReasonHookFailed},
+		{strings.Repeat("a", 100), "A" + strings.Repeat("a", 63)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got := NormalizeReason(tt.in)
+			assert.Equal(t, tt.want, got)
+			assert.Regexp(t, `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`, got, "what metav1.Condition accepts")
+		})
+	}
+}

@@ -3,6 +3,9 @@ package contract
 import (
 	"context"
 	"errors"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Error is a hook failure that says whether retrying can help and why, in a CamelCase
@@ -61,4 +64,38 @@ func OwnReason(err error) string {
 		return ReasonTimeout
 	}
 	return ""
+}
+
+// maxReasonLength bounds a reason: Kubernetes allows 1024 bytes, a reason is a word.
+const maxReasonLength = 64
+
+// NormalizeReason returns reason as a Kubernetes condition accepts it: a CamelCase word of
+// letters, digits and underscores that starts with a letter. "rate limited" becomes
+// "RateLimited"; a reason with nothing usable becomes HookFailed. A reason the API server
+// refuses would fail every status write, and with it the record of the attempt.
+func NormalizeReason(reason string) string {
+	var b strings.Builder
+	upper := true
+	for _, r := range reason {
+		switch {
+		case r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_'):
+			if b.Len() == 0 && !unicode.IsLetter(r) {
+				continue
+			}
+			if upper {
+				r = unicode.ToUpper(r)
+			}
+			b.WriteRune(r)
+			upper = false
+		default:
+			upper = true
+		}
+		if b.Len() == maxReasonLength {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return ReasonHookFailed
+	}
+	return b.String()
 }

@@ -3,8 +3,10 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +26,12 @@ func (c *Controller) writeStatus(ctx context.Context, ps *pipelineSync) error {
 	p := ps.p.DeepCopy()
 	p.Status = *ps.status
 	updated, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: ControllerName})
+	if apierrors.IsInvalid(err) && ps.rejectStatus(err) {
+		// Writing nothing would run the same hooks again at every sync, never counting an
+		// attempt: record instead that the steps failed, without the refused text.
+		p.Status = *ps.status
+		updated, err = c.client.StepwiseV1alpha1().Pipelines(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: ControllerName})
+	}
 	if err != nil {
 		return fmt.Errorf("update status of pipeline %s/%s: %w", p.Namespace, p.Name, err)
 	}
@@ -76,4 +84,47 @@ func (c *Controller) wrote(p *v1alpha1.Pipeline) {
 	}
 	_, _ = TrimForCache(p) // as the informer's copies are
 	c.pipelines.Mutation(p)
+}
+
+// rejectStatus replaces every step this sync changed by its status before the sync, failed
+// with reason StatusRejected and a message naming the fields the API server refused (not
+// their values: those are what it refused). It returns false when no step changed, so
+// that there is nothing to take back.
+func (ps *pipelineSync) rejectStatus(err error) bool {
+	var fields []string
+	var statusErr *apierrors.StatusError
+	if errors.As(err, &statusErr) && statusErr.ErrStatus.Details != nil {
+		for _, cause := range statusErr.ErrStatus.Details.Causes {
+			fields = append(fields, cause.Field)
+		}
+	}
+	rejected := false
+	for i := range ps.status.Steps {
+		s := &ps.status.Steps[i]
+		var before v1alpha1.StepStatus
+		if i < len(ps.p.Status.Steps) && ps.p.Status.Steps[i].Name == s.Name {
+			before = *ps.p.Status.Steps[i].DeepCopy()
+		}
+		if s.StartTime == nil || equality.Semantic.DeepEqual(&before, s) {
+			continue // no hook of it ran in this sync
+		}
+		rejected = true
+		name, exec, hook, started := s.Name, s.Executor, s.Hook, s.StartTime
+		*s = before
+		s.Name, s.Executor, s.Hook, s.StartTime = name, exec, hook, started
+		s.Phase = v1alpha1.StepFailed
+		s.NextAttemptTime = nil
+		s.Message = fmt.Sprintf("the API server refused the status that hook %s produced (invalid %s); it is not run again: "+
+			"fix the executor, then retry (annotate %s)", hook, strings.Join(fields, ", "), v1alpha1.RetryAnnotation)
+		ps.setStepCondition(s, metav1.ConditionFalse, v1alpha1.ReasonStatusRejected, s.Message)
+	}
+	if !rejected {
+		return false
+	}
+	if ps.p.DeletionTimestamp != nil {
+		ps.summarizeTeardown()
+	} else {
+		ps.summarize()
+	}
+	return true
 }

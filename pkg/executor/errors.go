@@ -10,7 +10,7 @@ import (
 // own, else the Kubernetes API's (such as "Forbidden"), else a generic one.
 func ReasonFor(err error) string {
 	if reason := contract.OwnReason(err); reason != "" {
-		return reason
+		return contract.NormalizeReason(reason)
 	}
 	if reason := apierrors.ReasonForError(err); reason != "" && reason != "Unknown" {
 		return string(reason)

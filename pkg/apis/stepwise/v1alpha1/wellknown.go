@@ -23,6 +23,9 @@ const (
 	ReasonSuspended      = "Suspended"
 	ReasonDeleting       = "Deleting"
 	ReasonTeardownFailed = "TeardownFailed"
+	// ReasonStatusRejected: the API server refused the status a hook produced; the step
+	// fails rather than run the hook again.
+	ReasonStatusRejected = "StatusRejected"
 )
 
 // Failed tells whether the pipeline has failed: a step failed and waits for a retry, or
