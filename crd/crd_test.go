@@ -70,6 +70,57 @@ func (v *pipelineValidator) validate(t *testing.T, obj map[string]any) field.Err
 	return append(errs, celErrs...)
 }
 
+// validateUpdate validates obj as an update of old, transition rules included.
+func (v *pipelineValidator) validateUpdate(t *testing.T, obj, old map[string]any) field.ErrorList {
+	t.Helper()
+	errs := validation.ValidateCustomResource(nil, obj, v.schema)
+	celErrs, _ := v.cel.Validate(context.Background(), nil, nil, obj, old, celconfig.RuntimeCELCostBudget)
+	return append(errs, celErrs...)
+}
+
+// TestStartedPipelineStepsAreImmutable: by default an edit of the steps, params or
+// ServiceAccount is refused at admission (it would re-run destructive steps against
+// whatever now has the name); suspend may change; updatePolicy Rerun allows edits.
+func TestStartedPipelineStepsAreImmutable(t *testing.T) {
+	v := newPipelineValidator(t)
+	tests := []struct {
+		name    string
+		policy  string // of the old object; "" leaves it unset (the default, Immutable)
+		mutate  func(p map[string]any)
+		wantErr bool
+	}{
+		{name: "timeout raised", mutate: func(p map[string]any) { step(p, 1)["timeout"] = "30m" }, wantErr: true},
+		{name: "step removed", mutate: func(p map[string]any) { p["spec"].(map[string]any)["steps"] = steps(p)[:1] }, wantErr: true},
+		{name: "param changed", mutate: func(p map[string]any) { p["spec"].(map[string]any)["params"] = map[string]any{"node": "n2"} }, wantErr: true},
+		{name: "service account changed", mutate: func(p map[string]any) { p["spec"].(map[string]any)["serviceAccountName"] = "admin" }, wantErr: true},
+		{name: "suspended", mutate: func(p map[string]any) { p["spec"].(map[string]any)["suspend"] = true }},
+		{name: "nothing", mutate: func(map[string]any) {}},
+		{name: "explicitly immutable, timeout raised", policy: "Immutable", mutate: func(p map[string]any) { step(p, 1)["timeout"] = "30m" }, wantErr: true},
+		{name: "rerun policy, timeout raised", policy: "Rerun", mutate: func(p map[string]any) { step(p, 1)["timeout"] = "30m" }},
+		{name: "rerun policy, step removed", policy: "Rerun", mutate: func(p map[string]any) { p["spec"].(map[string]any)["steps"] = steps(p)[:1] }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := validPipeline()
+			if tt.policy != "" {
+				old["spec"].(map[string]any)["updatePolicy"] = tt.policy
+			}
+			updated := validPipeline()
+			if tt.policy != "" {
+				updated["spec"].(map[string]any)["updatePolicy"] = tt.policy
+			}
+			tt.mutate(updated)
+			errs := v.validateUpdate(t, updated, old)
+			if !tt.wantErr {
+				assert.Empty(t, errs)
+				return
+			}
+			require.NotEmpty(t, errs)
+			assert.Contains(t, errs.ToAggregate().Error(), "kubectl stepwise rerun")
+		})
+	}
+}
+
 func TestCRDIsValid(t *testing.T) {
 	crd := loadCRD(t)
 	// The API server fills in storedVersions on create; do the same.

@@ -30,6 +30,11 @@ type Description struct {
 	Description string `json:"description,omitempty"`
 	// Parameters are the keys of a step's "with" the executor reads.
 	Parameters []Parameter `json:"parameters,omitempty"`
+	// UpdatesInPlace says that a run with other parameters updates what the last run
+	// created and removes what it no longer declares (k8s.apply's inventory): an edit of
+	// the step under updatePolicy Rerun re-runs it, where other executors' last run is torn
+	// down first.
+	UpdatesInPlace bool `json:"updatesInPlace,omitempty"`
 	// Plugin names the plugin executable serving the executor; set by the operator, empty
 	// for built-ins.
 	Plugin string `json:"plugin,omitempty"`

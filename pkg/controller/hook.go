@@ -3,36 +3,47 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"k8s.io/klog/v2"
 
-	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
 )
 
-// request builds what the hooks of step i, run by exec, are given, Secrets included: they
-// are read here, once for the step's hooks of this sync, as the pipeline's ServiceAccount,
-// for built-in and plugin executors alike.
-func (ps *pipelineSync) request(ctx context.Context, i int, s *v1alpha1.StepStatus, exec executor.TaskExecutor) (*executor.Request, error) {
-	outputs := make(map[string]map[string]string, i+1)
+// request builds what the hooks of step r, run by exec in direction d, are given, Secrets
+// included: they are read here, once for the step's hooks of this sync, as the pipeline's
+// ServiceAccount, for built-in and plugin executors alike. A teardown gets the parameters
+// its run record holds; the other hooks get the spec's, resolved now.
+func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.TaskExecutor, d direction) (*executor.Request, error) {
+	outputs := make(map[string]map[string]string, r.index+2)
+	earlier := make(map[string]map[string]string, max(r.index, 0))
 	all := make(map[string]bool, len(ps.status.Steps))
 	for j := range ps.status.Steps {
-		all[ps.status.Steps[j].Name] = true
-		if j <= i && len(ps.status.Steps[j].Outputs) > 0 {
-			outputs[ps.status.Steps[j].Name] = ps.status.Steps[j].Outputs
+		s := &ps.status.Steps[j]
+		all[s.Name] = true
+		if j < r.index {
+			earlier[s.Name] = s.Outputs
+		}
+		if j < r.index && len(s.Outputs) > 0 {
+			outputs[s.Name] = s.Outputs
 		}
 	}
-	earlier := make(map[string]map[string]string, i)
-	for j := range i {
-		earlier[ps.status.Steps[j].Name] = ps.status.Steps[j].Outputs
+	if len(r.s.Outputs) > 0 {
+		outputs[r.s.Name] = r.s.Outputs
 	}
-	res := &resolver{params: ps.p.Spec.Params, earlier: earlier, all: all}
-	params, err := res.resolveParams(ps.p.Spec.Steps[i].With, paramTypes(exec))
-	if err != nil {
-		return nil, err
+
+	var params map[string]string
+	if !d.creating() && r.s.Ran != nil {
+		params = maps.Clone(r.s.Ran.Params)
+	} else {
+		res := &resolver{params: ps.p.Spec.Params, earlier: earlier, all: all}
+		var err error
+		if params, err = res.resolveParams(r.step.With, paramTypes(exec)); err != nil {
+			return nil, err
+		}
 	}
 
 	sa := ps.p.Spec.ServiceAccountName
@@ -53,7 +64,7 @@ func (ps *pipelineSync) request(ctx context.Context, i int, s *v1alpha1.StepStat
 				Namespace: ps.p.Namespace, Name: ps.p.Name, UID: string(ps.p.UID), Generation: ps.p.Generation,
 			},
 			ServiceAccountName: sa,
-			Step:               s.Name,
+			Step:               r.s.Name,
 			Params:             params,
 			Outputs:            outputs,
 			Secrets:            secrets,

@@ -16,15 +16,21 @@ func (ps *pipelineSync) retryTeardown() bool {
 	if !ps.p.RetryRequested() {
 		return false
 	}
-	for i := range ps.status.Steps {
-		if ps.teardownBlocked(i) {
-			s := &ps.status.Steps[i]
-			s.Phase = v1alpha1.StepDeleting
-			s.Hook = "" // start the teardown over
-			ps.normalEvent("RetryRequested", "Retrying the teardown of step %q", s.Name)
+	ps.retryBlockedTeardowns()
+	return true
+}
+
+// retryBlockedTeardowns starts every blocked teardown over, of steps and retired runs.
+func (ps *pipelineSync) retryBlockedTeardowns() {
+	for _, steps := range [][]v1alpha1.StepStatus{ps.status.Steps, ps.status.RetiredSteps} {
+		for i := range steps {
+			if s := &steps[i]; teardownBlocked(s) {
+				s.Phase = v1alpha1.StepDeleting
+				s.Hook = "" // start the teardown over
+				ps.normalEvent("RetryRequested", "Retrying the teardown of step %q", s.Name)
+			}
 		}
 	}
-	return true
 }
 
 // retryCreation runs the failed step again, or from the step the annotation names when
@@ -34,6 +40,7 @@ func (ps *pipelineSync) retryCreation() bool {
 	if !ok {
 		return false
 	}
+	ps.retryBlockedTeardowns() // of retired runs, which hold the steps back
 	failed := ps.failedStep()
 	if failed < 0 {
 		return true

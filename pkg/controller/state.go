@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,8 +39,8 @@ func (ps *pipelineSync) timeNow() *metav1.Time {
 }
 
 // alignSteps gives the status one entry for each step of the spec, in spec order, keeping
-// what is known of steps that stay. A step removed from the spec is forgotten: without
-// its spec, its teardown could not run.
+// what is known of steps that stay. A step the spec no longer has is retired when it ran:
+// its record says how to tear it down.
 func (ps *pipelineSync) alignSteps() {
 	known := make(map[string]v1alpha1.StepStatus, len(ps.status.Steps))
 	for _, s := range ps.status.Steps {
@@ -51,17 +52,53 @@ func (ps *pipelineSync) alignSteps() {
 		if !ok {
 			s = v1alpha1.StepStatus{Name: step.Name, Phase: v1alpha1.StepPending}
 		}
+		delete(known, step.Name)
 		s.Executor = step.Executor
 		aligned[i] = s
+	}
+	for _, s := range ps.status.Steps {
+		if removed, ok := known[s.Name]; ok && needsTeardown(&removed) {
+			ps.retire(&removed)
+		}
 	}
 	ps.status.Steps = aligned
 }
 
-// specHash identifies what the steps run with: the spec without suspend.
+// retire keeps a run of a step that the spec no longer has as it ran, for its teardown.
+func (ps *pipelineSync) retire(s *v1alpha1.StepStatus) {
+	retired := *s.DeepCopy()
+	retired.Executor = retired.Ran.Executor
+	ps.status.RetiredSteps = append(ps.status.RetiredSteps, retired)
+	ps.normalEvent("StepRetired", "Step %q (%s) is no longer in the spec as it ran: its teardown runs before the steps run again",
+		s.Name, retired.Executor)
+}
+
+// needsTeardown tells whether s must be torn down: its Create hook was called (its run
+// record says with what) and its teardown has not finished. A step that never got that far
+// (an unknown executor, a parameter that did not resolve, a PreCreate that failed) created
+// nothing, and its teardown could not start anyway.
+func needsTeardown(s *v1alpha1.StepStatus) bool {
+	return s.Ran != nil && s.Phase != v1alpha1.StepDeleted
+}
+
+// specHash identifies what the steps run with: the spec without suspend and updatePolicy.
 func specHash(spec *v1alpha1.PipelineSpec) string {
 	unsuspended := *spec
 	unsuspended.Suspend = false
-	data, err := json.Marshal(&unsuspended) // maps marshal with sorted keys: the hash is stable
+	unsuspended.UpdatePolicy = "" // a change of policy alone runs nothing again
+	return hashOf(&unsuspended)
+}
+
+// stepHash identifies what one step runs with, its name aside: a renamed step is another
+// step, and alignSteps retires the old name.
+func stepHash(step *v1alpha1.Step) string {
+	unnamed := *step
+	unnamed.Name = ""
+	return hashOf(&unnamed)
+}
+
+func hashOf(v any) string {
+	data, err := json.Marshal(v) // maps marshal with sorted keys: the hash is stable
 	if err != nil {
 		return "" // cannot happen for these types; an empty hash only re-runs the steps
 	}
@@ -70,8 +107,9 @@ func specHash(spec *v1alpha1.PipelineSpec) string {
 	return strconv.FormatUint(h.Sum64(), 16)
 }
 
-// resetStep makes a step run again from its first hook. What tells that it started before
-// (its start time) stays, so that its teardown still runs if the pipeline is deleted.
+// resetStep makes a step run again from its first hook. Its run record and outputs stay:
+// its teardown still runs if the pipeline is deleted, and an executor that updates in
+// place (k8s.apply) sees what its last run created.
 func (ps *pipelineSync) resetStep(s *v1alpha1.StepStatus) {
 	if s.Phase == v1alpha1.StepPending {
 		return
@@ -107,19 +145,36 @@ func (ps *pipelineSync) failedStep() int {
 
 func (ps *pipelineSync) failed() bool { return ps.failedStep() >= 0 }
 
-// lastStepToTearDown is the index of the last step that started and is not torn down.
-func (ps *pipelineSync) lastStepToTearDown() int {
-	for i := len(ps.status.Steps) - 1; i >= 0; i-- {
-		s := &ps.status.Steps[i]
-		if s.StartTime != nil && s.Phase != v1alpha1.StepDeleted {
-			return i
+// nextTeardown is the step to tear down next, or false when none is left: the steps of
+// the spec that ran, last first, then (for a deleted pipeline; a pipeline that runs again
+// tears only these down) the retired runs, last first.
+func (ps *pipelineSync) nextTeardown(retiredOnly bool) (stepRef, bool) {
+	if !retiredOnly {
+		for i := len(ps.status.Steps) - 1; i >= 0; i-- {
+			if needsTeardown(&ps.status.Steps[i]) {
+				return ps.specStep(i), true
+			}
 		}
 	}
-	return -1
+	for j := len(ps.status.RetiredSteps) - 1; j >= 0; j-- {
+		if needsTeardown(&ps.status.RetiredSteps[j]) {
+			return ps.retiredStep(j), true
+		}
+	}
+	return stepRef{}, false
 }
 
-// teardownBlocked tells whether step i's teardown failed for good and waits for a retry.
-func (ps *pipelineSync) teardownBlocked(i int) bool {
-	s := &ps.status.Steps[i]
+// teardownBlocked tells whether a step's teardown failed for good and waits for a retry.
+func teardownBlocked(s *v1alpha1.StepStatus) bool {
 	return s.Phase == v1alpha1.StepFailed && isDeleteHook(s.Hook)
+}
+
+// dropTornDownRetired forgets the retired runs whose teardown finished.
+func (ps *pipelineSync) dropTornDownRetired() {
+	ps.status.RetiredSteps = slices.DeleteFunc(ps.status.RetiredSteps, func(s v1alpha1.StepStatus) bool {
+		return !needsTeardown(&s)
+	})
+	if len(ps.status.RetiredSteps) == 0 {
+		ps.status.RetiredSteps = nil
+	}
 }

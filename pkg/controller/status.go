@@ -31,20 +31,41 @@ func (ps *pipelineSync) summarizeTeardown() {
 	ps.progress()
 	st.Phase = v1alpha1.PipelineDeleting
 	st.CurrentStep = ""
-	i := ps.lastStepToTearDown()
-	if i < 0 {
+	r, ok := ps.nextTeardown(false)
+	if !ok {
 		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, "teardown finished")
 		return
 	}
-	s := &st.Steps[i]
-	st.CurrentStep = s.Name
-	if ps.teardownBlocked(i) {
+	st.CurrentStep = r.s.Name
+	if teardownBlocked(r.s) {
 		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTeardownFailed, fmt.Sprintf(
-			"teardown of step %s is blocked: %s; the finalizer stays until it succeeds (annotate %s to retry)",
-			s.Name, s.Message, v1alpha1.RetryAnnotation))
+			"teardown of step %s is blocked: %s; the finalizer stays until it succeeds (annotate %s to retry, or %s=%s to leave what it created)",
+			r.s.Name, r.s.Message, v1alpha1.RetryAnnotation, v1alpha1.TeardownPolicyAnnotation, v1alpha1.TeardownOrphan))
 		return
 	}
-	ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, withMessage("tearing down step "+s.Name, s.Message))
+	ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, withMessage("tearing down step "+r.s.Name, r.s.Message))
+}
+
+// summarizeRetired derives the status of a pipeline that tears down the runs the spec no
+// longer has before its steps run again, and reports whether there are any.
+func (ps *pipelineSync) summarizeRetired() bool {
+	r, ok := ps.nextTeardown(true)
+	if !ok {
+		return false
+	}
+	st := ps.status
+	st.CurrentStep = r.s.Name
+	if teardownBlocked(r.s) {
+		st.Phase = v1alpha1.PipelineFailed
+		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTeardownFailed, fmt.Sprintf(
+			"teardown of step %s, which the spec no longer has as it ran, is blocked: %s; the steps run again once it succeeds (annotate %s to retry)",
+			r.s.Name, r.s.Message, v1alpha1.RetryAnnotation))
+		return true
+	}
+	st.Phase = v1alpha1.PipelineRunning
+	ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting,
+		withMessage("tearing down step "+r.s.Name+", which the spec no longer has as it ran", r.s.Message))
+	return true
 }
 
 // summarize derives the pipeline's phase, current step, progress and Ready condition from
@@ -52,6 +73,9 @@ func (ps *pipelineSync) summarizeTeardown() {
 func (ps *pipelineSync) summarize() {
 	st := ps.status
 	succeeded := ps.progress()
+	if ps.summarizeRetired() {
+		return
+	}
 	switch {
 	case ps.failed():
 		s := &st.Steps[ps.failedStep()]

@@ -51,13 +51,40 @@ func (*pipelineSync) inProgress(s *v1alpha1.StepStatus, d direction) bool {
 	return slices.Contains(d.hooks, s.Hook) && (s.Phase == d.activePhase || s.Phase == v1alpha1.StepWaiting)
 }
 
-// runStep runs the hooks of step i in direction d, one after the other while they finish
+// stepRef is a step a sync works on: its status entry, the spec it runs with, and its
+// index in the spec. A retired step (no longer in the spec) has index -1 and a spec made
+// from its run record, which only its teardown uses.
+type stepRef struct {
+	s     *v1alpha1.StepStatus
+	step  *v1alpha1.Step
+	index int
+}
+
+func (ps *pipelineSync) specStep(i int) stepRef {
+	return stepRef{s: &ps.status.Steps[i], step: &ps.p.Spec.Steps[i], index: i}
+}
+
+func (ps *pipelineSync) retiredStep(j int) stepRef {
+	s := &ps.status.RetiredSteps[j]
+	return stepRef{s: s, step: &v1alpha1.Step{Name: s.Name, Executor: s.Ran.Executor}, index: -1}
+}
+
+// executorName is who runs r's hooks in direction d: a teardown runs the executor that
+// Create ran, whatever the spec says now.
+func (r stepRef) executorName(d direction) string {
+	if !d.creating() && r.s.Ran != nil {
+		return r.s.Ran.Executor
+	}
+	return r.step.Executor
+}
+
+// runStep runs the hooks of step r in direction d, one after the other while they finish
 // at once, and stops at the first that is not done or fails. It returns when to look
 // again, or 0.
-func (ps *pipelineSync) runStep(ctx context.Context, i int, d direction) time.Duration {
-	step := &ps.p.Spec.Steps[i]
-	s := &ps.status.Steps[i]
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "step", s.Name, "executor", step.Executor)
+func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) time.Duration {
+	s, step := r.s, r.step
+	name := r.executorName(d)
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "step", s.Name, "executor", name)
 	ctx = klog.NewContext(ctx, logger)
 
 	switch {
@@ -74,11 +101,11 @@ func (ps *pipelineSync) runStep(ctx context.Context, i int, d direction) time.Du
 		ps.setStepCondition(s, metav1.ConditionFalse, string(d.activePhase), s.Message)
 	}
 
-	exec, ok := ps.c.executors.Get(step.Executor)
+	exec, ok := ps.c.executors.Get(name)
 	if !ok {
-		return ps.failStep(s, step, d, contract.Permanent(contract.ReasonUnknownExecutor, ps.c.executors.Missing(step.Executor)))
+		return ps.failStep(s, step, d, contract.Permanent(contract.ReasonUnknownExecutor, ps.c.executors.Missing(name)))
 	}
-	req, err := ps.request(ctx, i, s, exec)
+	req, err := ps.request(ctx, r, exec, d)
 	if err != nil {
 		return ps.failStep(s, step, d, err)
 	}
@@ -92,6 +119,13 @@ func (ps *pipelineSync) runStep(ctx context.Context, i int, d direction) time.Du
 				fmt.Errorf("%s did not finish within the step's timeout of %s", s.Hook, step.EffectiveTimeout())))
 		}
 
+		if req.Hook == contract.HookCreate {
+			// Recorded before Create is called: from now on the step is torn down from
+			// this record, whatever happens to the spec.
+			if err := ps.recordRun(r, exec, req); err != nil {
+				return ps.failStep(s, step, d, err)
+			}
+		}
 		res, err := ps.callHook(ctx, exec, req, deadline)
 		if err != nil {
 			return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, err))
@@ -140,7 +174,6 @@ func (ps *pipelineSync) beginStep(s *v1alpha1.StepStatus, d direction) {
 	if d.creating() {
 		s.ObservedGeneration = ps.p.Generation
 		s.StartTime = now
-		s.Outputs = nil // this run's outputs replace the last run's
 		if ps.started == nil {
 			ps.started = map[string]int{}
 		}

@@ -46,34 +46,38 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 	return c.syncCreation(ctx, p)
 }
 
-// syncCreation runs the first step that has not succeeded for the pipeline's generation.
+// syncCreation tears down what the spec no longer has, then runs the first step that has
+// not succeeded for the pipeline's generation.
 func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (time.Duration, error) {
 	ps := c.newPipelineSync(p)
 	ps.status.ObservedGeneration = p.Generation
-	if hash := specHash(&p.Spec); hash != ps.status.SpecHash {
-		// A new spec: every step runs again (hooks are idempotent). Toggling suspend alone
-		// does not change the hash, so a suspended pipeline resumes where it stopped.
-		for i := range ps.status.Steps {
-			ps.resetStep(&ps.status.Steps[i])
-		}
-		ps.status.SpecHash = hash
-		ps.status.StartTime = ps.timeNow()
-		ps.status.CompletionTime = nil
+	if hash := specHash(&p.Spec); hash != ps.status.SpecHash && !ps.newSpec(hash) {
+		ps.summarize()
+		ps.refuseSpecChange()
+		return 0, c.finish(ctx, ps, false)
 	}
 	retryRequested := ps.retryCreation()
 
-	// Steps that finish at once run one after the other in this call, so that K instant
+	// Hooks that finish at once run one after the other in this call, so that K instant
 	// steps cost one status write rather than K: the API server's write rate is what bounds
-	// an operator's throughput. The batch ends at the first step that does not succeed at
+	// an operator's throughput. The batch ends at the first step that does not finish at
 	// once (its hook waits, or failed), and no new step starts after maxBatchDuration or
 	// once the operator is shutting down, so that slow steps still record their progress.
 	var requeue time.Duration
 	batchStart := ps.now()
-	for i := ps.currentStep(); i >= 0 && !ps.failed() && !p.Spec.Suspend; i = ps.currentStep() {
-		requeue = ps.runStep(ctx, i, createDirection)
-		if ps.status.Steps[i].Phase != v1alpha1.StepSucceeded ||
-			ps.now().Sub(batchStart) >= maxBatchDuration || c.queue.ShuttingDown() {
-			break
+	goOn := func(s *v1alpha1.StepStatus, done v1alpha1.StepPhase) bool {
+		return s.Phase == done && ps.now().Sub(batchStart) < maxBatchDuration && !c.queue.ShuttingDown()
+	}
+	stopped := p.Spec.Suspend
+	for r, ok := ps.nextTeardown(true); ok && !stopped && !teardownBlocked(r.s); r, ok = ps.nextTeardown(true) {
+		requeue = ps.runStep(ctx, r, deleteDirection)
+		stopped = !goOn(r.s, v1alpha1.StepDeleted)
+	}
+	ps.dropTornDownRetired()
+	if len(ps.status.RetiredSteps) == 0 {
+		for i := ps.currentStep(); i >= 0 && !stopped && !ps.failed(); i = ps.currentStep() {
+			requeue = ps.runStep(ctx, ps.specStep(i), createDirection)
+			stopped = !goOn(&ps.status.Steps[i], v1alpha1.StepSucceeded)
 		}
 	}
 	ps.summarize()
@@ -84,26 +88,26 @@ func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (ti
 // step starts in the next sync, after a status write.
 const maxBatchDuration = time.Second
 
-// syncDeletion tears down the steps that started, last first, as syncCreation runs them:
-// in one sync while each teardown finishes at once; with none left it removes the
-// finalizer.
+// syncDeletion tears down the steps that ran, last first, then the retired runs, as
+// syncCreation runs them: in one sync while each teardown finishes at once; with none left
+// it removes the finalizer.
 func (c *Controller) syncDeletion(ctx context.Context, p *v1alpha1.Pipeline) (time.Duration, error) {
 	ps := c.newPipelineSync(p)
 	retryRequested := ps.retryTeardown()
-
-	if ps.lastStepToTearDown() < 0 {
+	if ps.orphaned(ctx) {
+		ps.emitEvents()
 		return 0, c.removeFinalizer(ctx, p)
 	}
+
 	var requeue time.Duration
 	batchStart := ps.now()
-	for i := ps.lastStepToTearDown(); i >= 0 && !ps.teardownBlocked(i); i = ps.lastStepToTearDown() {
-		requeue = ps.runStep(ctx, i, deleteDirection)
-		if ps.status.Steps[i].Phase != v1alpha1.StepDeleted ||
-			ps.now().Sub(batchStart) >= maxBatchDuration || c.queue.ShuttingDown() {
+	for r, ok := ps.nextTeardown(false); ok && !teardownBlocked(r.s); r, ok = ps.nextTeardown(false) {
+		requeue = ps.runStep(ctx, r, deleteDirection)
+		if r.s.Phase != v1alpha1.StepDeleted || ps.now().Sub(batchStart) >= maxBatchDuration || c.queue.ShuttingDown() {
 			break
 		}
 	}
-	if ps.lastStepToTearDown() < 0 {
+	if _, ok := ps.nextTeardown(false); !ok {
 		// The last teardown is done: the object goes away, so its status needs no write.
 		ps.emitEvents()
 		return 0, c.removeFinalizer(ctx, p)

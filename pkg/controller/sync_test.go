@@ -384,7 +384,9 @@ func TestSuspendStopsBeforeTheNextHook(t *testing.T) {
 }
 
 func TestNewGenerationRerunsStepsAndRecordsIt(t *testing.T) {
-	f := newFixture(t, newPipeline(stepsOf("one", "two")...))
+	p := newPipeline(stepsOf("one", "two")...)
+	p.Spec.UpdatePolicy = v1alpha1.UpdateRerun
+	f := newFixture(t, p)
 	f.syncUntilIdle("p")
 	first := f.get("p").Status.Steps[0].StartTime
 	f.exec.reset()
@@ -408,7 +410,9 @@ func TestNewGenerationRerunsStepsAndRecordsIt(t *testing.T) {
 }
 
 func TestNewGenerationRetriesAFailedPipeline(t *testing.T) {
-	f := newFixture(t, newPipeline(stepsOf("one")...))
+	p := newPipeline(stepsOf("one")...)
+	p.Spec.UpdatePolicy = v1alpha1.UpdateRerun
+	f := newFixture(t, p)
 	f.exec.on("one", v1alpha1.HookCreate, failWith(contract.Permanent("Bad", errBoom)))
 	f.sync("p")
 	require.Equal(t, v1alpha1.PipelineFailed, f.get("p").Status.Phase)

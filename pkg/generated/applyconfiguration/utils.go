@@ -44,6 +44,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.RetryPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Step"):
 		return &stepwisev1alpha1.StepApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("StepRun"):
+		return &stepwisev1alpha1.StepRunApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StepStatus"):
 		return &stepwisev1alpha1.StepStatusApplyConfiguration{}
 

@@ -20,6 +20,9 @@ const (
 	// characters (CEL's size of a string); MaxParamNameLength bounds their names.
 	MaxParamValueLength = 65536
 	MaxParamNameLength  = 253
+	// MaxRecordedParamsSize bounds, in bytes, the parameters a step's run record keeps
+	// for its teardown (StepRun.Params); YAML parameters are kept as their digest.
+	MaxRecordedParamsSize = 8192
 	// MaxResolvedParamsSize bounds, in bytes, a step's parameters once every $(...)
 	// reference is substituted: references multiply a value, and the schema can only bound
 	// what is written.
@@ -47,8 +50,25 @@ type Pipeline struct {
 	Status PipelineStatus `json:"status,omitempty"`
 }
 
+// UpdatePolicy says what an edit of a started pipeline's spec does.
+// +kubebuilder:validation:Enum=Immutable;Rerun
+type UpdatePolicy string
+
+const (
+	// UpdateImmutable: the steps, params and serviceAccountName cannot change once the
+	// pipeline exists (only suspend may): an edit never re-runs destructive work against
+	// whatever now has a name. Run it again with a new Pipeline (kubectl stepwise rerun).
+	UpdateImmutable UpdatePolicy = "Immutable"
+	// UpdateRerun: an edit runs the steps again, for declarative pipelines. What a removed
+	// step, or a step whose executor or parameters changed, created is torn down first,
+	// from its run record (executors that update in place, such as k8s.apply, are re-run
+	// instead and prune what they no longer declare).
+	UpdateRerun UpdatePolicy = "Rerun"
+)
+
 // PipelineSpec is what the user asks for.
 //
+// +kubebuilder:validation:XValidation:rule="(has(oldSelf.updatePolicy) && oldSelf.updatePolicy == 'Rerun') || (self.steps == oldSelf.steps && has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params) && has(self.serviceAccountName) == has(oldSelf.serviceAccountName) && (!has(self.serviceAccountName) || self.serviceAccountName == oldSelf.serviceAccountName))",message="the steps, params and serviceAccountName of a pipeline with updatePolicy Immutable cannot change (only suspend can): run it again as a new Pipeline, e.g. kubectl stepwise rerun NAME"
 // +kubebuilder:validation:XValidation:rule="has(self.steps) && size(self.steps) > 0",message="a pipeline needs at least one step"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, self.steps.exists_one(t, t.name == s.name))",message="step names must be unique"
 type PipelineSpec struct {
@@ -68,6 +88,12 @@ type PipelineSpec struct {
 	// Suspend stops the pipeline before its next hook; the hook already running finishes.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// UpdatePolicy says what an edit of the steps, params or serviceAccountName does:
+	// Immutable (the default) refuses it; Rerun runs the steps again.
+	// +optional
+	// +kubebuilder:default=Immutable
+	UpdatePolicy UpdatePolicy `json:"updatePolicy,omitempty"`
 
 	// Steps run in order; each must succeed before the next starts.
 	// +listType=atomic
@@ -240,6 +266,15 @@ type PipelineStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50
 	Steps []StepStatus `json:"steps,omitempty"`
+
+	// RetiredSteps are runs of steps the spec no longer has as they ran (removed, renamed,
+	// or edited under updatePolicy Rerun) whose teardown has not finished: they are torn
+	// down from their run record, last first, before the steps run again, and when the
+	// pipeline is deleted.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	RetiredSteps []StepStatus `json:"retiredSteps,omitempty"`
 }
 
 // StepStatus is the observed state of one step.
@@ -297,12 +332,38 @@ type StepStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 
+	// Ran records what the step's Create hook was called with. Its teardown runs from this
+	// record, not from the spec, and only a step with a record is torn down.
+	// +optional
+	Ran *StepRun `json:"ran,omitempty"`
+
 	// Conditions of the step; "Ready" is True once its create hooks are done.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// StepRun is what a step ran with: enough to tear it down whatever happened to the spec.
+type StepRun struct {
+	// Executor that ran the step.
+	// +kubebuilder:validation:MaxLength=253
+	Executor string `json:"executor"`
+
+	// Params the hooks were given, every reference resolved; Secrets appear by name only
+	// (the parameters name them). A YAML parameter is kept as "sha256:" and its digest: the
+	// teardown works from what Create recorded in its outputs (k8s.apply's inventory).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Params map[string]string `json:"params,omitempty"`
+
+	// StepHash identifies the step's spec (executor, with, timeout, retry) it ran for.
+	// +kubebuilder:validation:MaxLength=64
+	StepHash string `json:"stepHash"`
+
+	// Generation of the pipeline it ran for.
+	Generation int64 `json:"generation"`
 }
 
 // PipelineList is a list of Pipelines.

@@ -12,6 +12,13 @@ const (
 	// RetryAnnotation asks for a failed pipeline to be tried again: empty or "true" retries
 	// the failed step, a step name retries from that step on. The engine removes it.
 	RetryAnnotation = "stepwise.dev/retry"
+	// TeardownPolicyAnnotation set to TeardownOrphan on a pipeline makes its deletion skip
+	// every teardown that has not run, leaving what its steps created in place: the way out
+	// of a teardown that can never succeed. The engine says in a Warning Event which steps it
+	// skipped, and the API server's audit log says who set the annotation.
+	TeardownPolicyAnnotation = "stepwise.dev/teardown-policy"
+	// TeardownOrphan is the value of TeardownPolicyAnnotation that skips the teardown.
+	TeardownOrphan = "Orphan"
 )
 
 // Reasons of a pipeline's Ready condition.

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	stepwisev1alpha1 "github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
 // PipelineSpecApplyConfiguration represents a declarative configuration of the PipelineSpec type for use
 // with apply.
 //
@@ -30,6 +34,9 @@ type PipelineSpecApplyConfiguration struct {
 	Params map[string]string `json:"params,omitempty"`
 	// Suspend stops the pipeline before its next hook; the hook already running finishes.
 	Suspend *bool `json:"suspend,omitempty"`
+	// UpdatePolicy says what an edit of the steps, params or serviceAccountName does:
+	// Immutable (the default) refuses it; Rerun runs the steps again.
+	UpdatePolicy *stepwisev1alpha1.UpdatePolicy `json:"updatePolicy,omitempty"`
 	// Steps run in order; each must succeed before the next starts.
 	Steps []StepApplyConfiguration `json:"steps,omitempty"`
 }
@@ -67,6 +74,14 @@ func (b *PipelineSpecApplyConfiguration) WithParams(entries map[string]string) *
 // If called multiple times, the Suspend field is set to the value of the last call.
 func (b *PipelineSpecApplyConfiguration) WithSuspend(value bool) *PipelineSpecApplyConfiguration {
 	b.Suspend = &value
+	return b
+}
+
+// WithUpdatePolicy sets the UpdatePolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the UpdatePolicy field is set to the value of the last call.
+func (b *PipelineSpecApplyConfiguration) WithUpdatePolicy(value stepwisev1alpha1.UpdatePolicy) *PipelineSpecApplyConfiguration {
+	b.UpdatePolicy = &value
 	return b
 }
 

@@ -48,6 +48,11 @@ type PipelineStatusApplyConfiguration struct {
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// Steps holds one entry for each step of the spec, in spec order.
 	Steps []StepStatusApplyConfiguration `json:"steps,omitempty"`
+	// RetiredSteps are runs of steps the spec no longer has as they ran (removed, renamed,
+	// or edited under updatePolicy Rerun) whose teardown has not finished: they are torn
+	// down from their run record, last first, before the steps run again, and when the
+	// pipeline is deleted.
+	RetiredSteps []StepStatusApplyConfiguration `json:"retiredSteps,omitempty"`
 }
 
 // PipelineStatusApplyConfiguration constructs a declarative configuration of the PipelineStatus type for use with
@@ -134,6 +139,19 @@ func (b *PipelineStatusApplyConfiguration) WithSteps(values ...*StepStatusApplyC
 			panic("nil value passed to WithSteps")
 		}
 		b.Steps = append(b.Steps, *values[i])
+	}
+	return b
+}
+
+// WithRetiredSteps adds the given value to the RetiredSteps field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the RetiredSteps field.
+func (b *PipelineStatusApplyConfiguration) WithRetiredSteps(values ...*StepStatusApplyConfiguration) *PipelineStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRetiredSteps")
+		}
+		b.RetiredSteps = append(b.RetiredSteps, *values[i])
 	}
 	return b
 }

@@ -55,6 +55,9 @@ type StepStatusApplyConfiguration struct {
 	Outputs map[string]string `json:"outputs,omitempty"`
 	// Message is the executor's or the engine's last word on the step.
 	Message *string `json:"message,omitempty"`
+	// Ran records what the step's Create hook was called with. Its teardown runs from this
+	// record, not from the spec, and only a step with a record is torn down.
+	Ran *StepRunApplyConfiguration `json:"ran,omitempty"`
 	// Conditions of the step; "Ready" is True once its create hooks are done.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
@@ -164,6 +167,14 @@ func (b *StepStatusApplyConfiguration) WithOutputs(entries map[string]string) *S
 // If called multiple times, the Message field is set to the value of the last call.
 func (b *StepStatusApplyConfiguration) WithMessage(value string) *StepStatusApplyConfiguration {
 	b.Message = &value
+	return b
+}
+
+// WithRan sets the Ran field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Ran field is set to the value of the last call.
+func (b *StepStatusApplyConfiguration) WithRan(value *StepRunApplyConfiguration) *StepStatusApplyConfiguration {
+	b.Ran = value
 	return b
 }
 

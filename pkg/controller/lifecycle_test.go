@@ -1,0 +1,197 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+// retirement is a finished node retirement whose cordon recorded the VM: the review's case.
+func retirement(policy v1alpha1.UpdatePolicy) *v1alpha1.Pipeline {
+	p := newPipeline(
+		v1alpha1.Step{Name: "cordon", Executor: "test.record", With: map[string]string{"node": "$(params.node)"}},
+		v1alpha1.Step{Name: "terminate", Executor: "test.record", With: map[string]string{"vm": "$(steps.cordon.outputs.vm)"}},
+	)
+	p.Spec.Params = map[string]string{"node": "worker-1"}
+	p.Spec.UpdatePolicy = policy
+	return p
+}
+
+func recordVM(f *fixture) {
+	f.exec.on("cordon", v1alpha1.HookCreate, func(context.Context, *executor.Request) (contract.Result, error) {
+		return contract.DoneWithOutputs("", map[string]string{"vm": "vm-42"}), nil
+	})
+}
+
+// TestEditOfAFinishedPipelineRunsNothing: by default an edit (here a raised timeout)
+// re-ran every step of a finished node retirement against whatever now had the name, and
+// cleared the outputs that held the safeguards. Now nothing runs, the pipeline says why
+// and how to run again, and the outputs stay.
+func TestEditOfAFinishedPipelineRunsNothing(t *testing.T) {
+	f := newFixture(t, retirement(""))
+	recordVM(f)
+	f.syncUntilIdle("p")
+	require.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
+	f.exec.reset()
+
+	f.update("p", func(p *v1alpha1.Pipeline) {
+		p.Generation = 2
+		p.Spec.Steps[1].Timeout = nil
+		p.Spec.Steps[1].Retry = &v1alpha1.RetryPolicy{Limit: 9}
+	})
+	f.syncUntilIdle("p")
+
+	assert.Empty(t, f.exec.Calls(), "no step ran again")
+	got := f.get("p")
+	ready := readyCondition(got.Status.Conditions)
+	assert.Equal(t, reasonSpecChangeRefused, ready.Reason)
+	assert.Contains(t, ready.Message, "kubectl stepwise rerun p")
+	assert.Equal(t, map[string]string{"vm": "vm-42"}, stepStatus(got, "cordon").Outputs, "the safeguards stay")
+	assert.Contains(t, f.events(), "Warning "+reasonSpecChangeRefused)
+}
+
+// TestRemovedStepIsTornDownFromItsRecord: removing a step dropped its status, so what it
+// created leaked. Under updatePolicy Rerun its run is retired and torn down from its
+// record (the executor and parameters it ran with) before the steps run again.
+func TestRemovedStepIsTornDownFromItsRecord(t *testing.T) {
+	f := newFixture(t, retirement(v1alpha1.UpdateRerun))
+	recordVM(f)
+	f.syncUntilIdle("p")
+	f.exec.reset()
+
+	f.update("p", func(p *v1alpha1.Pipeline) {
+		p.Generation = 2
+		p.Spec.Steps = p.Spec.Steps[:1]
+	})
+	f.syncUntilIdle("p")
+
+	assert.Equal(t, []string{
+		"terminate/PreDelete#1", "terminate/Delete#1", "terminate/PostDelete#1",
+		"cordon/PreCreate#1", "cordon/Create#1", "cordon/PostCreate#1",
+	}, f.exec.Calls(), "the removed step is torn down first")
+	teardown := f.exec.requests[1]
+	assert.Equal(t, "terminate", teardown.Step)
+	assert.Equal(t, map[string]string{"vm": "vm-42"}, teardown.Params, "from its record")
+	got := f.get("p")
+	assert.Equal(t, v1alpha1.PipelineSucceeded, got.Status.Phase)
+	assert.Empty(t, got.Status.RetiredSteps)
+	assert.Len(t, got.Status.Steps, 1)
+}
+
+// TestEditedStepIsTornDownBeforeItRunsAgain: a step whose parameters change (its executor
+// does not update in place) has its last run torn down, with the old parameters, before it
+// runs with the new ones; deleting the pipeline then tears down the new run.
+func TestEditedStepIsTornDownBeforeItRunsAgain(t *testing.T) {
+	f := newFixture(t, retirement(v1alpha1.UpdateRerun))
+	recordVM(f)
+	f.syncUntilIdle("p")
+	f.exec.reset()
+
+	f.update("p", func(p *v1alpha1.Pipeline) {
+		p.Generation = 2
+		p.Spec.Steps[0].With = map[string]string{"node": "worker-2"}
+	})
+	f.syncUntilIdle("p")
+	require.Equal(t, []string{
+		"cordon/PreDelete#1", "cordon/Delete#1", "cordon/PostDelete#1",
+		"cordon/PreCreate#1", "cordon/Create#1", "cordon/PostCreate#1",
+		"terminate/PreCreate#1", "terminate/Create#1", "terminate/PostCreate#1",
+	}, f.exec.Calls())
+	assert.Equal(t, "worker-1", f.exec.requests[0].Params["node"], "the old run is torn down with what it ran with")
+	assert.Equal(t, "worker-2", f.exec.requests[4].Params["node"])
+	f.exec.reset()
+
+	f.delete("p")
+	f.syncUntilIdle("p")
+	var torn []string
+	for _, r := range f.exec.requests {
+		if r.Hook == contract.HookDelete {
+			torn = append(torn, r.Step+":"+r.Params["node"]+r.Params["vm"])
+		}
+	}
+	assert.Equal(t, []string{"terminate:vm-42", "cordon:worker-2"}, torn)
+}
+
+// TestStepsThatNeverRanCreateAreNotTornDown: a typo in an executor name, a parameter that
+// does not resolve, or a PreCreate that failed (here Forbidden) created nothing; deleting
+// such a pipeline ran teardowns that failed the same way and kept the finalizer for ever.
+func TestStepsThatNeverRanCreateAreNotTornDown(t *testing.T) {
+	tests := []struct {
+		name  string
+		step  v1alpha1.Step
+		setup func(f *fixture)
+	}{
+		{name: "unknown executor", step: v1alpha1.Step{Name: "typo", Executor: "node.cordn"}},
+		{name: "unresolved parameter", step: v1alpha1.Step{Name: "typo", Executor: "test.record", With: map[string]string{"x": "$(params.nope)"}}},
+		{name: "PreCreate forbidden", step: v1alpha1.Step{Name: "typo", Executor: "test.record"}, setup: func(f *fixture) {
+			f.exec.on("typo", v1alpha1.HookPreCreate, failWith(forbidden()))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, newPipeline(tt.step))
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			f.syncUntilIdle("p")
+			require.Equal(t, v1alpha1.PipelineFailed, f.get("p").Status.Phase)
+			f.exec.reset()
+
+			f.delete("p")
+			f.syncUntilIdle("p")
+			assert.Empty(t, f.exec.Calls(), "nothing to tear down")
+			assert.NotContains(t, f.get("p").Finalizers, v1alpha1.Finalizer)
+		})
+	}
+}
+
+// TestOrphanAnnotationReleasesABlockedTeardown: a teardown that can never succeed is left,
+// on request, with a Warning Event naming what stays.
+func TestOrphanAnnotationReleasesABlockedTeardown(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("one", "two")...))
+	f.syncUntilIdle("p")
+	f.exec.on("two", v1alpha1.HookDelete, failWith(contract.Permanent("CloudGone", errBoom)))
+	f.delete("p")
+	f.syncUntilIdle("p")
+	got := f.get("p")
+	require.Contains(t, got.Finalizers, v1alpha1.Finalizer)
+	assert.Contains(t, readyCondition(got.Status.Conditions).Message, v1alpha1.TeardownPolicyAnnotation+"="+v1alpha1.TeardownOrphan)
+	f.events()
+	f.exec.reset()
+
+	f.update("p", func(p *v1alpha1.Pipeline) {
+		p.Annotations = map[string]string{v1alpha1.TeardownPolicyAnnotation: v1alpha1.TeardownOrphan}
+	})
+	f.syncUntilIdle("p")
+	assert.Empty(t, f.exec.Calls())
+	assert.NotContains(t, f.get("p").Finalizers, v1alpha1.Finalizer)
+	assert.Equal(t, []string{"Warning TeardownOrphaned"}, f.events())
+}
+
+// TestRunRecordKeepsYAMLParametersAsDigests: the record stays small.
+func TestRunRecordKeepsYAMLParametersAsDigests(t *testing.T) {
+	f := newFixture(t, newPipeline(v1alpha1.Step{Name: "apply", Executor: "test.record", With: map[string]string{
+		"manifest": "kind: ConfigMap\nmetadata: {name: big}\n", "note": "kept",
+	}}))
+	f.syncUntilIdle("p")
+	ran := stepStatus(f.get("p"), "apply").Ran
+	require.NotNil(t, ran)
+	assert.Equal(t, "test.record", ran.Executor)
+	assert.Equal(t, "kept", ran.Params["note"])
+	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, ran.Params["manifest"])
+	assert.Equal(t, int64(1), ran.Generation)
+}
+
+func forbidden() error {
+	return contract.Permanent("Forbidden", &forbiddenErr{})
+}
+
+type forbiddenErr struct{}
+
+func (*forbiddenErr) Error() string { return "configmaps is forbidden: User cannot create" }

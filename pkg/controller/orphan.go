@@ -1,0 +1,29 @@
+package controller
+
+import (
+	"context"
+	"strings"
+
+	"k8s.io/klog/v2"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+// orphaned tells whether the deleted pipeline asks, by annotation, to skip the teardown of
+// its steps. It says which steps it leaves in a Warning Event and in the log.
+func (ps *pipelineSync) orphaned(ctx context.Context) bool {
+	if ps.p.Annotations[v1alpha1.TeardownPolicyAnnotation] != v1alpha1.TeardownOrphan {
+		return false
+	}
+	var left []string
+	for r, ok := ps.nextTeardown(false); ok; r, ok = ps.nextTeardown(false) {
+		left = append(left, r.s.Name+" ("+r.executorName(deleteDirection)+")")
+		r.s.Phase = v1alpha1.StepDeleted // skipped, in this copy only: the object goes away
+	}
+	if len(left) > 0 {
+		ps.warningEvent("TeardownOrphaned", "Teardown skipped as annotation %s=%s asks; what these steps created is left in place: %s",
+			v1alpha1.TeardownPolicyAnnotation, v1alpha1.TeardownOrphan, strings.Join(left, ", "))
+		klog.FromContext(ctx).Info("Teardown orphaned by annotation", "pipeline", klog.KObj(ps.p), "steps", left)
+	}
+	return true
+}
