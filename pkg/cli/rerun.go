@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+// rerunOf is the new Pipeline that runs p's spec again: the same spec (suspend off), labels
+// and annotations but the engine's, named after p by the API server.
+func rerunOf(p *v1alpha1.Pipeline) *v1alpha1.Pipeline {
+	annotations := maps.Clone(p.Annotations)
+	delete(annotations, v1alpha1.RetryAnnotation)
+	delete(annotations, v1alpha1.TeardownPolicyAnnotation)
+	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	spec := *p.Spec.DeepCopy()
+	spec.Suspend = false
+	prefix := p.Name
+	if len(prefix) > 57 {
+		prefix = prefix[:57] // the API server adds 5 characters; names stay under 63
+	}
+	return &v1alpha1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: prefix + "-",
+			Namespace:    p.Namespace,
+			Labels:       maps.Clone(p.Labels),
+			Annotations:  annotations,
+		},
+		Spec: spec,
+	}
+}
+
+func newRerunCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rerun NAME",
+		Short: "Run a pipeline again, as a new Pipeline with the same spec",
+		Long: `Run a pipeline again: create a new Pipeline with the same spec (named NAME-xxxxx).
+
+The steps of a pipeline cannot change once it exists (updatePolicy Immutable, the default),
+and a finished pipeline never runs again by itself: running destructive steps again is
+always a new Pipeline, with its own record and its own teardown. Edit the new one with
+kubectl edit before it starts, or apply a changed copy of the manifest instead.`,
+		Example: `  kubectl stepwise rerun retire-node-3 -n ops`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			c, err := o.clients()
+			if err != nil {
+				return err
+			}
+			pipelines := c.Stepwise.StepwiseV1alpha1().Pipelines(ns)
+			p, err := pipelines.Get(cmd.Context(), args[0], metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("get pipeline %s/%s: %w", ns, args[0], err)
+			}
+			created, err := pipelines.Create(cmd.Context(), rerunOf(p), metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("create a rerun of pipeline %s/%s: %w", ns, p.Name, err)
+			}
+			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s created, a rerun of %s\n", oneLine(created.Name, 0), oneLine(p.Name, 0))
+			return nil
+		},
+	}
+}
