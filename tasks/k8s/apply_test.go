@@ -64,7 +64,7 @@ func TestApplyAppliesLabelsDefaultsNamespacesAndListsObjects(t *testing.T) {
 	assert.Equal(t, "applied 4 objects", res.Message)
 	assert.Equal(t, map[string]string{ObjectsOutput: webObjects}, res.Outputs)
 
-	// In order of the documents, each server-side applied, forced, as "stepwise".
+	// In order of the documents, each server-side applied, unforced, as "stepwise".
 	assert.Equal(t, []string{
 		"patch deployments shop/web",
 		"patch services shop/web",
@@ -72,21 +72,22 @@ func TestApplyAppliesLabelsDefaultsNamespacesAndListsObjects(t *testing.T) {
 		"patch clusterroles /web-viewer",
 	}, writes(client))
 	for _, a := range client.Actions() {
-		patch := a.(clienttesting.PatchActionImpl)
-		assert.Equal(t, FieldManager, patch.PatchOptions.FieldManager)
-		require.NotNil(t, patch.PatchOptions.Force)
-		assert.True(t, *patch.PatchOptions.Force)
+		if patch, ok := a.(clienttesting.PatchActionImpl); ok {
+			assert.Equal(t, FieldManager, patch.PatchOptions.FieldManager)
+		}
 	}
+	assert.Equal(t, []bool{false, false, false, false}, patchForced(client), "never takes fields over unless asked")
 
+	owner := map[string]string{PipelineLabel: pipelineName, PipelineUIDLabel: pipelineUID, StepLabel: stepName}
 	for _, tc := range []struct {
 		gvr      schema.GroupVersionResource
 		ns, name string
 		labels   map[string]string
 	}{
-		{deployments, pipelineNS, "web", map[string]string{"app": "web", PipelineLabel: pipelineName, StepLabel: stepName}},
-		{services, pipelineNS, "web", map[string]string{PipelineLabel: pipelineName, StepLabel: stepName}},
-		{configMaps, "elsewhere", "settings", map[string]string{PipelineLabel: pipelineName, StepLabel: stepName}},
-		{clusterRoles, "", "web-viewer", map[string]string{PipelineLabel: pipelineName, StepLabel: stepName}},
+		{deployments, pipelineNS, "web", map[string]string{"app": "web", PipelineLabel: pipelineName, PipelineUIDLabel: pipelineUID, StepLabel: stepName}},
+		{services, pipelineNS, "web", owner},
+		{configMaps, "elsewhere", "settings", owner},
+		{clusterRoles, "", "web-viewer", owner},
 	} {
 		obj := getObject(t, client, tc.gvr, tc.ns, tc.name)
 		assert.Equal(t, tc.labels, obj.GetLabels(), tc.gvr.Resource)
@@ -246,10 +247,10 @@ func holdDeletes(client interface {
 
 func TestDeleteDeletesItsObjectsInReverseAndWaitsUntilGone(t *testing.T) {
 	client := newClient(t,
-		object(deploymentGVK, pipelineNS, "web", nil),
-		object(serviceGVK, pipelineNS, "web", nil),
-		object(clusterRoleGVK, "", "web-viewer", nil),
-		object(configMapGVK, pipelineNS, "unrelated", nil),
+		ours(object(deploymentGVK, pipelineNS, "web", nil)),
+		ours(object(serviceGVK, pipelineNS, "web", nil)),
+		ours(object(clusterRoleGVK, "", "web-viewer", nil)),
+		ours(object(configMapGVK, pipelineNS, "unrelated", nil)),
 	)
 	holdDeletes(client)
 	// The ConfigMap in "elsewhere" was never created (or is gone already): NotFound is fine.
@@ -296,7 +297,7 @@ func TestDeleteDeletesItsObjectsInReverseAndWaitsUntilGone(t *testing.T) {
 }
 
 func TestDeleteIsDoneOnlyOnceAGetSaysGone(t *testing.T) {
-	client := newClient(t, object(deploymentGVK, pipelineNS, "web", nil), object(serviceGVK, pipelineNS, "web", nil))
+	client := newClient(t, ours(object(deploymentGVK, pipelineNS, "web", nil)), ours(object(serviceGVK, pipelineNS, "web", nil)))
 	outputs := map[string]string{ObjectsOutput: "apps/v1/Deployment/shop/web,/v1/Service/shop/web"}
 	res, err := Apply{}.Delete(t.Context(), newRequest(client, newMapper(), nil, outputs))
 	require.NoError(t, err)
@@ -360,7 +361,7 @@ func TestDeleteEdgeCases(t *testing.T) {
 }
 
 func TestDeleteReportsAPIErrors(t *testing.T) {
-	client := newClient(t, object(serviceGVK, pipelineNS, "web", nil))
+	client := newClient(t, ours(object(serviceGVK, pipelineNS, "web", nil)))
 	client.PrependReactor("delete", "services", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "web", errors.New("no RBAC"))
 	})

@@ -5,14 +5,28 @@ import "github.com/stepwise-dev/stepwise/pkg/contract"
 // Describe documents k8s.apply for the executor catalogue.
 func (Apply) Describe() contract.Description {
 	return contract.Description{
-		Description: "Server-side applies YAML documents (field manager stepwise); teardown deletes " +
-			"exactly what it applied, last object first.",
-		Parameters: []contract.Parameter{{
-			Name:        "manifest",
-			Description: "One or more YAML documents; namespaced objects without a namespace go to the pipeline's namespace. References such as $(steps.s.outputs.k) are substituted inside its values, never as YAML.",
-			Required:    true,
-			Type:        contract.ParamYAML,
-		}},
+		Description: "Server-side applies YAML documents (field manager stepwise) and lists them in the output objects; " +
+			"a re-run prunes the listed objects the manifest no longer has, and teardown deletes the listed objects, " +
+			"last first. Both delete only objects whose labels still name the step (stepwise.dev/pipeline, " +
+			"stepwise.dev/pipeline-uid, stepwise.dev/step) and leave the others.",
+		// A re-run applies the new manifest over the last run's objects and prunes the
+		// rest (see Apply): there is no need to tear the last run down first.
+		UpdatesInPlace: true,
+		Parameters: []contract.Parameter{
+			{
+				Name:        "manifest",
+				Description: "One or more YAML documents; namespaced objects without a namespace go to the pipeline's namespace. References such as $(steps.s.outputs.k) are substituted inside its values, never as YAML.",
+				Required:    true,
+				Type:        contract.ParamYAML,
+			},
+			{
+				Name: "force",
+				Description: "\"true\" to take over objects of the manifest that exist and are not this step's " +
+					"(another pipeline's, or made by hand), and fields another field manager owns; teardown then deletes " +
+					"those objects. Default false: such an object fails the step with reason NotOwned, such a field with " +
+					"reason Conflict.",
+			},
+		},
 	}
 }
 

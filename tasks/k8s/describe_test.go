@@ -3,6 +3,8 @@ package k8s
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/executor/executortest"
 )
@@ -13,7 +15,7 @@ func TestDescribe(t *testing.T) {
 		wantParams   []string
 		wantRequired []string
 	}{
-		{Apply{}, []string{"manifest"}, []string{"manifest"}},
+		{Apply{}, []string{"manifest", "force"}, []string{"manifest"}},
 		{Wait{}, []string{"apiVersion", "kind", "name", "namespace", "condition", "jsonPath", "value", "timeout"}, []string{"apiVersion", "kind", "name"}},
 	}
 	for _, tt := range tests {
@@ -21,4 +23,11 @@ func TestDescribe(t *testing.T) {
 			executortest.AssertBuiltInDescription(t, tt.executor, tt.wantParams, tt.wantRequired)
 		})
 	}
+}
+
+// TestApplyUpdatesInPlace: the engine re-runs an edited k8s.apply step over its inventory,
+// which the re-run prunes, rather than tearing it down first.
+func TestApplyUpdatesInPlace(t *testing.T) {
+	assert.True(t, executor.Describe(Apply{}).UpdatesInPlace)
+	assert.False(t, executor.Describe(Wait{}).UpdatesInPlace)
 }

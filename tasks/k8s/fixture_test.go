@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -110,7 +111,7 @@ func newClient(t *testing.T, objs ...runtime.Object) *dynamicfake.FakeDynamicCli
 func newRequest(client *dynamicfake.FakeDynamicClient, mapper meta.RESTMapper, params, outputs map[string]string) *executor.Request {
 	req := &executor.Request{
 		Request: contract.Request{
-			Pipeline: contract.PipelineRef{Namespace: pipelineNS, Name: pipelineName, UID: "uid-1", Generation: 1},
+			Pipeline: contract.PipelineRef{Namespace: pipelineNS, Name: pipelineName, UID: pipelineUID, Generation: 1},
 			Step:     stepName,
 			Params:   params,
 			Outputs:  map[string]map[string]string{},
@@ -168,6 +169,63 @@ func writes(client *dynamicfake.FakeDynamicClient) []string {
 			out = append(out, "delete "+a.GetResource().Resource+" "+a.GetNamespace()+"/"+a.GetName())
 		case clienttesting.CreateActionImpl, clienttesting.UpdateActionImpl:
 			out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+	}
+	return out
+}
+
+// pipelineUID is the UID of the test pipeline (see newRequest).
+const pipelineUID = "uid-1"
+
+// labelled gives obj the owner labels of a step: pipeline, its UID, step. An empty value
+// leaves its label out, as on an object applied before the UID label existed.
+func labelled(obj *unstructured.Unstructured, pipeline, uid, step string) *unstructured.Unstructured {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range map[string]string{PipelineLabel: pipeline, PipelineUIDLabel: uid, StepLabel: step} {
+		if v != "" {
+			labels[k] = v
+		}
+	}
+	obj.SetLabels(labels)
+	return obj
+}
+
+// ours labels obj as applied by the step of the test pipeline.
+func ours(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	return labelled(obj, pipelineName, pipelineUID, stepName)
+}
+
+// exists tells whether the fake's store holds the object.
+func exists(t *testing.T, client *dynamicfake.FakeDynamicClient, gvr schema.GroupVersionResource, ns, name string) bool {
+	t.Helper()
+	_, err := client.Tracker().Get(gvr, ns, name)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
+
+// deleteOptions lists the options of the deletes the fake saw, in order.
+func deleteOptions(client *dynamicfake.FakeDynamicClient) []metav1.DeleteOptions {
+	var out []metav1.DeleteOptions
+	for _, a := range client.Actions() {
+		if del, ok := a.(clienttesting.DeleteActionImpl); ok {
+			out = append(out, del.DeleteOptions)
+		}
+	}
+	return out
+}
+
+// patchForced lists, for each apply the fake saw, whether it was forced.
+func patchForced(client *dynamicfake.FakeDynamicClient) []bool {
+	var out []bool
+	for _, a := range client.Actions() {
+		if patch, ok := a.(clienttesting.PatchActionImpl); ok {
+			out = append(out, patch.PatchOptions.Force != nil && *patch.PatchOptions.Force)
 		}
 	}
 	return out

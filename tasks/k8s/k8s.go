@@ -1,7 +1,10 @@
 // Package k8s holds the built-in executors that work on arbitrary Kubernetes objects:
 //
-//   - k8s.apply server-side applies the YAML documents of its "manifest" parameter and, on
-//     teardown, deletes exactly what it applied, last object first, waiting until it is gone.
+//   - k8s.apply server-side applies the YAML documents of its "manifest" parameter and lists
+//     them in its inventory; a re-run prunes what the manifest no longer has, and teardown
+//     deletes what it applied, last object first, waiting until it is gone. It never takes
+//     over, prunes or deletes an object whose owner labels name someone else, unless told
+//     to take it over (parameter force).
 //   - k8s.wait waits until an object has a condition, or a JSONPath of it has a value.
 //
 // Both act only through the dynamic client and the RESTMapper of the Request, which
@@ -27,10 +30,15 @@ func Executors() []executor.TaskExecutor {
 	return []executor.TaskExecutor{Apply{}, Wait{}}
 }
 
-// Labels that k8s.apply sets on every object it applies.
+// Labels that k8s.apply sets on every object it applies: they say which step owns it, and
+// all three must name the step for it to prune or delete the object. The names are what
+// people read; the pipeline's UID tells a Pipeline from one deleted and created again under
+// the same name, or one of the same name in another namespace. The UID is a label rather
+// than an annotation so that one pipeline's objects can be selected by it.
 const (
-	PipelineLabel = "stepwise.dev/pipeline"
-	StepLabel     = "stepwise.dev/step"
+	PipelineLabel    = "stepwise.dev/pipeline"
+	PipelineUIDLabel = "stepwise.dev/pipeline-uid"
+	StepLabel        = "stepwise.dev/step"
 )
 
 // FieldManager is the server-side apply field manager of k8s.apply.
