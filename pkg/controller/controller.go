@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -59,6 +60,9 @@ type Config struct {
 	Executors ExecutorLookup
 	Clients   ClientProvider
 	Recorder  record.EventRecorder
+	// Namespaces tells whether a pipeline's namespace is being deleted, when a teardown
+	// cannot start. Optional: without it, such a teardown waits for a retry.
+	Namespaces corelisters.NamespaceLister
 	// Optional.
 	Metrics          *metrics.Metrics
 	WorkqueueMetrics workqueue.MetricsProvider
@@ -79,8 +83,10 @@ type Controller struct {
 	recorder  record.EventRecorder
 	executors ExecutorLookup
 	clients   ClientProvider
-	metrics   *metrics.Metrics
-	clock     clock.WithTicker
+	// namespaces may be nil.
+	namespaces corelisters.NamespaceLister
+	metrics    *metrics.Metrics
+	clock      clock.WithTicker
 	// jitter adds randomness to a retry's backoff; tests replace it to get exact times.
 	jitter        func(time.Duration) time.Duration
 	shutdownGrace time.Duration
@@ -97,6 +103,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		recorder:      cfg.Recorder,
 		executors:     cfg.Executors,
 		clients:       cfg.Clients,
+		namespaces:    cfg.Namespaces,
 		metrics:       cfg.Metrics,
 		clock:         cfg.Clock,
 		jitter:        cfg.Jitter,
@@ -162,12 +169,23 @@ func (c *Controller) enqueue(obj any) {
 // that moment get up to the shutdown grace period to finish before their context is
 // cancelled, so a SIGTERM does not cut a cloud call in half.
 func (c *Controller) Run(ctx context.Context, workers int) error {
+	return c.RunLeading(ctx, context.WithoutCancel(ctx), workers)
+}
+
+// RunLeading is Run for a replica that may act only while it holds a lease, until lead
+// ends: syncs (hooks and writes) run on lead, and when it ends they are cancelled at once,
+// without grace, and the workers stop, as another replica may already be running the same
+// pipelines. ctx ending still stops the workers with the grace period.
+func (c *Controller) RunLeading(ctx, lead context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
 
-	// Work runs on its own context: it outlives ctx by the grace period.
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	// Work runs on its own context: it outlives ctx by the grace period, never lead.
+	workCtx, cancelWork := context.WithCancel(lead)
 	defer cancelWork()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(lead, stop)()
 
 	logger.Info("Waiting for the pipeline cache to sync")
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
@@ -185,6 +203,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 
 	<-ctx.Done()
+	if lead.Err() != nil {
+		logger.Info("Lead lost, running hooks cancelled")
+	}
 	logger.Info("Shutting down workers", "grace", c.shutdownGrace)
 	c.queue.ShutDown()
 	done := make(chan struct{})

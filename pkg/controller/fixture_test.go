@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -133,7 +135,9 @@ type fixture struct {
 	recorder *record.FakeRecorder
 	exec     *recordingExecutor
 	clients  *fakeClients
-	c        *Controller
+	// namespaces holds the namespace "ns", Active unless a test says otherwise.
+	namespaces cache.Indexer
+	c          *Controller
 	// resourceVersion is the last one given out: the fake clientset gives none, and the
 	// controller compares them as an API server's (integers that grow with each write).
 	resourceVersion int
@@ -179,17 +183,20 @@ func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
 	}
 	registry := executor.NewRegistry()
 	require.NoError(t, registry.Register(f.exec))
+	f.namespaces = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	require.NoError(t, f.namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}))
 
 	factory := informers.NewSharedInformerFactory(f.client, 0)
 	informer := factory.Stepwise().V1alpha1().Pipelines()
 	c, err := New(ctx, Config{
-		Client:    f.client,
-		Informer:  informer,
-		Executors: registry,
-		Clients:   f.clients,
-		Recorder:  f.recorder,
-		Clock:     f.clock,
-		Jitter:    func(d time.Duration) time.Duration { return d },
+		Client:     f.client,
+		Informer:   informer,
+		Executors:  registry,
+		Clients:    f.clients,
+		Namespaces: corelisters.NewNamespaceLister(f.namespaces),
+		Recorder:   f.recorder,
+		Clock:      f.clock,
+		Jitter:     func(d time.Duration) time.Duration { return d },
 	})
 	require.NoError(t, err)
 	f.c = c
@@ -213,6 +220,16 @@ func (f *fixture) restart() *fixture {
 	g.c.executors = registry
 	g.clock.SetTime(f.clock.Now())
 	return g
+}
+
+// terminateNamespace marks the namespace "ns" as being deleted, as the API server does.
+func (f *fixture) terminateNamespace() {
+	f.t.Helper()
+	now := metav1.NewTime(f.clock.Now())
+	require.NoError(f.t, f.namespaces.Update(&corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: "ns", DeletionTimestamp: &now},
+		Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating},
+	}))
 }
 
 // get returns a pipeline as the API holds it.

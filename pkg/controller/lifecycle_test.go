@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
@@ -195,3 +198,41 @@ func forbidden() error {
 type forbiddenErr struct{}
 
 func (*forbiddenErr) Error() string { return "configmaps is forbidden: User cannot create" }
+
+// TestTeardownThatCannotStartInADeletedNamespaceIsSkipped: when the namespace is being
+// deleted, its RoleBindings, ServiceAccounts and Secrets go first, and a teardown then
+// fails Forbidden (or SecretNotFound, or finds its executor gone) for ever: the namespace
+// stayed Terminating. Such a teardown is skipped, with a Warning Event saying what was
+// left; in a namespace that stays, it waits for a retry as before; an error that a retry
+// can fix is retried even in a namespace being deleted.
+func TestTeardownThatCannotStartInADeletedNamespaceIsSkipped(t *testing.T) {
+	tests := []struct {
+		name          string
+		terminating   bool
+		err           error
+		wantFinalizer bool
+		wantEvent     string
+	}{
+		{name: "forbidden, namespace being deleted", terminating: true, err: apierrors.NewForbidden(corev1.Resource("nodes"), "n1", errBoom), wantEvent: "Warning TeardownSkipped"},
+		{name: "secret gone, namespace being deleted", terminating: true, err: contract.Retryable("SecretNotFound", errBoom), wantEvent: "Warning TeardownSkipped"},
+		{name: "forbidden, namespace stays", err: apierrors.NewForbidden(corev1.Resource("nodes"), "n1", errBoom), wantFinalizer: true, wantEvent: "Warning TeardownFailed"},
+		{name: "cloud busy, namespace being deleted", terminating: true, err: contract.Permanent("CloudBusy", errBoom), wantFinalizer: true, wantEvent: "Warning TeardownFailed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, newPipeline(stepsOf("one")...))
+			f.syncUntilIdle("p")
+			f.exec.on("one", v1alpha1.HookPreDelete, failWith(contract.Permanent(executor.ReasonFor(tt.err), tt.err)))
+			if tt.terminating {
+				f.terminateNamespace()
+			}
+			f.events()
+			f.delete("p")
+			f.syncUntilIdle("p")
+
+			p := f.get("p")
+			assert.Equal(t, tt.wantFinalizer, slices.Contains(p.Finalizers, v1alpha1.Finalizer))
+			assert.Contains(t, f.events(), tt.wantEvent)
+		})
+	}
+}

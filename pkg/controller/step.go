@@ -207,6 +207,9 @@ func (ps *pipelineSync) completeStep(s *v1alpha1.StepStatus, step *v1alpha1.Step
 // failStep records a failed hook: a retry after backoff while the step's retry limit
 // allows and the error is not permanent, otherwise a failed step.
 func (ps *pipelineSync) failStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d direction, err error) time.Duration {
+	if !d.creating() && ps.skipTeardown(s, err) {
+		return 0
+	}
 	reason := executor.ReasonFor(err)
 	policy := step.EffectiveRetry()
 	if !contract.IsPermanent(err) && s.Attempts <= policy.Limit {
