@@ -142,6 +142,7 @@ func TestOperatorRBACIsNarrow(t *testing.T) {
 	assert.Equal(t, []string{"impersonate"}, allowed["/serviceaccounts"])
 	assert.ElementsMatch(t, []string{"get", "list", "watch", "patch"}, allowed["stepwise.dev/pipelines"])
 	assert.Equal(t, []string{"update"}, allowed["stepwise.dev/pipelines/status"])
+	assert.Equal(t, []string{"list", "watch"}, allowed["/namespaces"], "to know a namespace being deleted")
 	assert.Equal(t, "stepwise-system", role.Namespace, "the Lease and catalogue rights are namespaced")
 }
 

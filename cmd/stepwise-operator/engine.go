@@ -5,7 +5,10 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery/cached/memory"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
 
@@ -35,6 +38,11 @@ func (e *engine) run(ctx context.Context) error {
 	// pipelines made with kubectl apply.
 	factory := informers.NewSharedInformerFactoryWithOptions(e.clients.stepwise, e.opts.resync,
 		informers.WithTransform(controller.TrimForCache))
+	// Namespaces are watched so that a teardown that cannot run in a namespace being
+	// deleted is skipped rather than holding it in Terminating (no GET on that path).
+	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.clients.kube, e.opts.resync,
+		kubeinformers.WithTransform(trimNamespace))
+	namespaces := kubeFactory.Core().V1().Namespaces()
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.clients.kube.Discovery()))
 	c, err := controller.New(ctx, controller.Config{
 		Client:           e.clients.stepwise,
@@ -42,6 +50,7 @@ func (e *engine) run(ctx context.Context) error {
 		Executors:        e.executors,
 		Clients:          impersonate.NewClientProvider(e.clients.config, mapper),
 		Recorder:         e.recorder,
+		Namespaces:       namespaces.Lister(),
 		Metrics:          metrics.New(e.metrics),
 		WorkqueueMetrics: metrics.NewWorkqueueProvider(e.metrics),
 		ShutdownGrace:    e.opts.shutdownGrace,
@@ -51,10 +60,36 @@ func (e *engine) run(ctx context.Context) error {
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	kubeFactory.Start(ctx.Done())
+	defer kubeFactory.Shutdown()
 	go func() {
-		if factory.WaitForCacheSync(ctx.Done()) != nil {
+		if allSynced(factory.WaitForCacheSync(ctx.Done())) && allSynced(kubeFactory.WaitForCacheSync(ctx.Done())) {
 			e.ready.Store(true)
 		}
 	}()
 	return c.Run(ctx, e.opts.workers)
+}
+
+// trimNamespace keeps of a Namespace what the engine reads: its name, deletion time and
+// phase.
+func trimNamespace(obj any) (any, error) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, DeletionTimestamp: ns.DeletionTimestamp,
+		},
+		Status: corev1.NamespaceStatus{Phase: ns.Status.Phase},
+	}, nil
+}
+
+func allSynced[K comparable](synced map[K]bool) bool {
+	for _, ok := range synced {
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
