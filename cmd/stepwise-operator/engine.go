@@ -31,8 +31,10 @@ type engine struct {
 	ready *atomic.Bool
 }
 
-// run starts the informers and the controller, and returns when ctx ends.
-func (e *engine) run(ctx context.Context) error {
+// run starts the informers and the controller, and returns once they have stopped. When
+// ctx ends it takes no more work and gives the hooks in flight the shutdown grace period;
+// when lead ends (this replica lost the Lease) it cancels them at once.
+func (e *engine) run(ctx, lead context.Context) error {
 	// The engine never reads managedFields nor kubectl's last-applied copy: dropping them
 	// from the cache saves 1-1.5 KiB per pipeline (make bench), and as much again for
 	// pipelines made with kubectl apply.
@@ -58,16 +60,19 @@ func (e *engine) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	factory.Start(ctx.Done())
+	// The informers feed the workers while they drain, and stop with them.
+	informersCtx, stopInformers := context.WithCancel(lead)
+	factory.Start(informersCtx.Done())
 	defer factory.Shutdown()
-	kubeFactory.Start(ctx.Done())
+	kubeFactory.Start(informersCtx.Done())
 	defer kubeFactory.Shutdown()
+	defer stopInformers() // before the Shutdowns, which wait for the informers
 	go func() {
 		if allSynced(factory.WaitForCacheSync(ctx.Done())) && allSynced(kubeFactory.WaitForCacheSync(ctx.Done())) {
 			e.ready.Store(true)
 		}
 	}()
-	return c.Run(ctx, e.opts.workers)
+	return c.RunLeading(ctx, lead, e.opts.workers)
 }
 
 // trimNamespace keeps of a Namespace what the engine reads: its name, deletion time and

@@ -83,8 +83,13 @@ func run(ctx context.Context, opts *options) error {
 
 	e := &engine{opts: opts, clients: clients, executors: registry, recorder: recorder, metrics: reg, ready: &ready}
 	if !opts.leaderElect {
-		return e.run(ctx)
+		// Alone, it never has to stop at once: hooks always get the grace period.
+		return e.run(ctx, context.WithoutCancel(ctx))
 	}
 	ready.Store(true) // a standby is ready: it serves probes and waits for the Lease
-	return runLeaderElected(ctx, opts, clients.kube, recorder, election, e.run)
+	le, err := newLeaderElection(opts, clients.kube, recorder, election)
+	if err != nil {
+		return err
+	}
+	return le.run(ctx, e.run)
 }
