@@ -218,9 +218,11 @@ func TestWebappExampleDeploysAndTearsDownInReverse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, corev1.ServiceTypeClusterIP, svc.Spec.Type)
 
-	// Applied by the pipeline's steps, server-side, labelled with pipeline and step.
+	// Applied by the pipeline's steps, server-side, labelled with pipeline, its UID and step.
 	for step, obj := range map[string]metav1.Object{"deployment": deploy, "service": svc} {
-		assert.Equal(t, map[string]string{"app": "web", "stepwise.dev/pipeline": "webapp", "stepwise.dev/step": step}, obj.GetLabels(), step)
+		assert.Equal(t, map[string]string{
+			"app": "web", "stepwise.dev/pipeline": "webapp", "stepwise.dev/pipeline-uid": string(got.UID), "stepwise.dev/step": step,
+		}, obj.GetLabels(), step)
 		var managers []string
 		for _, f := range obj.GetManagedFields() {
 			if f.Operation == metav1.ManagedFieldsOperationApply {
@@ -300,7 +302,8 @@ func TestWebappWithoutRBACOnDeploymentsIsForbiddenAndCreatesNothing(t *testing.T
 	c := meta.FindStatusCondition(step.Conditions, v1alpha1.ConditionReady)
 	require.NotNil(t, c)
 	assert.Equal(t, "Forbidden", c.Reason)
-	assert.Contains(t, c.Message, `"system:serviceaccount:`+ns+`:`+sa+`" cannot patch resource "deployments"`,
+	// k8s.apply reads the object first, to refuse one it does not own.
+	assert.Contains(t, c.Message, `"system:serviceaccount:`+ns+`:`+sa+`" cannot get resource "deployments"`,
 		"the executor acted as the pipeline's ServiceAccount, not as the operator")
 	assert.NotContains(t, step.Outputs, "objects", "nothing was applied, so nothing is recorded")
 	assert.Equal(t, v1alpha1.StepPending, got.Status.Steps[1].Phase, "the service step never started")
