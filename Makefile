@@ -33,6 +33,7 @@ DEMO_PLUGINS := vsphere
 BUILD = LOCALBIN=$(LOCALBIN) GO_BUILD_FLAGS="$(GO_BUILD_FLAGS)" hack/build.sh
 GO_BUILD_FLAGS ?=
 GO_TEST_FLAGS ?= -race -count=1
+CHAOS_ARGS ?=
 
 -include hack/localcluster.mk
 
@@ -70,10 +71,10 @@ demo-down: ## Stop the demo's operator, vCenter simulator and control plane.
 	hack/demo.sh down
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informers, apply configurations and the CRD.
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informers, apply configurations and the CRDs.
 	hack/update-codegen.sh
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-crd.sh
-	cp crd/stepwise.dev_pipelines.yaml deploy/base/crd.yaml # kustomize reads no file outside deploy/base/
+	for f in crd/*.yaml; do echo '---'; cat "$$f"; done > deploy/base/crd.yaml # kustomize reads no file outside deploy/base/
 
 .PHONY: proto
 proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code of the plugin protocol (pkg/plugin/proto).
@@ -100,6 +101,11 @@ e2e: build localcluster-tools ## End-to-end tests on a local control plane start
 .PHONY: bench
 bench: build localcluster-tools ## Benchmark the operator against the API server's write limit (BENCH_ARGS='-n 200 -idle 2000 -idle-duration 20s' for a quick run).
 	go run ./test/bench -out $(LOCALBIN)/bench-results.json $(BENCH_ARGS)
+
+# `make test` runs the short version of the same suite (go test ./... without -chaos.full).
+.PHONY: chaos
+chaos: build localcluster-tools ## Chaos suite, full run (minutes): operator and plugin SIGKILLs, leader failover, API server restart; prints a table (CHAOS_ARGS='-chaos.seed=N' repeats a schedule).
+	go test $(GO_TEST_FLAGS) -v -timeout 15m ./test/e2e/chaos/ -args -chaos.full -chaos.out=$(LOCALBIN)/chaos-results.txt $(CHAOS_ARGS)
 
 .PHONY: verify
 verify: $(CONTROLLER_GEN) verify-proto ## Fail when generated code, the CRD or the plugin protocol is stale, or the two Go modules drift apart.

@@ -182,12 +182,19 @@ func TestValidationRejectsBadPipelines(t *testing.T) {
 		{
 			name:    "zero steps",
 			mutate:  func(p map[string]any) { p["spec"].(map[string]any)["steps"] = []any{} },
-			wantErr: "a pipeline needs at least one step",
+			wantErr: "spec.steps in body should have at least 1 items",
 		},
 		{
 			name:    "no steps field",
 			mutate:  func(p map[string]any) { delete(p["spec"].(map[string]any), "steps") },
-			wantErr: "spec.steps: Required value",
+			wantErr: "a pipeline has either steps or a templateRef",
+		},
+		{
+			name: "steps and a templateRef",
+			mutate: func(p map[string]any) {
+				p["spec"].(map[string]any)["templateRef"] = map[string]any{"name": "retire"}
+			},
+			wantErr: "a pipeline has either steps or a templateRef",
 		},
 		{
 			name:    "step name with capitals",
@@ -345,5 +352,26 @@ func TestSchemaLimitsAreTheAPIConstants(t *testing.T) {
 		rules := prop(path...).XValidations
 		require.Len(t, rules, 1, "%v", path)
 		assert.Equal(t, paramRule, rules[0].Rule, "%v", path)
+	}
+}
+
+// TestEveryCRDIsValid checks the structure and the cost of the CEL rules of every CRD here:
+// pipelines, templates and triggers.
+func TestEveryCRDIsValid(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	require.Len(t, files, 3)
+	for _, file := range files {
+		t.Run(file, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var v1 apiextensionsv1.CustomResourceDefinition
+			require.NoError(t, sigsyaml.UnmarshalStrict(data, &v1))
+			var crd apiextensions.CustomResourceDefinition
+			require.NoError(t, apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(&v1, &crd, nil))
+			crd.Status.StoredVersions = []string{"v1alpha1"}
+			assert.Empty(t, crdvalidation.ValidateCustomResourceDefinition(context.Background(), &crd).ToAggregate())
+			assert.Equal(t, []string{"stepwise"}, crd.Spec.Names.Categories)
+		})
 	}
 }

@@ -7,6 +7,7 @@ package deploy_test
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -52,8 +53,15 @@ func decode[T any](t *testing.T, objs map[string][]byte, key string) *T {
 }
 
 func TestCRDIsTheGeneratedOne(t *testing.T) {
-	generated, err := os.ReadFile("../crd/stepwise.dev_pipelines.yaml")
+	files, err := filepath.Glob("../crd/*.yaml")
 	require.NoError(t, err)
+	require.Len(t, files, 3, "pipelines, templates, triggers")
+	var generated []byte
+	for _, f := range files { // Glob sorts, as the shell's * in make generate does
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		generated = append(append(generated, "---\n"...), data...)
+	}
 	copied, err := os.ReadFile("base/crd.yaml")
 	require.NoError(t, err)
 	assert.Equal(t, string(generated), string(copied), "deploy/base/crd.yaml is stale: run make generate")
@@ -71,6 +79,8 @@ func TestObjects(t *testing.T) {
 		"ClusterRole/stepwise-view",
 		"ClusterRoleBinding/stepwise-operator",
 		"CustomResourceDefinition/pipelines.stepwise.dev",
+		"CustomResourceDefinition/pipelinetemplates.stepwise.dev",
+		"CustomResourceDefinition/pipelinetriggers.stepwise.dev",
 		"Deployment/stepwise-operator",
 		"Namespace/stepwise-system",
 		"PodDisruptionBudget/stepwise-operator",

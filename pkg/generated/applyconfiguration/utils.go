@@ -40,6 +40,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.PipelineSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PipelineStatus"):
 		return &stepwisev1alpha1.PipelineStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PipelineTemplate"):
+		return &stepwisev1alpha1.PipelineTemplateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PipelineTemplateSpec"):
+		return &stepwisev1alpha1.PipelineTemplateSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PipelineTrigger"):
+		return &stepwisev1alpha1.PipelineTriggerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PipelineTriggerSpec"):
+		return &stepwisev1alpha1.PipelineTriggerSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PipelineTriggerStatus"):
+		return &stepwisev1alpha1.PipelineTriggerStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RetryPolicy"):
 		return &stepwisev1alpha1.RetryPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Step"):
@@ -48,6 +58,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.StepRunApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StepStatus"):
 		return &stepwisev1alpha1.StepStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TemplateParam"):
+		return &stepwisev1alpha1.TemplateParamApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TemplateRef"):
+		return &stepwisev1alpha1.TemplateRefApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TemplateSnapshot"):
+		return &stepwisev1alpha1.TemplateSnapshotApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TriggerResource"):
+		return &stepwisev1alpha1.TriggerResourceApplyConfiguration{}
 
 	}
 	return nil

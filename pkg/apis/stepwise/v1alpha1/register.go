@@ -29,7 +29,11 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Pipeline{}, &PipelineList{})
+	scheme.AddKnownTypes(SchemeGroupVersion,
+		&Pipeline{}, &PipelineList{},
+		&PipelineTemplate{}, &PipelineTemplateList{},
+		&PipelineTrigger{}, &PipelineTriggerList{},
+	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

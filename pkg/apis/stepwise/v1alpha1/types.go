@@ -50,6 +50,26 @@ type Pipeline struct {
 	Status PipelineStatus `json:"status,omitempty"`
 }
 
+// TemplateRef names a PipelineTemplate in the pipeline's namespace.
+type TemplateRef struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// FailurePolicy says what a pipeline does when a step fails for good.
+// +kubebuilder:validation:Enum=Stop;Teardown
+type FailurePolicy string
+
+const (
+	// FailureStop leaves the pipeline failed, waiting for a retry or a deletion.
+	FailureStop FailurePolicy = "Stop"
+	// FailureTeardown tears down the steps that ran, last first, as soon as a step fails
+	// for good, so that a failure never leaves a fleet worse off (a cordoned node is
+	// uncordoned, a trigger's budget slot is freed).
+	FailureTeardown FailurePolicy = "Teardown"
+)
+
 // UpdatePolicy says what an edit of a started pipeline's spec does.
 // +kubebuilder:validation:Enum=Immutable;Rerun
 type UpdatePolicy string
@@ -68,8 +88,8 @@ const (
 
 // PipelineSpec is what the user asks for.
 //
-// +kubebuilder:validation:XValidation:rule="(has(oldSelf.updatePolicy) && oldSelf.updatePolicy == 'Rerun') || (self.steps == oldSelf.steps && has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params) && has(self.serviceAccountName) == has(oldSelf.serviceAccountName) && (!has(self.serviceAccountName) || self.serviceAccountName == oldSelf.serviceAccountName))",message="the steps, params and serviceAccountName of a pipeline with updatePolicy Immutable cannot change (only suspend can): run it again as a new Pipeline, e.g. kubectl stepwise rerun NAME"
-// +kubebuilder:validation:XValidation:rule="has(self.steps) && size(self.steps) > 0",message="a pipeline needs at least one step"
+// +kubebuilder:validation:XValidation:rule="(has(oldSelf.updatePolicy) && oldSelf.updatePolicy == 'Rerun') || (has(self.steps) == has(oldSelf.steps) && (!has(self.steps) || self.steps == oldSelf.steps) && has(self.templateRef) == has(oldSelf.templateRef) && (!has(self.templateRef) || self.templateRef == oldSelf.templateRef) && has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params) && has(self.serviceAccountName) == has(oldSelf.serviceAccountName) && (!has(self.serviceAccountName) || self.serviceAccountName == oldSelf.serviceAccountName))",message="the steps, templateRef, params and serviceAccountName of a pipeline with updatePolicy Immutable cannot change (only suspend can): run it again as a new Pipeline, e.g. kubectl stepwise rerun NAME"
+// +kubebuilder:validation:XValidation:rule="has(self.steps) != has(self.templateRef)",message="a pipeline has either steps or a templateRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, self.steps.exists_one(t, t.name == s.name))",message="step names must be unique"
 type PipelineSpec struct {
 	// ServiceAccountName is the ServiceAccount, in the pipeline's namespace, whose
@@ -95,11 +115,26 @@ type PipelineSpec struct {
 	// +kubebuilder:default=Immutable
 	UpdatePolicy UpdatePolicy `json:"updatePolicy,omitempty"`
 
-	// Steps run in order; each must succeed before the next starts.
+	// Steps run in order; each must succeed before the next starts. A pipeline has either
+	// steps or a templateRef.
+	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=50
-	Steps []Step `json:"steps"`
+	Steps []Step `json:"steps,omitempty"`
+
+	// TemplateRef runs the steps of a PipelineTemplate of the pipeline's namespace, with
+	// params as its parameters. The pipeline keeps the template as it found it when it
+	// started: editing or deleting the template later changes nothing of this run.
+	// +optional
+	TemplateRef *TemplateRef `json:"templateRef,omitempty"`
+
+	// OnFailure says what happens when a step fails for good: Stop (the default) leaves
+	// everything as it is until a retry or deletion; Teardown tears down the steps that
+	// ran, last first, at once (a node is uncordoned), and the pipeline ends Failed.
+	// +optional
+	// +kubebuilder:default=Stop
+	OnFailure FailurePolicy `json:"onFailure,omitempty"`
 }
 
 // Step is one unit of work, run by the executor it names.
@@ -267,6 +302,11 @@ type PipelineStatus struct {
 	// +kubebuilder:validation:MaxItems=50
 	Steps []StepStatus `json:"steps,omitempty"`
 
+	// Template is the PipelineTemplate as the pipeline found it when it started: its steps
+	// and the parameters, defaults applied, that the steps run with from then on.
+	// +optional
+	Template *TemplateSnapshot `json:"template,omitempty"`
+
 	// RetiredSteps are runs of steps the spec no longer has as they ran (removed, renamed,
 	// or edited under updatePolicy Rerun) whose teardown has not finished: they are torn
 	// down from their run record, last first, before the steps run again, and when the
@@ -343,6 +383,25 @@ type StepStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// TemplateSnapshot is what a pipeline took from its template.
+type TemplateSnapshot struct {
+	// Name of the template.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// UID and Generation of the template it was taken from.
+	// +kubebuilder:validation:MaxLength=64
+	UID        string `json:"uid"`
+	Generation int64  `json:"generation"`
+	// Params are the pipeline's params with the template's defaults filled in.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Params map[string]string `json:"params,omitempty"`
+	// Steps are the template's steps.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Steps []Step `json:"steps"`
 }
 
 // StepRun is what a step ran with: enough to tear it down whatever happened to the spec.

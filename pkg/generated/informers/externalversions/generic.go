@@ -55,6 +55,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=stepwise.dev, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("pipelines"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Stepwise().V1alpha1().Pipelines().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("pipelinetemplates"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Stepwise().V1alpha1().PipelineTemplates().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("pipelinetriggers"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Stepwise().V1alpha1().PipelineTriggers().Informer()}, nil
 
 	}
 

@@ -37,8 +37,17 @@ type PipelineSpecApplyConfiguration struct {
 	// UpdatePolicy says what an edit of the steps, params or serviceAccountName does:
 	// Immutable (the default) refuses it; Rerun runs the steps again.
 	UpdatePolicy *stepwisev1alpha1.UpdatePolicy `json:"updatePolicy,omitempty"`
-	// Steps run in order; each must succeed before the next starts.
+	// Steps run in order; each must succeed before the next starts. A pipeline has either
+	// steps or a templateRef.
 	Steps []StepApplyConfiguration `json:"steps,omitempty"`
+	// TemplateRef runs the steps of a PipelineTemplate of the pipeline's namespace, with
+	// params as its parameters. The pipeline keeps the template as it found it when it
+	// started: editing or deleting the template later changes nothing of this run.
+	TemplateRef *TemplateRefApplyConfiguration `json:"templateRef,omitempty"`
+	// OnFailure says what happens when a step fails for good: Stop (the default) leaves
+	// everything as it is until a retry or deletion; Teardown tears down the steps that
+	// ran, last first, at once (a node is uncordoned), and the pipeline ends Failed.
+	OnFailure *stepwisev1alpha1.FailurePolicy `json:"onFailure,omitempty"`
 }
 
 // PipelineSpecApplyConfiguration constructs a declarative configuration of the PipelineSpec type for use with
@@ -95,5 +104,21 @@ func (b *PipelineSpecApplyConfiguration) WithSteps(values ...*StepApplyConfigura
 		}
 		b.Steps = append(b.Steps, *values[i])
 	}
+	return b
+}
+
+// WithTemplateRef sets the TemplateRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TemplateRef field is set to the value of the last call.
+func (b *PipelineSpecApplyConfiguration) WithTemplateRef(value *TemplateRefApplyConfiguration) *PipelineSpecApplyConfiguration {
+	b.TemplateRef = value
+	return b
+}
+
+// WithOnFailure sets the OnFailure field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OnFailure field is set to the value of the last call.
+func (b *PipelineSpecApplyConfiguration) WithOnFailure(value stepwisev1alpha1.FailurePolicy) *PipelineSpecApplyConfiguration {
+	b.OnFailure = &value
 	return b
 }

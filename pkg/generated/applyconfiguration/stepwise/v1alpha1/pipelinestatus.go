@@ -48,6 +48,9 @@ type PipelineStatusApplyConfiguration struct {
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// Steps holds one entry for each step of the spec, in spec order.
 	Steps []StepStatusApplyConfiguration `json:"steps,omitempty"`
+	// Template is the PipelineTemplate as the pipeline found it when it started: its steps
+	// and the parameters, defaults applied, that the steps run with from then on.
+	Template *TemplateSnapshotApplyConfiguration `json:"template,omitempty"`
 	// RetiredSteps are runs of steps the spec no longer has as they ran (removed, renamed,
 	// or edited under updatePolicy Rerun) whose teardown has not finished: they are torn
 	// down from their run record, last first, before the steps run again, and when the
@@ -140,6 +143,14 @@ func (b *PipelineStatusApplyConfiguration) WithSteps(values ...*StepStatusApplyC
 		}
 		b.Steps = append(b.Steps, *values[i])
 	}
+	return b
+}
+
+// WithTemplate sets the Template field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Template field is set to the value of the last call.
+func (b *PipelineStatusApplyConfiguration) WithTemplate(value *TemplateSnapshotApplyConfiguration) *PipelineStatusApplyConfiguration {
+	b.Template = value
 	return b
 }
 

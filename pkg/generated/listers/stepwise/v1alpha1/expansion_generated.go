@@ -25,3 +25,19 @@ type PipelineListerExpansion interface{}
 // PipelineNamespaceListerExpansion allows custom methods to be added to
 // PipelineNamespaceLister.
 type PipelineNamespaceListerExpansion interface{}
+
+// PipelineTemplateListerExpansion allows custom methods to be added to
+// PipelineTemplateLister.
+type PipelineTemplateListerExpansion interface{}
+
+// PipelineTemplateNamespaceListerExpansion allows custom methods to be added to
+// PipelineTemplateNamespaceLister.
+type PipelineTemplateNamespaceListerExpansion interface{}
+
+// PipelineTriggerListerExpansion allows custom methods to be added to
+// PipelineTriggerLister.
+type PipelineTriggerListerExpansion interface{}
+
+// PipelineTriggerNamespaceListerExpansion allows custom methods to be added to
+// PipelineTriggerNamespaceLister.
+type PipelineTriggerNamespaceListerExpansion interface{}

@@ -26,6 +26,10 @@ import (
 type Interface interface {
 	// Pipelines returns a PipelineInformer.
 	Pipelines() TypedPipelineInformer
+	// PipelineTemplates returns a PipelineTemplateInformer.
+	PipelineTemplates() TypedPipelineTemplateInformer
+	// PipelineTriggers returns a PipelineTriggerInformer.
+	PipelineTriggers() TypedPipelineTriggerInformer
 }
 
 type version struct {
@@ -42,4 +46,14 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // Pipelines returns a TypedPipelineInformer.
 func (v *version) Pipelines() TypedPipelineInformer {
 	return &pipelineInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// PipelineTemplates returns a TypedPipelineTemplateInformer.
+func (v *version) PipelineTemplates() TypedPipelineTemplateInformer {
+	return &pipelineTemplateInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// PipelineTriggers returns a TypedPipelineTriggerInformer.
+func (v *version) PipelineTriggers() TypedPipelineTriggerInformer {
+	return &pipelineTriggerInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

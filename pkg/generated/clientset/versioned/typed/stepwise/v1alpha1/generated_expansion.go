@@ -19,3 +19,7 @@ limitations under the License.
 package v1alpha1
 
 type PipelineExpansion interface{}
+
+type PipelineTemplateExpansion interface{}
+
+type PipelineTriggerExpansion interface{}

@@ -29,6 +29,8 @@ import (
 type StepwiseV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	PipelinesGetter
+	PipelineTemplatesGetter
+	PipelineTriggersGetter
 }
 
 // StepwiseV1alpha1Client is used to interact with features provided by the stepwise.dev group.
@@ -38,6 +40,14 @@ type StepwiseV1alpha1Client struct {
 
 func (c *StepwiseV1alpha1Client) Pipelines(namespace string) PipelineInterface {
 	return newPipelines(c, namespace)
+}
+
+func (c *StepwiseV1alpha1Client) PipelineTemplates(namespace string) PipelineTemplateInterface {
+	return newPipelineTemplates(c, namespace)
+}
+
+func (c *StepwiseV1alpha1Client) PipelineTriggers(namespace string) PipelineTriggerInterface {
+	return newPipelineTriggers(c, namespace)
 }
 
 // NewForConfig creates a new StepwiseV1alpha1Client for the given config.

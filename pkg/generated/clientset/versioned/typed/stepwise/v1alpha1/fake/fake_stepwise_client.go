@@ -32,6 +32,14 @@ func (c *FakeStepwiseV1alpha1) Pipelines(namespace string) v1alpha1.PipelineInte
 	return newFakePipelines(c, namespace)
 }
 
+func (c *FakeStepwiseV1alpha1) PipelineTemplates(namespace string) v1alpha1.PipelineTemplateInterface {
+	return newFakePipelineTemplates(c, namespace)
+}
+
+func (c *FakeStepwiseV1alpha1) PipelineTriggers(namespace string) v1alpha1.PipelineTriggerInterface {
+	return newFakePipelineTriggers(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeStepwiseV1alpha1) RESTClient() rest.Interface {

@@ -1,0 +1,161 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PipelineTrigger runs a PipelineTemplate for every object of a kind that matches its
+// selector, at most Concurrency at a time, as its ServiceAccount: "retire every node
+// labelled X, two at a time"; "for every WebApp, keep its Deployment and Service".
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=swtrg,categories=stepwise
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resource.kind`
+// +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.templateRef.name`
+// +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matched`
+// +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.running`
+// +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waiting`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PipelineTrigger struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec PipelineTriggerSpec `json:"spec"`
+	// +optional
+	Status PipelineTriggerStatus `json:"status,omitempty"`
+}
+
+// PipelineTriggerSpec says which objects start which template, and how many at once.
+type PipelineTriggerSpec struct {
+	// Resource is the kind of object watched: built-in kinds and custom resources,
+	// cluster-scoped or namespaced (namespaced ones in the trigger's namespace only). The
+	// operator watches only the kinds its installer allowed (--trigger-resources).
+	Resource TriggerResource `json:"resource"`
+
+	// Selector chooses the objects by label; empty matches every object of the kind.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// TemplateRef names the PipelineTemplate, in the trigger's namespace, each pipeline
+	// runs.
+	TemplateRef TemplateRef `json:"templateRef"`
+
+	// Params are the pipelines' params. Values may refer to the object:
+	// $(object.metadata.name), $(object.spec.providerID),
+	// $(object.metadata.labels['stepwise.dev/pool']). A field the object lacks is an
+	// error for that object, which waits until it has it.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 65536)",message="parameter names are at most 253 characters and values at most 65536"
+	Params map[string]string `json:"params,omitempty"`
+
+	// ServiceAccountName is the ServiceAccount, in the trigger's namespace, that its
+	// pipelines act as, and whose right to list and watch the resource the trigger needs.
+	// Empty means "default".
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Concurrency is how many of the trigger's pipelines may be unfinished at once; the
+	// other matching objects wait, in the order they matched.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Concurrency int32 `json:"concurrency,omitempty"`
+
+	// WhenUnmatched says what becomes of an object's pipeline when the object is deleted
+	// or stops matching: Keep it as a record, or Delete it, which runs its teardown (what
+	// it created goes with the object).
+	// +optional
+	// +kubebuilder:default=Keep
+	WhenUnmatched UnmatchedPolicy `json:"whenUnmatched,omitempty"`
+
+	// UpdatePolicy is the updatePolicy of the pipelines; Rerun makes an object's change
+	// that changes its params run its pipeline again (the WebApp case).
+	// +optional
+	// +kubebuilder:default=Immutable
+	UpdatePolicy UpdatePolicy `json:"updatePolicy,omitempty"`
+
+	// Suspend stops the trigger from starting pipelines; those running go on.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// HistoryLimit bounds the finished pipelines of objects that are gone kept under
+	// WhenUnmatched Keep; the oldest go first (their teardown runs, as for any deletion).
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	HistoryLimit int32 `json:"historyLimit,omitempty"`
+}
+
+// TriggerResource names a kind of object.
+type TriggerResource struct {
+	// APIVersion of the kind, e.g. v1 or example.com/v1.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	APIVersion string `json:"apiVersion"`
+	// Kind, e.g. Node or WebApp.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+}
+
+// UnmatchedPolicy says what becomes of a pipeline whose object went.
+// +kubebuilder:validation:Enum=Keep;Delete
+type UnmatchedPolicy string
+
+const (
+	// UnmatchedKeep keeps the pipeline as a record.
+	UnmatchedKeep UnmatchedPolicy = "Keep"
+	// UnmatchedDelete deletes the pipeline, which runs its teardown.
+	UnmatchedDelete UnmatchedPolicy = "Delete"
+)
+
+// PipelineTriggerStatus is what the trigger sees and did.
+type PipelineTriggerStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Matched counts the objects that match; Running the unfinished pipelines; Waiting
+	// the matching objects without a pipeline yet; Succeeded and Failed the finished
+	// pipelines.
+	// +optional
+	Matched int32 `json:"matched,omitempty"`
+	// +optional
+	Running int32 `json:"running,omitempty"`
+	// +optional
+	Waiting int32 `json:"waiting,omitempty"`
+	// +optional
+	Succeeded int32 `json:"succeeded,omitempty"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// Queue names the waiting objects in the order they will start (the first 50).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Queue []string `json:"queue,omitempty"`
+	// Conditions; "Ready" is True when the trigger can act (its template and resource are
+	// usable and its ServiceAccount may list and watch the resource).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PipelineTriggerList is a list of PipelineTriggers.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type PipelineTriggerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []PipelineTrigger `json:"items"`
+}
