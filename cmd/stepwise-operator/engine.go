@@ -49,6 +49,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 	c, err := controller.New(ctx, controller.Config{
 		Client:           e.clients.stepwise,
 		Informer:         factory.Stepwise().V1alpha1().Pipelines(),
+		Templates:        factory.Stepwise().V1alpha1().PipelineTemplates(),
 		Executors:        e.executors,
 		Clients:          impersonate.NewClientProvider(e.clients.config, mapper),
 		Recorder:         e.recorder,

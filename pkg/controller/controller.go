@@ -24,6 +24,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
+	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
 )
 
@@ -60,6 +61,10 @@ type Config struct {
 	Executors ExecutorLookup
 	Clients   ClientProvider
 	Recorder  record.EventRecorder
+	// Templates are the PipelineTemplates pipelines refer to (spec.templateRef); a pipeline
+	// waiting for its template starts when the template appears. Optional: without it, a
+	// pipeline with a templateRef waits.
+	Templates informers.PipelineTemplateInformer
 	// Namespaces tells whether a pipeline's namespace is being deleted, when a teardown
 	// cannot start. Optional: without it, such a teardown waits for a retry.
 	Namespaces corelisters.NamespaceLister
@@ -83,8 +88,9 @@ type Controller struct {
 	recorder  record.EventRecorder
 	executors ExecutorLookup
 	clients   ClientProvider
-	// namespaces may be nil.
+	// namespaces and templates may be nil.
 	namespaces corelisters.NamespaceLister
+	templates  listers.PipelineTemplateLister
 	metrics    *metrics.Metrics
 	clock      clock.WithTicker
 	// jitter adds randomness to a retry's backoff; tests replace it to get exact times.
@@ -98,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	c := &Controller{
 		client: cfg.Client,
 		pipelines: cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, cfg.Informer.Informer().GetStore(),
-			cache.MutationCacheOptions{TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize}),
+			cache.MutationCacheOptions{TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize, Indexer: cfg.Informer.Informer().GetIndexer()}),
 		synced:        cfg.Informer.Informer().HasSynced,
 		recorder:      cfg.Recorder,
 		executors:     cfg.Executors,
@@ -148,6 +154,19 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("add pipeline event handler: %w", err)
 	}
+	if cfg.Templates != nil {
+		if err := cfg.Informer.Informer().AddIndexers(cache.Indexers{templateIndex: byTemplate}); err != nil {
+			return nil, fmt.Errorf("index pipelines by template: %w", err)
+		}
+		c.templates = cfg.Templates.Lister()
+		c.synced = syncedAll(c.synced, cfg.Templates.Informer().HasSynced)
+		if _, err := cfg.Templates.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueueUsersOf,
+			UpdateFunc: func(_, newObj any) { c.enqueueUsersOf(newObj) },
+		}); err != nil {
+			return nil, fmt.Errorf("add template event handler: %w", err)
+		}
+	}
 	logger.V(4).Info("Controller created")
 	return c, nil
 }
@@ -163,6 +182,47 @@ func (c *Controller) enqueue(obj any) {
 		return
 	}
 	c.queue.Add(name)
+}
+
+// templateIndex indexes pipelines by the template they refer to, as "namespace/name".
+const templateIndex = "template"
+
+func byTemplate(obj any) ([]string, error) {
+	p, ok := obj.(*v1alpha1.Pipeline)
+	if !ok || p.Spec.TemplateRef == nil {
+		return nil, nil
+	}
+	return []string{p.Namespace + "/" + p.Spec.TemplateRef.Name}, nil
+}
+
+// enqueueUsersOf enqueues the pipelines that wait for the template: those that refer to
+// it and have not taken it yet.
+func (c *Controller) enqueueUsersOf(obj any) {
+	t, ok := obj.(*v1alpha1.PipelineTemplate)
+	if !ok {
+		return
+	}
+	users, err := c.pipelines.ByIndex(templateIndex, t.Namespace+"/"+t.Name)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("pipelines of template %s/%s: %w", t.Namespace, t.Name, err))
+		return
+	}
+	for _, u := range users {
+		if p, ok := u.(*v1alpha1.Pipeline); ok && p.Status.Template == nil {
+			c.enqueue(p)
+		}
+	}
+}
+
+func syncedAll(fns ...cache.InformerSynced) cache.InformerSynced {
+	return func() bool {
+		for _, f := range fns {
+			if !f() {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // Run waits for the cache to sync, then runs workers until ctx is done. Hooks running at

@@ -137,7 +137,9 @@ type fixture struct {
 	clients  *fakeClients
 	// namespaces holds the namespace "ns", Active unless a test says otherwise.
 	namespaces cache.Indexer
-	c          *Controller
+	// templates is the informer's cache of PipelineTemplates.
+	templates cache.Indexer
+	c         *Controller
 	// resourceVersion is the last one given out: the fake clientset gives none, and the
 	// controller compares them as an API server's (integers that grow with each write).
 	resourceVersion int
@@ -188,12 +190,14 @@ func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
 
 	factory := informers.NewSharedInformerFactory(f.client, 0)
 	informer := factory.Stepwise().V1alpha1().Pipelines()
+	templates := factory.Stepwise().V1alpha1().PipelineTemplates()
 	c, err := New(ctx, Config{
 		Client:     f.client,
 		Informer:   informer,
 		Executors:  registry,
 		Clients:    f.clients,
 		Namespaces: corelisters.NewNamespaceLister(f.namespaces),
+		Templates:  templates,
 		Recorder:   f.recorder,
 		Clock:      f.clock,
 		Jitter:     func(d time.Duration) time.Duration { return d },
@@ -201,6 +205,7 @@ func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
 	require.NoError(t, err)
 	f.c = c
 	f.indexer = informer.Informer().GetIndexer()
+	f.templates = templates.Informer().GetIndexer()
 	f.client.PrependReactor("*", "pipelines", f.bumpResourceVersion)
 	for _, p := range objects {
 		require.NoError(t, f.indexer.Add(p))

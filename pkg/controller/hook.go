@@ -39,7 +39,7 @@ func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.Ta
 	if !d.creating() && r.s.Ran != nil {
 		params = maps.Clone(r.s.Ran.Params)
 	} else {
-		res := &resolver{params: ps.p.Spec.Params, earlier: earlier, all: all}
+		res := &resolver{params: ps.params, earlier: earlier, all: all}
 		var err error
 		if params, err = res.resolveParams(r.step.With, paramTypes(exec)); err != nil {
 			return nil, err

@@ -3,6 +3,8 @@ package controller
 import (
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
@@ -41,6 +43,17 @@ func (ps *pipelineSync) retryCreation() bool {
 		return false
 	}
 	ps.retryBlockedTeardowns() // of retired runs, which hold the steps back
+	if ps.failureTeardownReason() == v1alpha1.ReasonTornDownAfterFailure {
+		// Everything that ran was torn down: the pipeline starts over.
+		for i := range ps.status.Steps {
+			ps.resetStep(&ps.status.Steps[i])
+		}
+		ps.status.Phase = v1alpha1.PipelineRunning
+		ps.status.CompletionTime = nil
+		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRunning, "retrying from the first step")
+		ps.normalEvent("RetryRequested", "Retrying from the first step")
+		return true
+	}
 	failed := ps.failedStep()
 	if failed < 0 {
 		return true

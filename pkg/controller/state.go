@@ -18,6 +18,10 @@ type pipelineSync struct {
 	c      *Controller
 	p      *v1alpha1.Pipeline // from the cache: never modified
 	status *v1alpha1.PipelineStatus
+	// steps and params are what the pipeline runs: its spec's, or its template's as it
+	// found the template when it started (status.template).
+	steps  []v1alpha1.Step
+	params map[string]string
 	events []event
 	// started indexes, by step name, the StepStarted events of this sync in events: a step
 	// that starts and succeeds in the same sync gets only its StepSucceeded event, which
@@ -26,7 +30,10 @@ type pipelineSync struct {
 }
 
 func (c *Controller) newPipelineSync(p *v1alpha1.Pipeline) *pipelineSync {
-	ps := &pipelineSync{c: c, p: p, status: p.Status.DeepCopy()}
+	ps := &pipelineSync{c: c, p: p, status: p.Status.DeepCopy(), steps: p.Spec.Steps, params: p.Spec.Params}
+	if t := ps.status.Template; p.Spec.TemplateRef != nil && t != nil {
+		ps.steps, ps.params = t.Steps, t.Params
+	}
 	ps.alignSteps()
 	return ps
 }
@@ -46,8 +53,8 @@ func (ps *pipelineSync) alignSteps() {
 	for _, s := range ps.status.Steps {
 		known[s.Name] = s
 	}
-	aligned := make([]v1alpha1.StepStatus, len(ps.p.Spec.Steps))
-	for i, step := range ps.p.Spec.Steps {
+	aligned := make([]v1alpha1.StepStatus, len(ps.steps))
+	for i, step := range ps.steps {
 		s, ok := known[step.Name]
 		if !ok {
 			s = v1alpha1.StepStatus{Name: step.Name, Phase: v1alpha1.StepPending}

@@ -73,7 +73,7 @@ func (ps *pipelineSync) summarizeRetired() bool {
 func (ps *pipelineSync) summarize() {
 	st := ps.status
 	succeeded := ps.progress()
-	if ps.summarizeRetired() {
+	if ps.summarizeRetired() || ps.summarizeFailureTeardown() {
 		return
 	}
 	switch {

@@ -61,7 +61,7 @@ type stepRef struct {
 }
 
 func (ps *pipelineSync) specStep(i int) stepRef {
-	return stepRef{s: &ps.status.Steps[i], step: &ps.p.Spec.Steps[i], index: i}
+	return stepRef{s: &ps.status.Steps[i], step: &ps.steps[i], index: i}
 }
 
 func (ps *pipelineSync) retiredStep(j int) stepRef {

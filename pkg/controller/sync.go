@@ -51,10 +51,18 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (time.Duration, error) {
 	ps := c.newPipelineSync(p)
 	ps.status.ObservedGeneration = p.Generation
-	if hash := specHash(&p.Spec); hash != ps.status.SpecHash && !ps.newSpec(hash) {
+	hash := specHash(&p.Spec)
+	newRun := hash != ps.status.SpecHash
+	if newRun && ps.refusesEdit() {
 		ps.summarize()
 		ps.refuseSpecChange()
 		return 0, c.finish(ctx, ps, false)
+	}
+	if p.Spec.TemplateRef != nil && !ps.takeTemplate(newRun) {
+		return 0, c.finish(ctx, ps, false)
+	}
+	if newRun {
+		ps.newSpec(hash)
 	}
 	retryRequested := ps.retryCreation()
 
@@ -74,10 +82,15 @@ func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (ti
 		stopped = !goOn(r.s, v1alpha1.StepDeleted)
 	}
 	ps.dropTornDownRetired()
-	if len(ps.status.RetiredSteps) == 0 {
+	if len(ps.status.RetiredSteps) == 0 && ps.failureTeardownReason() == "" {
 		for i := ps.currentStep(); i >= 0 && !stopped && !ps.failed(); i = ps.currentStep() {
 			requeue = ps.runStep(ctx, ps.specStep(i), createDirection)
 			stopped = !goOn(&ps.status.Steps[i], v1alpha1.StepSucceeded)
+		}
+	}
+	if !p.Spec.Suspend {
+		if after := ps.tearDownAfterFailure(ctx); after > 0 {
+			requeue = after
 		}
 	}
 	ps.summarize()

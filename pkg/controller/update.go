@@ -14,18 +14,15 @@ import (
 // steps ran while its updatePolicy is Immutable.
 const reasonSpecChangeRefused = "SpecChangeRefused"
 
-// newSpec starts the run of a spec the steps have not run for, and reports whether it may.
-// Under updatePolicy Rerun every step runs again: a step whose executor or parameters
-// changed is retired first (its last run is torn down from its record) unless its executor
-// updates in place. Under Immutable the admission rule refuses such an edit; an object
-// that got past it (admitted before the rule existed) is refused here once a step ran, and
-// nothing runs: running the new spec could act on whatever now has a name.
-func (ps *pipelineSync) newSpec(hash string) bool {
-	if ps.status.SpecHash != "" && ps.p.Spec.UpdatePolicy != v1alpha1.UpdateRerun && ps.anyRan() {
-		return false
-	}
+// newSpec starts the run of a spec the steps have not run for. Every step runs again: a
+// step whose executor or parameters changed is retired first (its last run is torn down
+// from its record) unless its executor updates in place. Under Immutable the admission
+// rule refuses such an edit; an object that got past it (admitted before the rule
+// existed) is refused by refusesEdit once a step ran, and nothing runs: running the new
+// spec could act on whatever now has a name.
+func (ps *pipelineSync) newSpec(hash string) {
 	for i := range ps.status.Steps {
-		s, step := &ps.status.Steps[i], &ps.p.Spec.Steps[i]
+		s, step := &ps.status.Steps[i], &ps.steps[i]
 		if s.Ran != nil && s.Ran.StepHash != stepHash(step) && !ps.updatesInPlace(s.Ran.Executor) {
 			ps.retire(s)
 			*s = v1alpha1.StepStatus{Name: step.Name, Executor: step.Executor, Phase: v1alpha1.StepPending}
@@ -36,7 +33,11 @@ func (ps *pipelineSync) newSpec(hash string) bool {
 	ps.status.SpecHash = hash
 	ps.status.StartTime = ps.timeNow()
 	ps.status.CompletionTime = nil
-	return true
+}
+
+// refusesEdit tells whether a new spec must not run: under Immutable, once a step ran.
+func (ps *pipelineSync) refusesEdit() bool {
+	return ps.status.SpecHash != "" && ps.p.Spec.UpdatePolicy != v1alpha1.UpdateRerun && ps.anyRan()
 }
 
 // refuseSpecChange says, on the pipeline, why its new spec does not run.

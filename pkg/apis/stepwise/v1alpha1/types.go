@@ -129,11 +129,11 @@ type PipelineSpec struct {
 	// +optional
 	TemplateRef *TemplateRef `json:"templateRef,omitempty"`
 
-	// OnFailure says what happens when a step fails for good: Stop (the default) leaves
-	// everything as it is until a retry or deletion; Teardown tears down the steps that
-	// ran, last first, at once (a node is uncordoned), and the pipeline ends Failed.
+	// OnFailure says what happens when a step fails for good: Stop leaves everything as
+	// it is until a retry or deletion; Teardown tears down the steps that ran, last first,
+	// at once (a node is uncordoned), and the pipeline ends Failed. Empty: the template's,
+	// else Stop.
 	// +optional
-	// +kubebuilder:default=Stop
 	OnFailure FailurePolicy `json:"onFailure,omitempty"`
 }
 
@@ -398,6 +398,9 @@ type TemplateSnapshot struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	Params map[string]string `json:"params,omitempty"`
+	// OnFailure is the template's.
+	// +optional
+	OnFailure FailurePolicy `json:"onFailure,omitempty"`
 	// Steps are the template's steps.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50

@@ -33,6 +33,17 @@ const (
 	// ReasonStatusRejected: the API server refused the status a hook produced; the step
 	// fails rather than run the hook again.
 	ReasonStatusRejected = "StatusRejected"
+	// ReasonTemplateNotFound: the pipeline's template does not exist (yet); it starts once
+	// the template appears.
+	ReasonTemplateNotFound = "TemplateNotFound"
+	// ReasonInvalidParameters: the pipeline's params do not fit its template's declared
+	// parameters (a required one missing, one it does not declare).
+	ReasonInvalidParameters = "InvalidParameters"
+	// ReasonTearingDownAfterFailure and ReasonTornDownAfterFailure: a step failed for good
+	// under onFailure Teardown, and the steps that ran are being, or have been, torn down.
+	// A trigger counts a pipeline torn down after its failure as finished.
+	ReasonTearingDownAfterFailure = "TearingDownAfterFailure"
+	ReasonTornDownAfterFailure    = "TornDownAfterFailure"
 )
 
 // Failed tells whether the pipeline has failed: a step failed and waits for a retry, or

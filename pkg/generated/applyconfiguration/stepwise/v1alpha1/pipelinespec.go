@@ -44,9 +44,10 @@ type PipelineSpecApplyConfiguration struct {
 	// params as its parameters. The pipeline keeps the template as it found it when it
 	// started: editing or deleting the template later changes nothing of this run.
 	TemplateRef *TemplateRefApplyConfiguration `json:"templateRef,omitempty"`
-	// OnFailure says what happens when a step fails for good: Stop (the default) leaves
-	// everything as it is until a retry or deletion; Teardown tears down the steps that
-	// ran, last first, at once (a node is uncordoned), and the pipeline ends Failed.
+	// OnFailure says what happens when a step fails for good: Stop leaves everything as
+	// it is until a retry or deletion; Teardown tears down the steps that ran, last first,
+	// at once (a node is uncordoned), and the pipeline ends Failed. Empty: the template's,
+	// else Stop.
 	OnFailure *stepwisev1alpha1.FailurePolicy `json:"onFailure,omitempty"`
 }
 

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	stepwisev1alpha1 "github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
 // TemplateSnapshotApplyConfiguration represents a declarative configuration of the TemplateSnapshot type for use
 // with apply.
 //
@@ -30,6 +34,8 @@ type TemplateSnapshotApplyConfiguration struct {
 	Generation *int64  `json:"generation,omitempty"`
 	// Params are the pipeline's params with the template's defaults filled in.
 	Params map[string]string `json:"params,omitempty"`
+	// OnFailure is the template's.
+	OnFailure *stepwisev1alpha1.FailurePolicy `json:"onFailure,omitempty"`
 	// Steps are the template's steps.
 	Steps []StepApplyConfiguration `json:"steps,omitempty"`
 }
@@ -75,6 +81,14 @@ func (b *TemplateSnapshotApplyConfiguration) WithParams(entries map[string]strin
 	for k, v := range entries {
 		b.Params[k] = v
 	}
+	return b
+}
+
+// WithOnFailure sets the OnFailure field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OnFailure field is set to the value of the last call.
+func (b *TemplateSnapshotApplyConfiguration) WithOnFailure(value stepwisev1alpha1.FailurePolicy) *TemplateSnapshotApplyConfiguration {
+	b.OnFailure = &value
 	return b
 }
 

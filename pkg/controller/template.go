@@ -1,0 +1,106 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+// takeTemplate gives a pipeline with a templateRef its steps and params. A run keeps the
+// template as the pipeline found it when the run started (status.template): editing or
+// deleting the template changes nothing of it. A new run (the first, or a new spec under
+// updatePolicy Rerun) takes the template as it is now; when the template is gone, a
+// re-run keeps the steps it had. It reports false, with the status saying why, when the
+// pipeline cannot run: its template does not exist yet (it starts once it appears) or its
+// params do not fit the template.
+func (ps *pipelineSync) takeTemplate(newRun bool) bool {
+	ref := ps.p.Spec.TemplateRef
+	snap := ps.status.Template
+	if snap != nil && snap.Name == ref.Name && !newRun {
+		return true
+	}
+	var tpl *v1alpha1.PipelineTemplate
+	if ps.c.templates != nil {
+		got, err := ps.c.templates.PipelineTemplates(ps.p.Namespace).Get(ref.Name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			ps.waitForTemplate(fmt.Sprintf("reading template %s: %v", ref.Name, err))
+			return false
+		}
+		tpl = got
+	}
+	if tpl == nil {
+		if snap == nil || snap.Name != ref.Name {
+			ps.waitForTemplate(fmt.Sprintf("template %s does not exist in namespace %s; the pipeline starts once it does", ref.Name, ps.p.Namespace))
+			return false
+		}
+		// Gone since the last run: run again with the steps that run had.
+		tpl = &v1alpha1.PipelineTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: snap.Name, UID: "", Generation: snap.Generation},
+			Spec:       v1alpha1.PipelineTemplateSpec{Steps: snap.Steps, OnFailure: snap.OnFailure},
+		}
+		for k := range snap.Params {
+			tpl.Spec.Params = append(tpl.Spec.Params, v1alpha1.TemplateParam{Name: k})
+		}
+	}
+	params, err := bindParams(tpl.Spec.Params, ps.p.Spec.Params)
+	if err != nil {
+		ps.status.Phase = v1alpha1.PipelineFailed
+		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonInvalidParameters, fmt.Sprintf("template %s: %v", ref.Name, err))
+		return false
+	}
+	ps.status.Template = &v1alpha1.TemplateSnapshot{
+		Name: tpl.Name, UID: string(tpl.UID), Generation: tpl.Generation,
+		Params: params, OnFailure: tpl.Spec.OnFailure, Steps: tpl.Spec.Steps,
+	}
+	ps.steps, ps.params = tpl.Spec.Steps, params
+	ps.alignSteps()
+	return true
+}
+
+func (ps *pipelineSync) waitForTemplate(why string) {
+	ps.status.Phase = v1alpha1.PipelinePending
+	ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTemplateNotFound, why)
+}
+
+// bindParams is given with the template's defaults filled in; an unknown name or a
+// required parameter missing is an error naming every one of them.
+func bindParams(declared []v1alpha1.TemplateParam, given map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(declared))
+	known := make(map[string]bool, len(declared))
+	var missing []string
+	for _, d := range declared {
+		known[d.Name] = true
+		switch v, ok := given[d.Name]; {
+		case ok:
+			out[d.Name] = v
+		case d.Default != nil:
+			out[d.Name] = *d.Default
+		case d.Required:
+			missing = append(missing, d.Name)
+		}
+	}
+	var unknown []string
+	for _, k := range slices.Sorted(maps.Keys(given)) {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	var errs []error
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("required parameters not given: %s", strings.Join(missing, ", ")))
+	}
+	if len(unknown) > 0 {
+		errs = append(errs, fmt.Errorf("parameters the template does not declare: %s", strings.Join(unknown, ", ")))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
