@@ -106,6 +106,9 @@ Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch).`,
 		newSuspendCommand(o, true),
 		newSuspendCommand(o, false),
 		newExecutorsCommand(o),
+		newTemplatesCommand(o),
+		newRunCommand(o),
+		newTriggersCommand(o),
 	)
 	return cmd
 }
