@@ -37,7 +37,12 @@ type pipelineValidator struct {
 
 func loadCRD(t *testing.T) *apiextensions.CustomResourceDefinition {
 	t.Helper()
-	data, err := os.ReadFile(crdFile)
+	return loadCRDFile(t, crdFile)
+}
+
+func loadCRDFile(t *testing.T, file string) *apiextensions.CustomResourceDefinition {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	var v1 apiextensionsv1.CustomResourceDefinition
 	require.NoError(t, sigsyaml.UnmarshalStrict(data, &v1))
@@ -48,7 +53,13 @@ func loadCRD(t *testing.T) *apiextensions.CustomResourceDefinition {
 
 func newPipelineValidator(t *testing.T) *pipelineValidator {
 	t.Helper()
-	crd := loadCRD(t)
+	return newValidator(t, crdFile)
+}
+
+// newValidator validates objects against the schema and CEL rules of a CRD file here.
+func newValidator(t *testing.T, file string) *pipelineValidator {
+	t.Helper()
+	crd := loadCRDFile(t, file)
 	// The conversion moves a schema that all versions share into spec.validation.
 	props := crd.Spec.Validation.OpenAPIV3Schema
 	require.NotNil(t, props, "the CRD has no schema")
@@ -291,11 +302,15 @@ func TestValidationAcceptsFiftyUniqueLongNames(t *testing.T) {
 }
 
 func TestExamplesAreValid(t *testing.T) {
-	v := newPipelineValidator(t)
+	validators := map[string]*pipelineValidator{
+		"Pipeline":         newPipelineValidator(t),
+		"PipelineTemplate": newValidator(t, "stepwise.dev_pipelinetemplates.yaml"),
+		"PipelineTrigger":  newValidator(t, "stepwise.dev_pipelinetriggers.yaml"),
+	}
 	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	pipelines := 0
+	seen := map[string]int{}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		require.NoError(t, err)
@@ -307,16 +322,20 @@ func TestExamplesAreValid(t *testing.T) {
 				break
 			}
 			require.NoError(t, err, file)
-			if obj == nil || obj["kind"] != "Pipeline" {
+			kind, _ := obj["kind"].(string)
+			v, ok := validators[kind]
+			if obj == nil || !ok {
 				continue
 			}
-			pipelines++
-			t.Run(filepath.Base(file)+"/"+obj["metadata"].(map[string]any)["name"].(string), func(t *testing.T) {
+			seen[kind]++
+			t.Run(filepath.Base(file)+"/"+kind+"/"+obj["metadata"].(map[string]any)["name"].(string), func(t *testing.T) {
 				assert.Empty(t, v.validate(t, obj))
 			})
 		}
 	}
-	assert.Positive(t, pipelines, "no Pipeline found in examples/")
+	for kind := range validators {
+		assert.Positive(t, seen[kind], "no %s found in examples/", kind)
+	}
 }
 
 // TestSchemaLimitsAreTheAPIConstants keeps the limits that kubebuilder markers must spell
