@@ -46,3 +46,19 @@ func (Wait) Describe() contract.Description {
 		},
 	}
 }
+
+// Describe documents k8s.scale for the executor catalogue.
+func (Scale) Describe() contract.Description {
+	return contract.Description{
+		Description: "Scales a Deployment or StatefulSet through its scale subresource and waits until it is ready at that count; " +
+			"outputs previousReplicas, the count its first run found (a re-run keeps it), and replicas. " +
+			"Teardown restores previousReplicas and waits until the workload is ready again; a workload that is gone is fine.",
+		Parameters: []contract.Parameter{
+			{Name: "kind", Description: "Deployment (the default) or StatefulSet."},
+			{Name: "name", Description: "Name of the Deployment or StatefulSet.", Required: true},
+			{Name: "namespace", Description: "Namespace of the workload (default: the pipeline's)."},
+			{Name: "replicas", Description: "The number of replicas to scale to, 0 or more.", Required: true},
+			{Name: "timeout", Description: "How long to wait for the workload to be ready, in Create and in the teardown, a Go duration (default 10m); past it the step fails with reason Timeout."},
+		},
+	}
+}

@@ -6,10 +6,12 @@
 //     over, prunes or deletes an object whose owner labels name someone else, unless told
 //     to take it over (parameter force).
 //   - k8s.wait waits until an object has a condition, or a JSONPath of it has a value.
+//   - k8s.scale scales a Deployment or StatefulSet through its scale subresource, waits
+//     until it is ready at that count, and its teardown restores the count it found.
 //
-// Both act only through the dynamic client and the RESTMapper of the Request, which
+// They act only through the clients of the Request (dynamic, typed, RESTMapper), which
 // impersonate the pipeline's ServiceAccount: what a pipeline may touch is what its
-// ServiceAccount's RBAC allows. Neither blocks: long waits return contract.Wait and are
+// ServiceAccount's RBAC allows. None blocks: long waits return contract.Wait and are
 // called again.
 package k8s
 
@@ -27,7 +29,7 @@ import (
 
 // Executors returns the k8s executors.
 func Executors() []executor.TaskExecutor {
-	return []executor.TaskExecutor{Apply{}, Wait{}}
+	return []executor.TaskExecutor{Apply{}, Wait{}, Scale{}}
 }
 
 // Labels that k8s.apply sets on every object it applies: they say which step owns it, and

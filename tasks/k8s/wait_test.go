@@ -259,7 +259,7 @@ func TestExecutors(t *testing.T) {
 	for _, e := range Executors() {
 		names = append(names, e.Name())
 	}
-	assert.Equal(t, []string{"k8s.apply", "k8s.wait"}, names)
+	assert.Equal(t, []string{"k8s.apply", "k8s.wait", "k8s.scale"}, names)
 }
 
 // TestWaitRefusesSecrets: k8s.wait copies what it reads into the step's status (the

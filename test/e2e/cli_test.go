@@ -194,7 +194,7 @@ func TestCLIExecutors(t *testing.T) {
 		f := strings.Fields(l)
 		rows[f[0]] = f
 	}
-	for _, builtin := range []string{"node.cordon", "node.drain", "node.delete", "k8s.apply", "k8s.wait", "test.noop", "test.record"} {
+	for _, builtin := range []string{"node.cordon", "node.drain", "node.delete", "k8s.apply", "k8s.wait", "k8s.scale", "test.noop", "test.record"} {
 		require.Contains(t, rows, builtin, out)
 		assert.Equal(t, "built-in", rows[builtin][2], builtin)
 	}
