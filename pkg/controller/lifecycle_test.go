@@ -236,3 +236,27 @@ func TestTeardownThatCannotStartInADeletedNamespaceIsSkipped(t *testing.T) {
 		})
 	}
 }
+
+// TestARunStartsWithoutTheLastRunsOutputs: a re-run of a step starts without its last
+// run's outputs (a wait's start time kept in its outputs would time it out at once),
+// unless its executor updates in place, which needs what its last run created.
+func TestARunStartsWithoutTheLastRunsOutputs(t *testing.T) {
+	p := newPipeline(stepsOf("wait")...)
+	p.Spec.UpdatePolicy = v1alpha1.UpdateRerun
+	f := newFixture(t, p)
+	f.exec.on("wait", v1alpha1.HookCreate, func(_ context.Context, req *executor.Request) (contract.Result, error) {
+		if req.Outputs["wait"]["waitStarted"] != "" {
+			return contract.Result{}, contract.Permanent("Timeout", errBoom)
+		}
+		return contract.DoneWithOutputs("", map[string]string{"waitStarted": "08:00"}), nil
+	})
+	f.syncUntilIdle("p")
+	require.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
+
+	f.update("p", func(p *v1alpha1.Pipeline) {
+		p.Generation = 2
+		p.Spec.Params = map[string]string{"new": "param"}
+	})
+	f.syncUntilIdle("p")
+	assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase, "the re-run did not see the last run's start time")
+}

@@ -174,6 +174,12 @@ func (ps *pipelineSync) beginStep(s *v1alpha1.StepStatus, d direction) {
 	if d.creating() {
 		s.ObservedGeneration = ps.p.Generation
 		s.StartTime = now
+		if !ps.updatesInPlace(s.Executor) {
+			// This run's outputs replace the last run's: a start time kept there would time
+			// the new run out at once. An executor that updates in place reads what its
+			// last run created (k8s.apply's inventory), and keeps them.
+			s.Outputs = nil
+		}
 		if ps.started == nil {
 			ps.started = map[string]int{}
 		}
