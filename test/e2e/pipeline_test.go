@@ -251,8 +251,8 @@ func TestAdmissionRejectsMalformedPipelines(t *testing.T) {
 		wantErr string
 	}{
 		{"duplicate step names", map[string]any{"steps": []any{step("a"), step("a")}}, "step names must be unique"},
-		{"no steps", map[string]any{"steps": []any{}}, "a pipeline needs at least one step"},
-		{"missing steps", map[string]any{}, "spec.steps: Required value"},
+		{"no steps", map[string]any{"steps": []any{}}, "spec.steps in body should have at least 1 items"},
+		{"missing steps", map[string]any{}, "a pipeline has either steps or a templateRef"},
 		{"step name with capitals", map[string]any{"steps": []any{step("Drain")}}, `spec.steps[0].name: Invalid value: "Drain"`},
 		{"bad duration", map[string]any{"steps": []any{map[string]any{"name": "a", "executor": "x", "timeout": "ten minutes"}}}, `spec.steps[0].timeout: Invalid value: "ten minutes"`},
 		{"unknown field", map[string]any{"steps": []any{map[string]any{"name": "a", "executor": "x", "timeoutt": "1m"}}}, `unknown field "spec.steps[0].timeoutt"`},
