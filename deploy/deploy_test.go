@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,6 +21,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
 // build runs kustomize on this directory (the default install) and returns the objects by
@@ -111,6 +114,7 @@ func TestDeploymentIsHardened(t *testing.T) {
 	assert.Contains(t, c.Args, "--leader-elect=true")
 	assert.Contains(t, c.Args, "--plugin-dir=/usr/local/lib/stepwise/plugins")
 	assert.Contains(t, c.Args, "--plugin-checksums=/usr/local/lib/stepwise/plugins/SHA256SUMS")
+	assert.Contains(t, c.Args, "--trigger-resources="+trigger.DefaultResources, "stated where an installer changes it")
 	require.NotNil(t, c.SecurityContext)
 	assert.Equal(t, new(false), c.SecurityContext.AllowPrivilegeEscalation)
 	assert.Equal(t, new(true), c.SecurityContext.ReadOnlyRootFilesystem)
@@ -146,12 +150,23 @@ func TestOperatorRBACIsNarrow(t *testing.T) {
 		assert.NotContains(t, r.Verbs, "*")
 		assert.NotContains(t, r.APIGroups, "*")
 	}
-	for _, forbidden := range []string{"/nodes", "/pods", "/pods/eviction", "/secrets", "apps/deployments", "/users", "/groups"} {
+	for _, forbidden := range []string{"/pods", "/pods/eviction", "/secrets", "apps/deployments", "/users", "/groups", "/nodes/status"} {
 		assert.NotContains(t, allowed, forbidden, "the executors act as the pipeline's ServiceAccount, not as the operator")
 	}
 	assert.Equal(t, []string{"impersonate"}, allowed["/serviceaccounts"])
-	assert.ElementsMatch(t, []string{"get", "list", "watch", "patch"}, allowed["stepwise.dev/pipelines"])
+	// Triggers create and delete their pipelines; the engine patches the finalizer, a
+	// trigger a Rerun pipeline's params.
+	assert.ElementsMatch(t, []string{"get", "list", "watch", "patch", "create", "delete"}, allowed["stepwise.dev/pipelines"])
 	assert.Equal(t, []string{"update"}, allowed["stepwise.dev/pipelines/status"])
+	assert.ElementsMatch(t, []string{"list", "watch"}, allowed["stepwise.dev/pipelinetriggers"])
+	assert.Equal(t, []string{"update"}, allowed["stepwise.dev/pipelinetriggers/status"])
+	assert.ElementsMatch(t, []string{"list", "watch"}, allowed["stepwise.dev/pipelinetemplates"])
+	assert.Equal(t, []string{"create"}, allowed["authorization.k8s.io/subjectaccessreviews"],
+		"whether a trigger's ServiceAccount may list and watch its kind")
+	// The kinds triggers watch, read only: whatever is done to them, a pipeline does as its
+	// ServiceAccount.
+	assert.ElementsMatch(t, []string{"list", "watch"}, allowed["/nodes"])
+	assert.ElementsMatch(t, []string{"list", "watch"}, allowed["demo.stepwise.dev/webapps"])
 	assert.Equal(t, []string{"list", "watch"}, allowed["/namespaces"], "to know a namespace being deleted")
 	assert.Equal(t, "stepwise-system", role.Namespace, "the Lease and catalogue rights are namespaced")
 }
@@ -189,4 +204,31 @@ func TestEgressNetworkPolicyExample(t *testing.T) {
 	}
 	assert.True(t, dns, "DNS is allowed")
 	assert.True(t, internet, "the internet but private ranges is allowed")
+}
+
+// TestTriggerResourcesAreWatchable: every kind the Deployment lets triggers watch
+// (--trigger-resources) the operator may list and watch cluster-wide, and no other kind of
+// the trigger's kinds' list rules is granted.
+func TestTriggerResourcesAreWatchable(t *testing.T) {
+	objs := build(t)
+	d := decode[appsv1.Deployment](t, objs, "Deployment/stepwise-operator")
+	value := trigger.DefaultResources
+	for _, arg := range d.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(arg, trigger.ResourcesFlag+"="); ok {
+			value = v
+		}
+	}
+	resources, err := trigger.ParseResources(value)
+	require.NoError(t, err)
+	require.NotEmpty(t, resources)
+	cr := decode[rbacv1.ClusterRole](t, objs, "ClusterRole/stepwise-operator")
+	for _, gr := range resources {
+		var verbs []string
+		for _, r := range cr.Rules {
+			if slices.Contains(r.APIGroups, gr.Group) && slices.Contains(r.Resources, gr.Resource) && len(r.ResourceNames) == 0 {
+				verbs = append(verbs, r.Verbs...)
+			}
+		}
+		assert.Subset(t, verbs, []string{"list", "watch"}, "the operator watches %s for triggers", gr)
+	}
 }

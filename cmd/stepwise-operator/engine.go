@@ -46,6 +46,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 		kubeinformers.WithTransform(trimNamespace))
 	namespaces := kubeFactory.Core().V1().Namespaces()
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.clients.kube.Discovery()))
+	queueMetrics := metrics.NewWorkqueueProvider(e.metrics) // registered once, for both queues
 	c, err := controller.New(ctx, controller.Config{
 		Client:           e.clients.stepwise,
 		Informer:         factory.Stepwise().V1alpha1().Pipelines(),
@@ -55,9 +56,13 @@ func (e *engine) run(ctx, lead context.Context) error {
 		Recorder:         e.recorder,
 		Namespaces:       namespaces.Lister(),
 		Metrics:          metrics.New(e.metrics),
-		WorkqueueMetrics: metrics.NewWorkqueueProvider(e.metrics),
+		WorkqueueMetrics: queueMetrics,
 		ShutdownGrace:    e.opts.shutdownGrace,
 	})
+	if err != nil {
+		return err
+	}
+	triggers, err := e.newTriggers(ctx, factory, mapper, queueMetrics)
 	if err != nil {
 		return err
 	}
@@ -68,6 +73,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 	kubeFactory.Start(informersCtx.Done())
 	defer kubeFactory.Shutdown()
 	defer stopInformers() // before the Shutdowns, which wait for the informers
+	defer e.runTriggers(ctx, informersCtx, triggers)()
 	go func() {
 		if allSynced(factory.WaitForCacheSync(ctx.Done())) && allSynced(kubeFactory.WaitForCacheSync(ctx.Done())) {
 			e.ready.Store(true)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
+	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
 // options are the operator's command-line flags.
@@ -38,6 +39,9 @@ type options struct {
 
 	namespace   string
 	catalogName string
+
+	triggerResources string
+	triggerWorkers   int
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -65,6 +69,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.namespace, "namespace", "", "The operator's own namespace, where it publishes its executor catalogue and, unless --leader-elect-namespace says otherwise, keeps its Lease. Default: POD_NAMESPACE, else stepwise-system.")
 	fs.StringVar(&o.catalogName, "executor-catalog-name", "stepwise-executors", "Name of the ConfigMap, in --namespace, where the executors on offer (built-in and plugins) are published at start, for 'kubectl stepwise executors'. Empty: not published.")
 	fs.StringVar(&o.pluginAllowedCIDRs, "plugin-allowed-cidrs", "", "Comma-separated CIDRs that plugins may connect to although they are loopback, link-local, private or otherwise internal (refused by default, after DNS resolution, on every connection and redirect), e.g. the CIDR of an on-premises vCenter. Given to plugins as "+egress.EnvAllowedCIDRs+".")
+	fs.StringVar(&o.triggerResources, "trigger-resources", trigger.DefaultResources, "Comma-separated kinds PipelineTriggers may watch, as resource.group (resource alone for the core group), e.g. nodes,webapps.demo.stepwise.dev. The operator watches each with its own identity, so grant it list and watch on each (deploy/base/rbac.yaml); a trigger on another kind is Ready=False, reason ResourceNotAllowed. Empty: none.")
+	fs.IntVar(&o.triggerWorkers, "trigger-workers", 2, "PipelineTriggers reconciled at the same time.")
 	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
 }
 
@@ -84,6 +90,12 @@ func (o *options) validate() error {
 	}
 	if o.pluginChecksums != "" && o.pluginDir == "" {
 		errs = append(errs, errors.New("--plugin-checksums needs --plugin-dir"))
+	}
+	if o.triggerWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--trigger-workers must be at least 1, got %d", o.triggerWorkers))
+	}
+	if _, err := trigger.ParseResources(o.triggerResources); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := egress.Parse(o.pluginAllowedCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--plugin-allowed-cidrs: %w", err))

@@ -1,0 +1,335 @@
+// Package trigger is the PipelineTrigger controller: for every object of a kind that
+// matches a trigger's selector it creates one Pipeline of the trigger's template, at most
+// spec.concurrency unfinished at a time, and only while the trigger's ServiceAccount may
+// list and watch that kind.
+//
+// It is a client-go controller like the engine (pkg/controller): informers for triggers,
+// templates and pipelines (shared with the engine), one shared dynamic informer per kind
+// that some trigger watches, a rate-limited workqueue of trigger keys, and a sync that
+// reads from those caches only and writes pipelines and the trigger's status.
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
+	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
+)
+
+const (
+	// ControllerName is the workqueue's name and the field manager of our writes.
+	ControllerName = "stepwise-trigger"
+
+	// Indexes added to the shared informers.
+	// pipelineTriggerIndex: pipelines by namespace/value of LabelTrigger.
+	pipelineTriggerIndex = "stepwise.dev/trigger"
+	// triggerLabelIndex: triggers by namespace/value of LabelTrigger they give.
+	triggerLabelIndex = "stepwise.dev/trigger-label"
+	// triggerTemplateIndex: triggers by namespace/template name.
+	triggerTemplateIndex = "stepwise.dev/trigger-template"
+
+	// Our own writes are kept until the informer delivers them, at most this long and this
+	// many (see Controller.pipelines).
+	mutationCacheTTL  = time.Minute
+	mutationCacheSize = 1000
+)
+
+// Config holds the controller's dependencies.
+type Config struct {
+	Client clientset.Interface
+	// Kube makes the SubjectAccessReviews.
+	Kube kubernetes.Interface
+	// Dynamic and Mapper watch the triggers' kinds.
+	Dynamic dynamic.Interface
+	Mapper  meta.RESTMapper
+	// The informers of the operator's shared factory; New adds its indexes and handlers,
+	// so it must be called before the factory starts.
+	Triggers  informers.PipelineTriggerInformer
+	Templates informers.PipelineTemplateInformer
+	Pipelines informers.PipelineInformer
+	// Resources are the kinds the installer lets triggers watch (ParseResources).
+	Resources []schema.GroupResource
+	Recorder  record.EventRecorder
+	// Optional.
+	// Resync is the resync period of the objects' informers; 0: none.
+	Resync time.Duration
+	// AccessTTL is how long an answer on a trigger's rights is kept; 0: DefaultAccessTTL.
+	AccessTTL        time.Duration
+	WorkqueueMetrics workqueue.MetricsProvider
+	Clock            clock.WithTicker
+}
+
+// Controller runs PipelineTriggers.
+type Controller struct {
+	client clientset.Interface
+	// triggers and pipelines are the informers' caches overlaid with what our own writes
+	// returned, whichever is newer: a sync that follows our write never works from the
+	// state before it (a pipeline created twice over the budget, a status written twice).
+	triggers  cache.MutationCache
+	pipelines cache.MutationCache
+	// triggerIndexer finds the triggers of a pipeline or template.
+	triggerIndexer cache.Indexer
+	templates      listers.PipelineTemplateLister
+	synced         []cache.InformerSynced
+	queue          workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder       record.EventRecorder
+	resources      *resourceResolver
+	access         *accessChecker
+	objects        *objectInformers
+	clock          clock.WithTicker
+
+	mu sync.Mutex
+	// memories are what each trigger's syncs remember between them.
+	memories map[cache.ObjectName]*memory
+}
+
+// New creates the controller and registers its indexes and event handlers.
+func New(ctx context.Context, cfg Config) (*Controller, error) {
+	logger := klog.FromContext(ctx)
+	c := &Controller{
+		client:    cfg.Client,
+		templates: cfg.Templates.Lister(),
+		recorder:  cfg.Recorder,
+		clock:     cfg.Clock,
+		memories:  map[cache.ObjectName]*memory{},
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	c.resources = newResourceResolver(cfg.Mapper, cfg.Resources, c.clock)
+	c.access = newAccessChecker(cfg.Kube, c.clock, cfg.AccessTTL)
+	c.objects = newObjectInformers(cfg.Dynamic, cfg.Resync, c.enqueueKey)
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](50*time.Millisecond, 5*time.Minute),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
+			Name:            ControllerName,
+			MetricsProvider: cfg.WorkqueueMetrics,
+			Clock:           c.clock,
+		},
+	)
+
+	triggers, templates, pipelines := cfg.Triggers.Informer(), cfg.Templates.Informer(), cfg.Pipelines.Informer()
+	if err := triggers.AddIndexers(cache.Indexers{triggerLabelIndex: byTriggerLabel, triggerTemplateIndex: byTemplate}); err != nil {
+		return nil, fmt.Errorf("add trigger indexes: %w", err)
+	}
+	if err := pipelines.AddIndexers(cache.Indexers{pipelineTriggerIndex: byTrigger}); err != nil {
+		return nil, fmt.Errorf("add pipeline index: %w", err)
+	}
+	c.triggerIndexer = triggers.GetIndexer()
+	c.triggers = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, triggers.GetStore(),
+		cache.MutationCacheOptions{TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize})
+	// With adds: a pipeline we created is counted before the informer delivers it.
+	c.pipelines = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, pipelines.GetStore(),
+		cache.MutationCacheOptions{Indexer: pipelines.GetIndexer(), TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize, IncludeAdds: true})
+	c.synced = []cache.InformerSynced{triggers.HasSynced, templates.HasSynced, pipelines.HasSynced}
+
+	if _, err := triggers.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: c.onTriggerUpdate,
+		DeleteFunc: func(obj any) {
+			if tr, ok := tombstoned(obj).(*v1alpha1.PipelineTrigger); ok {
+				c.triggers.OnDelete(tr)
+			}
+			c.enqueue(obj)
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("add trigger event handler: %w", err)
+	}
+	if _, err := templates.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onTemplate,
+		DeleteFunc: c.onTemplate,
+	}); err != nil {
+		return nil, fmt.Errorf("add template event handler: %w", err)
+	}
+	if _, err := pipelines.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.onPipeline,
+		UpdateFunc: func(_, newObj any) {
+			if p, ok := newObj.(*v1alpha1.Pipeline); ok {
+				c.pipelines.OnAddOrUpdate(p)
+			}
+			c.onPipeline(newObj)
+		},
+		DeleteFunc: func(obj any) {
+			if p, ok := tombstoned(obj).(*v1alpha1.Pipeline); ok {
+				c.pipelines.OnDelete(p)
+			}
+			c.onPipeline(obj)
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("add pipeline event handler: %w", err)
+	}
+	logger.V(4).Info("Trigger controller created", "resources", cfg.Resources)
+	return c, nil
+}
+
+// byTriggerLabel indexes a trigger by the value of LabelTrigger on its pipelines.
+func byTriggerLabel(obj any) ([]string, error) {
+	tr, ok := obj.(*v1alpha1.PipelineTrigger)
+	if !ok {
+		return nil, nil
+	}
+	return []string{tr.Namespace + "/" + triggerLabelValue(tr.Name)}, nil
+}
+
+// byTemplate indexes a trigger by its template.
+func byTemplate(obj any) ([]string, error) {
+	tr, ok := obj.(*v1alpha1.PipelineTrigger)
+	if !ok {
+		return nil, nil
+	}
+	return []string{tr.Namespace + "/" + tr.Spec.TemplateRef.Name}, nil
+}
+
+// byTrigger indexes a pipeline by its LabelTrigger.
+func byTrigger(obj any) ([]string, error) {
+	p, ok := obj.(*v1alpha1.Pipeline)
+	if !ok {
+		return nil, nil
+	}
+	label, ok := p.Labels[LabelTrigger]
+	if !ok {
+		return nil, nil
+	}
+	return []string{p.Namespace + "/" + label}, nil
+}
+
+func tombstoned(obj any) any {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return tombstone.Obj
+	}
+	return obj
+}
+
+// enqueue adds the key of a trigger, or of the tombstone of a deleted one.
+func (c *Controller) enqueue(obj any) {
+	name, err := cache.ObjectToName(tombstoned(obj))
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("enqueue trigger: %w", err))
+		return
+	}
+	c.queue.Add(name)
+}
+
+func (c *Controller) enqueueKey(key cache.ObjectName) { c.queue.Add(key) }
+
+// enqueueIndexed adds the triggers found under key in index.
+func (c *Controller) enqueueIndexed(index, key string) {
+	triggers, err := c.triggerIndexer.ByIndex(index, key)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("find triggers by %s %s: %w", index, key, err))
+		return
+	}
+	for _, tr := range triggers {
+		c.enqueue(tr)
+	}
+}
+
+// onTriggerUpdate queues a trigger whose spec changed, or that is being deleted, and at
+// every resync; not for a write of its status (ours) or metadata.
+func (c *Controller) onTriggerUpdate(oldObj, newObj any) {
+	o, okOld := oldObj.(*v1alpha1.PipelineTrigger)
+	n, okNew := newObj.(*v1alpha1.PipelineTrigger)
+	if okNew {
+		c.triggers.OnAddOrUpdate(n)
+	}
+	if okOld && okNew && o.ResourceVersion != n.ResourceVersion && o.Generation == n.Generation &&
+		o.DeletionTimestamp.Equal(n.DeletionTimestamp) {
+		return
+	}
+	c.enqueue(newObj)
+}
+
+// onTemplate queues the triggers of a template that appeared or went.
+func (c *Controller) onTemplate(obj any) {
+	tpl, ok := tombstoned(obj).(*v1alpha1.PipelineTemplate)
+	if !ok {
+		return
+	}
+	c.enqueueIndexed(triggerTemplateIndex, tpl.Namespace+"/"+tpl.Name)
+}
+
+// onPipeline queues the trigger of a pipeline that changed: its place in the budget, its
+// phase or its blocking may have.
+func (c *Controller) onPipeline(obj any) {
+	p, ok := tombstoned(obj).(*v1alpha1.Pipeline)
+	if !ok {
+		return
+	}
+	if label, ok := p.Labels[LabelTrigger]; ok {
+		c.enqueueIndexed(triggerLabelIndex, p.Namespace+"/"+label)
+	}
+}
+
+// Run waits for the caches to sync, then runs workers until ctx is done. The objects'
+// informers, started as triggers need them, stop with it.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx)
+	c.objects.setStop(ctx.Done())
+	defer c.objects.shutdown()
+	defer c.queue.ShutDown()
+
+	logger.Info("Waiting for the trigger caches to sync")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return errors.New("wait for the trigger caches to sync: cancelled")
+	}
+	logger.Info("Starting trigger workers", "count", workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for c.processNextWorkItem(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down trigger workers")
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// processNextWorkItem takes one key from the queue and syncs it.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "trigger", key.String())
+	ctx = klog.NewContext(ctx, logger)
+
+	requeueAfter, err := c.syncHandler(ctx, key)
+	switch {
+	case err == nil:
+		c.queue.Forget(key)
+		if requeueAfter > 0 {
+			c.queue.AddAfter(key, requeueAfter)
+		}
+	case apierrors.IsConflict(err):
+		logger.V(4).Info("Conflict writing, requeued", "err", err)
+		c.queue.AddRateLimited(key)
+	default:
+		utilruntime.HandleErrorWithContext(ctx, err, "Syncing trigger failed", "trigger", key.String())
+		c.queue.AddRateLimited(key)
+	}
+	return true
+}

@@ -1,0 +1,122 @@
+package trigger
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+// candidate is a matching object without a pipeline, and its params.
+type candidate struct {
+	obj    *unstructured.Unstructured
+	params map[string]string
+	err    error
+}
+
+// start creates pipelines for the candidates, in the order of matching, while fewer than
+// spec.concurrency of the trigger's pipelines are unfinished. A candidate whose params do
+// not resolve waits without taking a place; nothing starts while the trigger is suspended
+// or its template is missing. The others wait, and each is reported once.
+func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error {
+	unfinished := ts.unfinished()
+	for _, cand := range candidates {
+		name := ts.objectName(cand.obj)
+		switch {
+		case cand.err != nil:
+			ts.objectErrors = append(ts.objectErrors, objectError{object: name, err: cand.err})
+			ts.reportWaiting(cand.obj, corev1.EventTypeWarning, "%s waits: %v", name, cand.err)
+		case ts.templateMissing:
+		case ts.trig.Spec.Suspend:
+			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the trigger is suspended", name)
+		case unfinished >= ts.concurrency():
+			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: %d pipelines of the trigger are unfinished (concurrency %d)",
+				name, unfinished, ts.concurrency())
+		default:
+			if err := ts.create(ctx, cand); err != nil {
+				return err
+			}
+			unfinished++
+			continue
+		}
+		ts.waiting = append(ts.waiting, cand.obj)
+	}
+	return nil
+}
+
+// unfinished counts the trigger's unfinished pipelines.
+func (ts *triggerSync) unfinished() int {
+	n := 0
+	for _, p := range ts.pipelines {
+		if !finished(p) {
+			n++
+		}
+	}
+	return n
+}
+
+// create creates the pipeline of an object. One that exists already (made by an earlier
+// sync whose write the cache has not seen, the only way its name can be taken) takes its
+// place in the budget all the same.
+func (ts *triggerSync) create(ctx context.Context, cand candidate) error {
+	p := ts.newPipeline(cand.obj, cand.params)
+	created, err := ts.c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Create(ctx, p, metav1.CreateOptions{FieldManager: ControllerName})
+	if apierrors.IsAlreadyExists(err) {
+		ts.pipelines = append(ts.pipelines, p)
+		ts.byObject[cand.obj.GetUID()] = p
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create pipeline %s/%s for %s: %w", p.Namespace, p.Name, ts.objectName(cand.obj), err)
+	}
+	ts.c.pipelines.Mutation(created)
+	ts.pipelines = append(ts.pipelines, created)
+	ts.byObject[cand.obj.GetUID()] = created
+	ts.event(corev1.EventTypeNormal, ReasonPipelineCreated, "created pipeline %s for %s", created.Name, ts.objectName(cand.obj))
+	return nil
+}
+
+// newPipeline is the pipeline of an object: in the trigger's namespace, named after the
+// trigger and the object (pipelineName), labelled with both, running the trigger's template
+// with the params bound to the object, as the trigger's ServiceAccount, under its update
+// policy. Under WhenUnmatched Delete, an object of the trigger's namespace owns its
+// pipeline, so that the garbage collector deletes it with the object too (without making
+// the object's deletion wait for it). A cluster-scoped object owns nothing: the trigger
+// deletes its pipeline itself.
+func (ts *triggerSync) newPipeline(obj *unstructured.Unstructured, params map[string]string) *v1alpha1.Pipeline {
+	trig := ts.trig
+	policy := trig.Spec.UpdatePolicy
+	if policy == "" {
+		policy = v1alpha1.UpdateImmutable
+	}
+	p := &v1alpha1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        pipelineName(trig.Name, obj.GetName(), obj.GetUID()),
+			Namespace:   trig.Namespace,
+			Labels:      map[string]string{LabelTrigger: triggerLabelValue(trig.Name), LabelObjectUID: string(obj.GetUID())},
+			Annotations: map[string]string{AnnotationObject: ts.objectName(obj)},
+		},
+		Spec: v1alpha1.PipelineSpec{
+			TemplateRef:        &v1alpha1.TemplateRef{Name: trig.Spec.TemplateRef.Name},
+			Params:             params,
+			ServiceAccountName: trig.Spec.ServiceAccountName,
+			UpdatePolicy:       policy,
+		},
+	}
+	if ts.target.namespaced && obj.GetNamespace() == trig.Namespace && trig.Spec.WhenUnmatched == v1alpha1.UnmatchedDelete {
+		p.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion:         trig.Spec.Resource.APIVersion,
+			Kind:               trig.Spec.Resource.Kind,
+			Name:               obj.GetName(),
+			UID:                obj.GetUID(),
+			BlockOwnerDeletion: ptr.To(false),
+		}}
+	}
+	return p
+}

@@ -1,0 +1,104 @@
+package trigger
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Reasons of the Events recorded on a trigger.
+const (
+	// ReasonPipelineCreated: a pipeline was created for an object.
+	ReasonPipelineCreated = "PipelineCreated"
+	// ReasonWaiting: an object waits for a place in the budget, for the trigger to be
+	// resumed, or (a Warning) for a field its params refer to. Recorded once per object.
+	ReasonWaiting = "Waiting"
+	// ReasonObjectChanged: an object's params changed; its pipeline runs again (Rerun) or
+	// keeps its params (Immutable).
+	ReasonObjectChanged = "ObjectChanged"
+	// ReasonPipelineDeleted: the pipeline of an object that went, or past the history
+	// limit, was deleted.
+	ReasonPipelineDeleted = "PipelineDeleted"
+)
+
+// memory is what a trigger's syncs remember between them, so that an Event is recorded
+// once rather than at every sync. It is lost when the operator restarts, which records
+// those Events once more.
+type memory struct {
+	// waiting are the objects whose Waiting Event was recorded, while they wait.
+	waiting map[types.UID]bool
+	// changed are the pipelines whose "immutable" ObjectChanged Event was recorded, with
+	// the digest of the params it was for.
+	changed map[types.UID]string
+	// deleted are the pipelines we deleted, until the cache sees them being deleted.
+	deleted map[types.UID]bool
+}
+
+// memoryOf returns the memory of a trigger, made on first use.
+func (c *Controller) memoryOf(key cache.ObjectName) *memory {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.memories[key]
+	if !ok {
+		m = &memory{waiting: map[types.UID]bool{}, changed: map[types.UID]string{}, deleted: map[types.UID]bool{}}
+		c.memories[key] = m
+	}
+	return m
+}
+
+// forget drops what the controller keeps for a trigger that is gone.
+func (c *Controller) forget(key cache.ObjectName) {
+	c.mu.Lock()
+	delete(c.memories, key)
+	c.mu.Unlock()
+	c.access.forgetKey(key)
+	c.objects.unwatch(key)
+}
+
+// prune forgets what no longer is: objects that no longer wait, pipelines that are gone
+// or being deleted.
+func (m *memory) prune(ts *triggerSync) {
+	waiting := map[types.UID]bool{}
+	for _, obj := range ts.waiting {
+		waiting[obj.GetUID()] = true
+	}
+	for uid := range m.waiting {
+		if !waiting[uid] {
+			delete(m.waiting, uid)
+		}
+	}
+	live := map[types.UID]bool{}
+	for _, p := range ts.pipelines {
+		if p.DeletionTimestamp == nil {
+			live[p.UID] = true
+		}
+	}
+	for uid := range m.changed {
+		if !live[uid] {
+			delete(m.changed, uid)
+		}
+	}
+	for uid := range m.deleted {
+		if !live[uid] {
+			delete(m.deleted, uid)
+		}
+	}
+}
+
+// event records an Event on the trigger.
+func (ts *triggerSync) event(eventType, reason, format string, args ...any) {
+	if ts.c.recorder != nil {
+		ts.c.recorder.Event(ts.trig, eventType, reason, fmt.Sprintf(format, args...))
+	}
+}
+
+// reportWaiting records that an object waits, once while it waits.
+func (ts *triggerSync) reportWaiting(obj *unstructured.Unstructured, eventType, format string, args ...any) {
+	if ts.mem.waiting[obj.GetUID()] {
+		return
+	}
+	ts.mem.waiting[obj.GetUID()] = true
+	ts.event(eventType, ReasonWaiting, format, args...)
+}

@@ -1,0 +1,187 @@
+package trigger
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
+)
+
+// inNamespace is a copy of trig in namespace ns.
+func inNamespace(trig *v1alpha1.PipelineTrigger, ns string) *v1alpha1.PipelineTrigger {
+	trig = trig.DeepCopy()
+	trig.Namespace = ns
+	trig.UID += "-" + "other"
+	return trig
+}
+
+// TestOneInformerPerKind: the triggers of a kind share one informer, made when the first
+// of them may act; a kind no trigger may watch has none.
+func TestOneInformerPerKind(t *testing.T) {
+	second := newTrigger()
+	second.Name = "retire-too"
+	denied := webAppTrigger()
+	denied.Spec.ServiceAccountName = "nobody"
+	f := newFixture(t, objs(newTrigger(), second, denied, newTemplate("retire-node"), newTemplate("web"), newNode("n1", 0, retiring)))
+
+	f.sync("retire")
+	inf := f.c.objects.informer(nodesGVR)
+	require.NotNil(t, inf)
+	f.sync("retire-too")
+	assert.Same(t, inf, f.c.objects.informer(nodesGVR), "shared")
+	assert.ElementsMatch(t, []cache.ObjectName{keyOf("retire"), keyOf("retire-too")}, f.c.objects.watchersOf(nodesGVR))
+
+	f.sync("web")
+	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("web")).Reason)
+	assert.Nil(t, f.c.objects.informer(webappsGVR), "not watched for a trigger that may not")
+}
+
+// TestObjectEventsQueueTheTriggersOfTheirKind: an object's change queues the triggers of
+// its kind: every one for a cluster-scoped kind, those of its namespace for a namespaced
+// one.
+func TestObjectEventsQueueTheTriggersOfTheirKind(t *testing.T) {
+	other := inNamespace(webAppTrigger(), "other")
+	f := newFixture(t, objs(newTrigger(), webAppTrigger(), other, newTemplate("retire-node"), newTemplate("web")))
+	f.rbac.allow("system:serviceaccount:other:deployer", "webapps", "other", "list", "watch")
+	for _, key := range []cache.ObjectName{keyOf("retire"), keyOf("web"), {Namespace: "other", Name: "web"}} {
+		_, err := f.c.syncHandler(f.ctx, key)
+		require.NoError(t, err)
+		f.waitInformers()
+	}
+	queued := func() []string {
+		t.Helper()
+		var keys []string
+		require.Eventually(t, func() bool {
+			keys = append(keys, drain(f.c)...)
+			return len(keys) > 0
+		}, 5*time.Second, time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // and nothing more comes
+		keys = append(keys, drain(f.c)...)
+		slices.Sort(keys)
+		return slices.Compact(keys)
+	}
+	drain(f.c)
+
+	f.createObject(newWebApp("ns", "shop", 0, nil))
+	assert.Equal(t, []string{"ns/web"}, queued())
+	f.createObject(newWebApp("other", "blog", 0, nil))
+	assert.Equal(t, []string{"other/web"}, queued())
+	f.createObject(newNode("n1", 0, nil))
+	assert.Equal(t, []string{"ns/retire"}, queued())
+
+	// A trigger that no longer watches the kind is not queued by it.
+	f.rbac.allow("system:serviceaccount:ns:deployer", "nodes", "", "list", "watch")
+	f.updateTrigger("web", func(tr *v1alpha1.PipelineTrigger) {
+		tr.Spec.Resource = v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Node"}
+	})
+	f.sync("web")
+	drain(f.c)
+	f.createObject(newWebApp("ns", "wiki", 0, nil))
+	f.createObject(newNode("n2", 0, nil))
+	assert.Equal(t, []string{"ns/retire", "ns/web"}, queued())
+}
+
+// TestPipelineAndTemplateEventsQueueTheirTrigger: a pipeline's change queues the trigger
+// its label names, even when the label is a hash of a long name; a template's arrival
+// queues the triggers that use it; a trigger's own status write queues nothing.
+func TestPipelineAndTemplateEventsQueueTheirTrigger(t *testing.T) {
+	long := newTrigger()
+	long.Name = strings.Repeat("long-", 20) + "trigger"
+	f := newFixture(t, objs(newTrigger(), long, webAppTrigger()))
+
+	f.c.onPipeline(&v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p",
+		Labels: map[string]string{LabelTrigger: triggerLabelValue(long.Name)}}})
+	assert.Equal(t, []string{"ns/" + long.Name}, drain(f.c))
+	f.c.onPipeline(&v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "p",
+		Labels: map[string]string{LabelTrigger: "retire"}}})
+	f.c.onPipeline(&v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}})
+	assert.Empty(t, drain(f.c), "another namespace's, or no trigger's")
+
+	f.c.onTemplate(cache.DeletedFinalStateUnknown{Obj: newTemplate("retire-node")})
+	got := drain(f.c)
+	slices.Sort(got)
+	assert.Equal(t, []string{"ns/" + long.Name, "ns/retire"}, got)
+
+	trig := newTrigger()
+	trig.ResourceVersion = "1"
+	written := trig.DeepCopy()
+	written.ResourceVersion = "2"
+	written.Status.Matched = 3
+	f.c.onTriggerUpdate(trig, written)
+	assert.Empty(t, drain(f.c), "a status write")
+	changed := written.DeepCopy()
+	changed.ResourceVersion, changed.Generation = "3", 2
+	f.c.onTriggerUpdate(written, changed)
+	f.c.onTriggerUpdate(changed, changed) // a resync
+	assert.Equal(t, []string{"ns/retire"}, drain(f.c))
+}
+
+// TestRunDrivesTriggersThroughInformers runs the whole controller, workers and informers
+// included: the informers' events alone carry the trigger from creation to its pipelines,
+// and a node labelled later gets its own.
+func TestRunDrivesTriggersThroughInformers(t *testing.T) {
+	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), newNode("n1", 0, retiring)))
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// A controller of its own over a started factory (the fixture's is not started).
+	factory := informers.NewSharedInformerFactory(f.client, 0)
+	sw := factory.Stepwise().V1alpha1()
+	c, err := New(ctx, Config{
+		Client: f.client, Kube: f.kube, Dynamic: f.dynamic, Mapper: testMapper(),
+		Triggers: sw.PipelineTriggers(), Templates: sw.PipelineTemplates(), Pipelines: sw.Pipelines(),
+		Resources: f.c.resources.allowed, Recorder: f.recorder,
+	})
+	require.NoError(t, err)
+	factory.Start(ctx.Done())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx, 2) }()
+
+	pipelines := func() int {
+		list, err := f.client.StepwiseV1alpha1().Pipelines("ns").List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		return len(list.Items)
+	}
+	require.Eventually(t, func() bool { return pipelines() == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		trig, err := f.client.StepwiseV1alpha1().PipelineTriggers("ns").Get(ctx, "retire", metav1.GetOptions{})
+		return err == nil && trig.Status.Running == 1 && readyOf(trig).Reason == ReasonActive
+	}, 10*time.Second, 10*time.Millisecond)
+
+	// Concurrency 1: a second node waits until the first pipeline succeeds.
+	n2 := newNode("n2", time.Second, retiring)
+	n2.SetResourceVersion(f.nextResourceVersion())
+	_, err = f.dynamic.Resource(nodesGVR).Create(ctx, n2, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		trig, err := f.client.StepwiseV1alpha1().PipelineTriggers("ns").Get(ctx, "retire", metav1.GetOptions{})
+		return err == nil && trig.Status.Waiting == 1
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, 1, pipelines())
+
+	p, err := f.client.StepwiseV1alpha1().Pipelines("ns").Get(ctx, pipelineName("retire", "n1", "uid-n1"), metav1.GetOptions{})
+	require.NoError(t, err)
+	p.Status = v1alpha1.PipelineStatus{ObservedGeneration: p.Generation, Phase: v1alpha1.PipelineSucceeded}
+	_, err = f.client.StepwiseV1alpha1().Pipelines("ns").UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return pipelines() == 2 }, 10*time.Second, 10*time.Millisecond)
+
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
+}

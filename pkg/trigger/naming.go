@@ -1,0 +1,85 @@
+package trigger
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Labels and annotations a trigger puts on its pipelines.
+const (
+	// LabelTrigger names the trigger a pipeline was created for: its name, or when longer
+	// than a label value may be, its first 57 characters, a dash and a hash of the name.
+	LabelTrigger = "stepwise.dev/trigger"
+	// LabelObjectUID is the UID of the object a pipeline is for.
+	LabelObjectUID = "stepwise.dev/object-uid"
+	// AnnotationObject names the object a pipeline is for: namespace/name, or name for a
+	// cluster-scoped object.
+	AnnotationObject = "stepwise.dev/object"
+)
+
+// hashLength is the length of the hashes names end with.
+const hashLength = 5
+
+// pipelineName is the name of the pipeline a trigger runs for an object:
+// TRIGGER-OBJECT made a valid DNS-1123 subdomain (lower case; characters a subdomain has
+// not become '-'; each dot-separated label starts and ends with a letter or digit), cut to
+// leave room for a dash and a hash of the object's UID, which always ends it. The name is
+// the same at every sync, so that a create is idempotent, and differs for a re-created
+// object of the same name and for long names that share their beginning.
+func pipelineName(trigger, object string, uid types.UID) string {
+	base := subdomain(trigger + "-" + object)
+	limit := validation.DNS1123SubdomainMaxLength - 1 - hashLength
+	if len(base) > limit {
+		base = strings.TrimRight(base[:limit], "-.")
+	}
+	return base + "-" + hash5(string(uid))
+}
+
+// subdomain turns s into a DNS-1123 subdomain, but for its length.
+func subdomain(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		default:
+			return '-'
+		}
+	}, s)
+	var labels []string
+	for _, l := range strings.Split(s, ".") {
+		if l = strings.Trim(l, "-"); l != "" {
+			labels = append(labels, l)
+		}
+	}
+	return strings.Join(labels, ".")
+}
+
+// triggerLabelValue is the value of LabelTrigger for a trigger's name (a DNS-1123
+// subdomain, so only its length may need fixing).
+func triggerLabelValue(trigger string) string {
+	if len(trigger) <= validation.LabelValueMaxLength {
+		return trigger
+	}
+	cut := strings.TrimRight(trigger[:validation.LabelValueMaxLength-1-hashLength], "-._")
+	return cut + "-" + hash5(trigger)
+}
+
+// hash5 is a short hash of s: 5 characters of base32 (25 bits), lower case.
+func hash5(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return strings.ToLower(base32.StdEncoding.EncodeToString(sum[:]))[:hashLength]
+}
+
+// objectKey names an object as AnnotationObject, the status's queue and messages do.
+func objectKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}

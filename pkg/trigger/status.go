@@ -1,0 +1,195 @@
+package trigger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+// Reasons of a trigger's Ready condition.
+const (
+	// Ready=True.
+	//
+	// ReasonActive: the trigger starts pipelines for the objects that match.
+	ReasonActive = "Active"
+	// ReasonBlocked: every running pipeline waits on a PodDisruptionBudget, and the
+	// objects waiting wait for them.
+	ReasonBlocked = "Blocked"
+	// ReasonSuspended: spec.suspend; the running pipelines go on.
+	ReasonSuspended = "Suspended"
+
+	// Ready=False: the trigger starts nothing.
+	//
+	// ReasonInvalidResource: spec.resource names no kind the API server serves.
+	ReasonInvalidResource = "InvalidResource"
+	// ReasonResourceNotAllowed: the operator's installer did not let it watch the kind
+	// (ResourcesFlag).
+	ReasonResourceNotAllowed = "ResourceNotAllowed"
+	// ReasonForbidden: the trigger's ServiceAccount may not list and watch the kind.
+	ReasonForbidden = "Forbidden"
+	// ReasonTemplateNotFound: the template does not exist (yet).
+	ReasonTemplateNotFound = "TemplateNotFound"
+	// ReasonInvalidSelector: spec.selector does not parse.
+	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonInvalidParameters: a $(object...) reference of spec.params does not parse.
+	ReasonInvalidParameters = "InvalidParameters"
+)
+
+// Bounds of the status.
+const (
+	// maxQueue is how many waiting objects status.queue names.
+	maxQueue = 50
+	// maxMessage bounds the Ready condition's message, in bytes.
+	maxMessage = 1024
+)
+
+// newStatus is the trigger's status as this sync found it. A trigger that cannot act says
+// why, and nothing of the objects: a trigger whose ServiceAccount may not list them must
+// not learn, from its status, how many there are or their names.
+func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
+	trig := ts.trig
+	s := trig.Status.DeepCopy()
+	s.ObservedGeneration = trig.Generation
+	ready := metav1.Condition{
+		Type: v1alpha1.ConditionReady, ObservedGeneration: trig.Generation,
+		LastTransitionTime: metav1.NewTime(ts.c.clock.Now()).Rfc3339Copy(),
+	}
+	if ts.problem != nil {
+		s.Matched, s.Running, s.Waiting, s.Succeeded, s.Failed, s.Queue = 0, 0, 0, 0, 0, nil
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ts.problem.reason, ts.problem.message
+		meta.SetStatusCondition(&s.Conditions, ready)
+		return *s
+	}
+
+	var running, succeeded, failed int32
+	for _, p := range ts.pipelines {
+		switch {
+		case !finished(p):
+			running++
+		case p.Status.Phase == v1alpha1.PipelineSucceeded:
+			succeeded++
+		default:
+			failed++
+		}
+	}
+	s.Matched, s.Running, s.Succeeded, s.Failed = int32(len(ts.objects)), running, succeeded, failed
+	s.Waiting = int32(len(ts.waiting))
+	s.Queue = nil
+	for _, obj := range ts.waiting[:min(len(ts.waiting), maxQueue)] {
+		s.Queue = append(s.Queue, ts.objectName(obj))
+	}
+
+	ready.Status = metav1.ConditionTrue
+	switch budgets, blocked := ts.blocked(); {
+	case ts.templateMissing:
+		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonTemplateNotFound
+		ready.Message = fmt.Sprintf("PipelineTemplate %s/%s does not exist: nothing starts until it does", trig.Namespace, trig.Spec.TemplateRef.Name)
+	case trig.Spec.Suspend:
+		ready.Reason = ReasonSuspended
+		ready.Message = fmt.Sprintf("suspended: nothing starts; %d running, %d waiting", running, s.Waiting)
+	case blocked:
+		ready.Reason = ReasonBlocked
+		ready.Message = fmt.Sprintf("%s on %s %s", count(int(running), "running pipeline waits", "running pipelines wait"),
+			plural(len(budgets), "PodDisruptionBudget", "PodDisruptionBudgets"), strings.Join(budgets, ", "))
+		if s.Waiting > 0 {
+			ready.Message += "; " + count(int(s.Waiting), "object waits", "objects wait")
+		}
+	default:
+		ready.Reason = ReasonActive
+		ready.Message = fmt.Sprintf("%d running (concurrency %d), %d waiting", running, ts.concurrency(), s.Waiting)
+	}
+	if len(ts.objectErrors) > 0 {
+		first := ts.objectErrors[0]
+		what := "cannot start"
+		if first.started {
+			what = "keeps the params of its pipeline"
+		}
+		ready.Message += fmt.Sprintf("; %s %s: %v", first.object, what, first.err)
+		if more := len(ts.objectErrors) - 1; more > 0 {
+			ready.Message += fmt.Sprintf(" (and %s)", count(more, "more object whose params do not resolve", "more objects whose params do not resolve"))
+		}
+	}
+	ready.Message = truncate(ready.Message, maxMessage)
+	meta.SetStatusCondition(&s.Conditions, ready)
+	return *s
+}
+
+// blocked tells whether every running pipeline waits on a PodDisruptionBudget and every
+// waiting object waits for them (the budget is full, and none waits on its params), and
+// which budgets they wait on.
+func (ts *triggerSync) blocked() ([]string, bool) {
+	var budgets []string
+	running := 0
+	for _, p := range ts.pipelines {
+		if finished(p) {
+			continue
+		}
+		running++
+		blocking := budgetsBlocking(p)
+		if len(blocking) == 0 {
+			return nil, false
+		}
+		for _, b := range blocking {
+			if !slices.Contains(budgets, b) {
+				budgets = append(budgets, b)
+			}
+		}
+	}
+	if running == 0 || len(ts.objectErrors) > 0 || (len(ts.waiting) > 0 && running < ts.concurrency()) {
+		return nil, false
+	}
+	slices.Sort(budgets)
+	return budgets, true
+}
+
+// writeStatus writes the status through the status subresource when it changed.
+func (c *Controller) writeStatus(ctx context.Context, ts *triggerSync) error {
+	if ts.keepStatus {
+		return nil
+	}
+	status := ts.newStatus()
+	if equality.Semantic.DeepEqual(&ts.trig.Status, &status) {
+		return nil
+	}
+	trig := ts.trig.DeepCopy()
+	trig.Status = status
+	updated, err := c.client.StepwiseV1alpha1().PipelineTriggers(trig.Namespace).UpdateStatus(ctx, trig,
+		metav1.UpdateOptions{FieldManager: ControllerName})
+	if err != nil {
+		return fmt.Errorf("update status of trigger %s: %w", ts.key, err)
+	}
+	c.triggers.Mutation(updated)
+	return nil
+}
+
+// count writes n with the singular or plural words.
+func count(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, plural(n, one, many))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// truncate cuts s to at most n bytes, on a character boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

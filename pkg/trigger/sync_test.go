@@ -1,0 +1,740 @@
+package trigger
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+// TestOnePipelinePerMatchingObject: each matching Node gets one pipeline, named after the
+// trigger and the node, labelled and annotated with both, running the template with the
+// node's params as the trigger's ServiceAccount; a cluster-scoped object owns nothing.
+func TestOnePipelinePerMatchingObject(t *testing.T) {
+	n1 := newNode("node-1", 0, retiring)
+	n2 := newNode("node-2", time.Second, retiring)
+	other := newNode("node-3", 0, map[string]string{"stepwise.dev/retire": "false"})
+	trig := newTrigger()
+	trig.Spec.Concurrency = 5
+	trig.Spec.Params["id"] = "id=$(object.spec.providerID)"
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1, n2, other))
+
+	f.sync("retire")
+
+	assert.Empty(t, f.reads(), "the sync reads from caches only")
+	for _, a := range f.kube.Actions() {
+		assert.Equal(t, "create subjectaccessreviews", a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	assert.Equal(t, []string{"create pipelines", "create pipelines", "update pipelinetriggers/status"}, f.writes())
+	assert.Equal(t, []string{"Normal PipelineCreated", "Normal PipelineCreated"}, f.eventReasons())
+	p := f.pipelineFor("retire", n1)
+	assert.Equal(t, "retire-node-1-"+hash5("uid-node-1"), p.Name)
+	assert.Equal(t, map[string]string{LabelTrigger: "retire", LabelObjectUID: "uid-node-1"}, p.Labels)
+	assert.Equal(t, map[string]string{AnnotationObject: "node-1"}, p.Annotations)
+	assert.Empty(t, p.OwnerReferences)
+	assert.Equal(t, v1alpha1.PipelineSpec{
+		TemplateRef:        &v1alpha1.TemplateRef{Name: "retire-node"},
+		Params:             map[string]string{"node": "node-1", "id": "id=cloud://node-1"},
+		ServiceAccountName: "retirer",
+		UpdatePolicy:       v1alpha1.UpdateImmutable,
+	}, p.Spec)
+	f.pipelineFor("retire", n2)
+	assert.Len(t, f.pipelineList(), 2, "nothing for the node that does not match")
+
+	got := f.trigger("retire")
+	assert.Equal(t, int64(1), got.Status.ObservedGeneration)
+	assert.Equal(t, int32(2), got.Status.Matched)
+	assert.Equal(t, int32(2), got.Status.Running)
+	assert.Zero(t, got.Status.Waiting)
+	assert.Empty(t, got.Status.Queue)
+	ready := readyOf(got)
+	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	assert.Equal(t, ReasonActive, ready.Reason)
+	assert.Equal(t, int64(1), ready.ObservedGeneration)
+
+	// Nothing changed: nothing is written.
+	f.client.ClearActions()
+	f.sync("retire")
+	assert.Empty(t, f.writes())
+	assert.Empty(t, f.events())
+}
+
+// TestConcurrencyBoundsUnfinishedPipelines: at most concurrency pipelines are unfinished;
+// the other objects wait, oldest first (then by name), and start as pipelines finish. A
+// failed pipeline holds its place until torn down after its failure.
+func TestConcurrencyBoundsUnfinishedPipelines(t *testing.T) {
+	nodes := []*unstructured.Unstructured{
+		newNode("e", 0, retiring),
+		newNode("b", time.Second, retiring),
+		newNode("a", time.Second, retiring), // same age as b: by name
+		newNode("d", 3*time.Second, retiring),
+		newNode("c", 4*time.Second, retiring),
+	}
+	trig := newTrigger()
+	trig.Spec.Concurrency = 2
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), nodes[0], nodes[1], nodes[2], nodes[3], nodes[4]))
+	pipelineOf := func(obj *unstructured.Unstructured) string {
+		return pipelineName("retire", obj.GetName(), obj.GetUID())
+	}
+
+	f.sync("retire")
+	assert.ElementsMatch(t, []string{pipelineOf(nodes[0]), pipelineOf(nodes[2])}, f.pipelineNames(), "e then a")
+	got := f.trigger("retire")
+	assert.Equal(t, int32(5), got.Status.Matched)
+	assert.Equal(t, int32(2), got.Status.Running)
+	assert.Equal(t, int32(3), got.Status.Waiting)
+	assert.Equal(t, []string{"b", "d", "c"}, got.Status.Queue)
+	assert.Equal(t, []string{
+		"Normal PipelineCreated", "Normal PipelineCreated", "Normal Waiting", "Normal Waiting", "Normal Waiting",
+	}, f.eventReasons())
+
+	// Again: nothing new starts, and the waiting objects are not reported again.
+	f.sync("retire")
+	assert.Len(t, f.pipelineList(), 2)
+	assert.Empty(t, f.events())
+
+	// e succeeds: b starts.
+	f.finish("retire", nodes[0])
+	f.sync("retire")
+	assert.Len(t, f.pipelineList(), 3)
+	f.pipelineFor("retire", nodes[1])
+	got = f.trigger("retire")
+	assert.Equal(t, []string{"d", "c"}, got.Status.Queue)
+	assert.Equal(t, int32(1), got.Status.Succeeded)
+	assert.Equal(t, int32(2), got.Status.Running)
+
+	// a fails and stops: it holds its place.
+	f.setPipelineStatus(pipelineOf(nodes[2]), func(s *v1alpha1.PipelineStatus) {
+		s.Phase = v1alpha1.PipelineFailed
+		s.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "StepFailed"}}
+	})
+	f.sync("retire")
+	assert.Len(t, f.pipelineList(), 3)
+	assert.Equal(t, int32(2), f.trigger("retire").Status.Running)
+
+	// Torn down after its failure, it is finished: d starts.
+	f.setPipelineStatus(pipelineOf(nodes[2]), func(s *v1alpha1.PipelineStatus) {
+		s.Conditions[0].Reason = "TornDownAfterFailure"
+	})
+	f.sync("retire")
+	f.pipelineFor("retire", nodes[3])
+	got = f.trigger("retire")
+	assert.Equal(t, int32(1), got.Status.Failed)
+	assert.Equal(t, int32(1), got.Status.Succeeded)
+	assert.Equal(t, int32(2), got.Status.Running)
+	assert.Equal(t, int32(1), got.Status.Waiting)
+	assert.Equal(t, []string{"c"}, got.Status.Queue)
+}
+
+func TestFinished(t *testing.T) {
+	now := metav1.Now()
+	tests := []struct {
+		name       string
+		status     v1alpha1.PipelineStatus
+		generation int64
+		delete     bool
+		want       bool
+	}{
+		{name: "new", want: false},
+		{name: "pending", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelinePending}, want: false},
+		{name: "running", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineRunning}, want: false},
+		{name: "suspended", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineSuspended}, want: false},
+		{name: "succeeded", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineSucceeded}, want: true},
+		{name: "failed, stopped", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineFailed,
+			Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: "StepFailed"}}}, want: false},
+		{name: "failed, tearing down", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineFailed,
+			Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: "TearingDownAfterFailure"}}}, want: false},
+		{name: "failed, torn down", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineFailed,
+			Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: "TornDownAfterFailure"}}}, want: true},
+		{name: "succeeded, being deleted", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineSucceeded}, delete: true, want: false},
+		{name: "deleting", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineDeleting}, delete: true, want: false},
+		{name: "succeeded, spec changed since", generation: 2, status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineSucceeded,
+			ObservedGeneration: 1}, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &v1alpha1.Pipeline{Status: tt.status}
+			p.Generation = tt.generation
+			if tt.delete {
+				p.DeletionTimestamp = &now
+			}
+			assert.Equal(t, tt.want, finished(p))
+		})
+	}
+	assert.Equal(t, "TornDownAfterFailure", reasonTornDownAfterFailure, "the engine's reason, by its string")
+}
+
+func TestSuspendStartsNothing(t *testing.T) {
+	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
+	trig := newTrigger()
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1, n2))
+	f.sync("retire")
+	require.Len(t, f.pipelineList(), 1)
+	f.events()
+
+	f.updateTrigger("retire", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Suspend = true })
+	f.finish("retire", n1)
+	f.client.ClearActions()
+	f.sync("retire")
+	assert.Equal(t, []string{"update pipelinetriggers/status"}, f.writes(), "n2 does not start")
+	got := f.trigger("retire")
+	assert.Equal(t, ReasonSuspended, readyOf(got).Reason)
+	assert.Equal(t, metav1.ConditionTrue, readyOf(got).Status)
+	assert.Equal(t, int32(1), got.Status.Waiting)
+	assert.Equal(t, []string{"n2"}, got.Status.Queue)
+
+	f.updateTrigger("retire", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Suspend = false })
+	f.sync("retire")
+	f.pipelineFor("retire", n2)
+	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason)
+}
+
+// TestTriggerThatCannotAct: a trigger whose kind, rights, selector, params or template are
+// not usable is Ready=False with a reason, and creates nothing.
+func TestTriggerThatCannotAct(t *testing.T) {
+	tests := []struct {
+		name        string
+		change      func(*v1alpha1.PipelineTrigger)
+		noTemplate  bool
+		deny        bool
+		wantReason  string
+		wantMsg     string
+		wantRequeue bool
+		wantReviews bool
+		wantCounts  bool
+	}{
+		{name: "unknown kind", change: func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Resource.Kind = "Nope" },
+			wantReason: ReasonInvalidResource, wantMsg: "the API server serves no kind Nope in v1", wantRequeue: true},
+		{name: "kind not allowed", change: func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Resource.Kind = "Secret" },
+			wantReason: ReasonResourceNotAllowed, wantMsg: `its installer must add "secrets" to --trigger-resources`},
+		{name: "ServiceAccount may not list the kind", deny: true, wantReviews: true, wantRequeue: true,
+			wantReason: ReasonForbidden, wantMsg: "ServiceAccount ns/retirer may not list and watch nodes cluster-wide"},
+		{name: "bad selector", wantReviews: true, wantRequeue: true, change: func(tr *v1alpha1.PipelineTrigger) {
+			tr.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bad"}}}
+		}, wantReason: ReasonInvalidSelector, wantMsg: `"Bad" is not a valid label selector operator`},
+		{name: "bad reference", wantReviews: true, wantRequeue: true, change: func(tr *v1alpha1.PipelineTrigger) {
+			tr.Spec.Params["node"] = "$(object.metadata..name)"
+		}, wantReason: ReasonInvalidParameters, wantMsg: "params.node: $(object.metadata..name): field name expected at 9"},
+		{name: "no template", noTemplate: true, wantReviews: true, wantRequeue: true, wantCounts: true,
+			wantReason: ReasonTemplateNotFound, wantMsg: "PipelineTemplate ns/retire-node does not exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			trig := newTrigger()
+			if tt.change != nil {
+				tt.change(trig)
+			}
+			in := objs(trig, newNode("n1", 0, retiring))
+			if !tt.noTemplate {
+				in = append(in, newTemplate("retire-node"))
+			}
+			f := newFixture(t, in, withResources("nodes,webapps.demo.stepwise.dev"))
+			if tt.deny {
+				f.rbac.allowed = nil
+			}
+
+			requeue := f.sync("retire")
+			assert.Equal(t, []string{"update pipelinetriggers/status"}, f.writes(), "nothing created")
+			got := f.trigger("retire")
+			ready := readyOf(got)
+			assert.Equal(t, metav1.ConditionFalse, ready.Status)
+			assert.Equal(t, tt.wantReason, ready.Reason)
+			assert.Contains(t, ready.Message, tt.wantMsg)
+			assert.Equal(t, tt.wantRequeue, requeue > 0, "requeue %s", requeue)
+			assert.Equal(t, tt.wantReviews, len(f.rbac.reviews) > 0, "SubjectAccessReviews")
+			if tt.wantCounts {
+				assert.Equal(t, int32(1), got.Status.Matched)
+				assert.Equal(t, []string{"n1"}, got.Status.Queue)
+			} else {
+				assert.Zero(t, got.Status.Matched, "nothing of the objects in the status")
+				assert.Empty(t, got.Status.Queue)
+			}
+			assert.Empty(t, f.events())
+		})
+	}
+}
+
+// TestForbiddenUntilGranted: a denied trigger watches nothing and says nothing of the
+// objects; once its ServiceAccount is granted the rights, it acts within the answer's TTL.
+func TestForbiddenUntilGranted(t *testing.T) {
+	n1 := newNode("n1", 0, retiring)
+	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), n1))
+	f.rbac.allowed = nil
+
+	requeue := f.sync("retire")
+	assert.Equal(t, time.Minute, requeue, "asked again when the answer expires")
+	assert.Nil(t, f.c.objects.informer(nodesGVR), "no informer started for a denied trigger")
+	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason)
+	assert.Empty(t, f.pipelineList())
+
+	f.rbac.allow(nodeRetirerUser, "nodes", "", "list", "watch")
+	f.clock.Step(30 * time.Second)
+	f.sync("retire")
+	assert.Empty(t, f.pipelineList(), "the answer is kept for a minute")
+
+	f.clock.Step(30 * time.Second)
+	f.sync("retire")
+	assert.Len(t, f.pipelineList(), 1)
+	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason)
+
+	// Rights taken away: nothing more starts, and the status forgets the objects.
+	f.rbac.allowed = nil
+	f.createObject(newNode("n2", time.Second, retiring))
+	f.finish("retire", n1)
+	f.clock.Step(time.Minute)
+	f.sync("retire")
+	assert.Len(t, f.pipelineList(), 1)
+	got := f.trigger("retire")
+	assert.Equal(t, ReasonForbidden, readyOf(got).Reason)
+	assert.Zero(t, got.Status.Matched)
+	assert.Zero(t, got.Status.Succeeded)
+	assert.Empty(t, got.Status.Queue)
+}
+
+// TestTemplateAppearing: a trigger whose template is missing starts nothing, and is looked
+// at again when the template appears.
+func TestTemplateAppearing(t *testing.T) {
+	f := newFixture(t, objs(newTrigger(), newNode("n1", 0, retiring)))
+	f.sync("retire")
+	assert.Empty(t, f.pipelineList())
+	assert.Equal(t, ReasonTemplateNotFound, readyOf(f.trigger("retire")).Reason)
+	drain(f.c)
+
+	tpl := newTemplate("retire-node")
+	require.NoError(t, f.client.Tracker().Add(tpl))
+	f.c.onTemplate(tpl)
+	assert.Equal(t, []string{"ns/retire"}, drain(f.c), "the trigger is queued")
+	require.NoError(t, f.templates.Add(tpl))
+	f.sync("retire")
+	assert.Len(t, f.pipelineList(), 1)
+	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason)
+}
+
+// TestObjectWithoutAFieldWaits: an object that lacks a field the params refer to waits,
+// without a pipeline, and the status says which object and which reference; the others
+// start in its place; it starts once it has the field.
+func TestObjectWithoutAFieldWaits(t *testing.T) {
+	bad := newNode("bad", 0, retiring)
+	unstructured.RemoveNestedField(bad.Object, "spec", "providerID")
+	good := newNode("good", time.Second, retiring)
+	trig := newTrigger()
+	trig.Spec.Params["id"] = "$(object.spec.providerID)"
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), bad, good))
+
+	f.sync("retire")
+	assert.Equal(t, []string{pipelineName("retire", "good", good.GetUID())}, f.pipelineNames())
+	got := f.trigger("retire")
+	assert.Equal(t, int32(1), got.Status.Waiting)
+	assert.Equal(t, []string{"bad"}, got.Status.Queue)
+	ready := readyOf(got)
+	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	assert.Contains(t, ready.Message, "bad cannot start: params.id: $(object.spec.providerID): the object has no field spec.providerID")
+	events := f.events()
+	require.Len(t, events, 2)
+	assert.Contains(t, events[0], "Warning Waiting bad waits: params.id: $(object.spec.providerID)")
+	assert.Contains(t, events[1], "Normal PipelineCreated")
+
+	f.finish("retire", good)
+	unstructured.SetNestedField(bad.Object, "cloud://bad", "spec", "providerID") //nolint:errcheck // a map
+	f.updateObject(bad)
+	f.sync("retire")
+	assert.Equal(t, "cloud://bad", f.pipelineFor("retire", bad).Spec.Params["id"])
+	assert.NotContains(t, readyOf(f.trigger("retire")).Message, "cannot start")
+
+	// The field goes again: the pipeline keeps its params, and the status says why.
+	unstructured.RemoveNestedField(bad.Object, "spec", "providerID")
+	f.updateObject(bad)
+	f.sync("retire")
+	assert.Equal(t, "cloud://bad", f.pipelineFor("retire", bad).Spec.Params["id"])
+	assert.Contains(t, readyOf(f.trigger("retire")).Message, "bad keeps the params of its pipeline: params.id:")
+}
+
+// TestObjectErrorsAreBounded: however many objects cannot start, the message names one
+// and counts the others.
+func TestObjectErrorsAreBounded(t *testing.T) {
+	in := objs(newTemplate("retire-node"))
+	trig := newTrigger()
+	trig.Spec.Params["x"] = "$(object.spec.missing)"
+	in = append(in, trig)
+	for i := range 100 {
+		in = append(in, newNode("n"+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Duration(i)*time.Second, retiring))
+	}
+	f := newFixture(t, in)
+	f.sync("retire")
+	got := f.trigger("retire")
+	assert.Equal(t, int32(100), got.Status.Waiting)
+	assert.Len(t, got.Status.Queue, 50, "the first 50")
+	msg := readyOf(got).Message
+	assert.Contains(t, msg, "naa cannot start")
+	assert.Contains(t, msg, "and 99 more objects whose params do not resolve")
+	assert.Less(t, len(msg), 1100)
+}
+
+// TestNamespacedKind: a namespaced kind is matched in the trigger's namespace only; under
+// WhenUnmatched Delete the pipeline is owned by its object (without blocking its deletion).
+func TestNamespacedKind(t *testing.T) {
+	mine := newWebApp("ns", "shop", 0, nil)
+	theirs := newWebApp("other", "shop", 0, nil)
+	f := newFixture(t, objs(webAppTrigger(), newTemplate("web"), mine, theirs))
+	f.sync("web")
+
+	require.Len(t, f.pipelineList(), 1)
+	p := f.pipelineFor("web", mine)
+	assert.Equal(t, map[string]string{"image": "web:1", "name": "shop"}, p.Spec.Params)
+	assert.Equal(t, "ns/shop", p.Annotations[AnnotationObject])
+	assert.Equal(t, v1alpha1.UpdateRerun, p.Spec.UpdatePolicy)
+	assert.Equal(t, "deployer", p.Spec.ServiceAccountName)
+	no := false
+	assert.Equal(t, []metav1.OwnerReference{{
+		APIVersion: "demo.stepwise.dev/v1alpha1", Kind: "WebApp", Name: "shop", UID: mine.GetUID(), BlockOwnerDeletion: &no,
+	}}, p.OwnerReferences)
+	got := f.trigger("web")
+	assert.Equal(t, int32(1), got.Status.Matched)
+
+	// Under Keep, no owner.
+	f.updateTrigger("web", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.WhenUnmatched = v1alpha1.UnmatchedKeep })
+	f.createObject(newWebApp("ns", "blog", time.Second, nil))
+	f.sync("web")
+	blog := f.pipelineList()
+	require.Len(t, blog, 2)
+	for _, p := range blog {
+		if p.Annotations[AnnotationObject] == "ns/blog" {
+			assert.Empty(t, p.OwnerReferences)
+		}
+	}
+}
+
+// TestObjectChanged: under Rerun, an object whose params change has its pipeline's params
+// patched; under Immutable the pipeline is left alone and an Event says so, once.
+func TestObjectChanged(t *testing.T) {
+	shop := newWebApp("ns", "shop", 0, nil)
+	f := newFixture(t, objs(webAppTrigger(), newTemplate("web"), shop))
+	f.sync("web")
+	f.events()
+
+	unstructured.SetNestedField(shop.Object, "web:2", "spec", "image") //nolint:errcheck // a map
+	f.updateObject(shop)
+	f.client.ClearActions()
+	f.sync("web")
+	assert.Equal(t, []string{"patch pipelines"}, f.writes())
+	assert.Equal(t, map[string]string{"image": "web:2", "name": "shop"}, f.pipelineFor("web", shop).Spec.Params)
+	events := f.events()
+	require.Len(t, events, 1)
+	assert.Contains(t, events[0], "Normal ObjectChanged ns/shop changed: pipeline")
+	assert.Contains(t, events[0], "runs again with params.image changed")
+
+	// Suspended: the re-run waits until the trigger is resumed.
+	f.updateTrigger("web", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Suspend = true })
+	unstructured.SetNestedField(shop.Object, "web:2b", "spec", "image") //nolint:errcheck // a map
+	f.updateObject(shop)
+	f.client.ClearActions()
+	f.sync("web")
+	assert.NotContains(t, f.writes(), "patch pipelines")
+	f.updateTrigger("web", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Suspend = false })
+	f.client.ClearActions()
+	f.sync("web")
+	assert.Contains(t, f.writes(), "patch pipelines")
+	assert.Equal(t, "web:2b", f.pipelineFor("web", shop).Spec.Params["image"])
+	f.events()
+	unstructured.SetNestedField(shop.Object, "web:2", "spec", "image") //nolint:errcheck // a map
+	f.updateObject(shop)
+	f.sync("web")
+	f.events()
+
+	// A change of a field no param refers to changes nothing.
+	unstructured.SetNestedField(shop.Object, int64(5), "spec", "replicas") //nolint:errcheck // a map
+	f.updateObject(shop)
+	f.client.ClearActions()
+	f.sync("web")
+	assert.Empty(t, f.writes())
+
+	// Immutable: left alone, said once.
+	f.updateTrigger("web", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.UpdatePolicy = v1alpha1.UpdateImmutable })
+	unstructured.SetNestedField(shop.Object, "web:3", "spec", "image") //nolint:errcheck // a map
+	f.updateObject(shop)
+	f.client.ClearActions()
+	f.sync("web")
+	f.sync("web")
+	assert.Equal(t, []string{"update pipelinetriggers/status"}, f.writes(), "the new generation observed; the pipeline left alone")
+	assert.Equal(t, "web:2", f.pipelineFor("web", shop).Spec.Params["image"])
+	events = f.events()
+	require.Len(t, events, 1)
+	assert.Contains(t, events[0], "Normal ObjectChanged ns/shop changed params.image, but pipeline")
+	assert.Contains(t, events[0], "is immutable")
+}
+
+// TestPipelineCreatedImmutableStaysImmutable: a trigger switched to Rerun does not patch a
+// pipeline created Immutable (the API server would refuse it).
+func TestPipelineCreatedImmutableStaysImmutable(t *testing.T) {
+	shop := newWebApp("ns", "shop", 0, nil)
+	trig := webAppTrigger()
+	trig.Spec.UpdatePolicy = v1alpha1.UpdateImmutable
+	f := newFixture(t, objs(trig, newTemplate("web"), shop))
+	f.sync("web")
+	f.updateTrigger("web", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.UpdatePolicy = v1alpha1.UpdateRerun })
+	unstructured.SetNestedField(shop.Object, "web:2", "spec", "image") //nolint:errcheck // a map
+	f.updateObject(shop)
+	f.client.ClearActions()
+	f.sync("web")
+	assert.NotContains(t, f.writes(), "patch pipelines")
+	assert.Equal(t, "web:1", f.pipelineFor("web", shop).Spec.Params["image"])
+}
+
+// TestObjectGoneOrUnmatched: under Delete the pipeline of an object that is gone, or no
+// longer matches, is deleted (its teardown runs); under Keep it stays.
+func TestObjectGoneOrUnmatched(t *testing.T) {
+	tests := []struct {
+		name       string
+		policy     v1alpha1.UnmatchedPolicy
+		unmatch    func(f *fixture, obj *unstructured.Unstructured)
+		wantWrites []string
+		wantEvent  string
+	}{
+		{name: "deleted, Delete", policy: v1alpha1.UnmatchedDelete, unmatch: (*fixture).deleteObject,
+			wantWrites: []string{"delete pipelines", "update pipelinetriggers/status"}, wantEvent: "Normal PipelineDeleted n1 is gone: deleted pipeline"},
+		{name: "unlabelled, Delete", policy: v1alpha1.UnmatchedDelete, unmatch: func(f *fixture, obj *unstructured.Unstructured) {
+			obj.SetLabels(nil)
+			f.updateObject(obj)
+		}, wantWrites: []string{"delete pipelines", "update pipelinetriggers/status"}, wantEvent: "Normal PipelineDeleted n1 no longer matches: deleted pipeline"},
+		{name: "deleted, Keep", policy: v1alpha1.UnmatchedKeep, unmatch: (*fixture).deleteObject,
+			wantWrites: []string{"update pipelinetriggers/status"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n1 := newNode("n1", 0, retiring)
+			trig := newTrigger()
+			trig.Spec.WhenUnmatched = tt.policy
+			f := newFixture(t, objs(trig, newTemplate("retire-node"), n1))
+			f.sync("retire")
+			f.events()
+			name := pipelineName("retire", "n1", n1.GetUID())
+
+			tt.unmatch(f, n1)
+			f.client.ClearActions()
+			f.sync("retire")
+			assert.Equal(t, tt.wantWrites, f.writes())
+			events := f.events()
+			if tt.wantEvent == "" {
+				assert.Empty(t, events)
+				assert.Equal(t, []string{name}, f.pipelineNames())
+				return
+			}
+			require.Len(t, events, 1)
+			assert.Contains(t, events[0], tt.wantEvent+" "+name)
+			assert.Empty(t, f.pipelineNames())
+			got := f.trigger("retire")
+			assert.Zero(t, got.Status.Matched)
+		})
+	}
+}
+
+// TestPipelineBeingDeletedIsDeletedOnce: the cache that has not seen our deletion yet does
+// not make us delete, and say so, again.
+func TestPipelineBeingDeletedIsDeletedOnce(t *testing.T) {
+	n1 := newNode("n1", 0, retiring)
+	trig := newTrigger()
+	trig.Spec.WhenUnmatched = v1alpha1.UnmatchedDelete
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1))
+	f.sync("retire")
+	f.events()
+	f.deleteObject(n1)
+	// The pipeline has a finalizer in a real cluster: it stays, being deleted.
+	f.client.PrependReactor("delete", "pipelines", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, nil
+	})
+	f.client.ClearActions()
+	f.sync("retire")
+	f.sync("retire")
+	assert.Equal(t, []string{"delete pipelines", "update pipelinetriggers/status"}, f.writes())
+	assert.Len(t, f.events(), 1)
+}
+
+// TestHistoryLimit: under Keep, the finished pipelines of objects that are gone are kept up
+// to historyLimit, the oldest deleted first; unfinished ones, and those of objects that
+// still exist, are not counted.
+func TestHistoryLimit(t *testing.T) {
+	trig := newTrigger()
+	trig.Spec.HistoryLimit = 2
+	trig.Spec.Concurrency = 10
+	var in []runtime.Object
+	in = append(in, trig, newTemplate("retire-node"))
+	var nodes []*unstructured.Unstructured
+	for i, name := range []string{"a", "b", "c", "d", "running", "unlabelled"} {
+		n := newNode(name, time.Duration(i)*time.Second, retiring)
+		nodes = append(nodes, n)
+		in = append(in, n)
+	}
+	f := newFixture(t, in)
+	f.sync("retire")
+	require.Len(t, f.pipelineList(), 6)
+
+	// a, b, c, d and unlabelled finish, in the order d, a, c, b, unlabelled.
+	for _, i := range []int{3, 0, 2, 1, 5} {
+		f.clock.Step(time.Minute)
+		f.finish("retire", nodes[i])
+	}
+	for _, n := range nodes[:5] {
+		f.deleteObject(n)
+	}
+	nodes[5].SetLabels(nil)
+	f.updateObject(nodes[5])
+	f.events()
+	f.client.ClearActions()
+	f.sync("retire")
+
+	deleted := f.events()
+	require.Len(t, deleted, 2)
+	assert.Contains(t, deleted[0], "PipelineDeleted history limit 2: deleted pipeline "+pipelineName("retire", "d", nodes[3].GetUID()))
+	assert.Contains(t, deleted[1], "deleted pipeline "+pipelineName("retire", "a", nodes[0].GetUID()))
+	assert.ElementsMatch(t, []string{
+		pipelineName("retire", "b", nodes[1].GetUID()), pipelineName("retire", "c", nodes[2].GetUID()),
+		pipelineName("retire", "running", nodes[4].GetUID()), pipelineName("retire", "unlabelled", nodes[5].GetUID()),
+	}, f.pipelineNames())
+}
+
+// TestRecreatedObjectGetsANewPipeline: an object deleted and created again under the same
+// name is another object: it gets a pipeline of its own.
+func TestRecreatedObjectGetsANewPipeline(t *testing.T) {
+	n1 := newNode("n1", 0, retiring)
+	trig := newTrigger()
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1))
+	f.sync("retire")
+	f.finish("retire", n1)
+	f.deleteObject(n1)
+	again := newNode("n1", time.Minute, retiring)
+	again.SetUID("uid-n1-again")
+	f.createObject(again)
+	f.sync("retire")
+	assert.ElementsMatch(t, []string{pipelineName("retire", "n1", "uid-n1"), pipelineName("retire", "n1", "uid-n1-again")}, f.pipelineNames())
+}
+
+// TestCreateRacingTheCache: a pipeline created by an earlier sync that the cache has not
+// seen yet is neither created again nor counted out of the budget.
+func TestCreateRacingTheCache(t *testing.T) {
+	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
+	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), n1, n2))
+	f.syncWithoutRefresh("retire")
+	// No refresh: the informer has not delivered the pipeline.
+	f.client.ClearActions()
+	f.syncWithoutRefresh("retire")
+	assert.NotContains(t, f.writes(), "create pipelines")
+	assert.Len(t, f.pipelineList(), 1)
+}
+
+// TestAlreadyExists: a pipeline of that name made by an earlier life of the operator,
+// which the cache has not seen, takes its place in the budget.
+func TestAlreadyExists(t *testing.T) {
+	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
+	existing := &v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: pipelineName("retire", "n1", n1.GetUID()), Namespace: "ns"}}
+	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), n1, n2))
+	require.NoError(t, f.client.Tracker().Add(existing))
+	f.client.ClearActions()
+	f.syncWithoutRefresh("retire")
+	assert.Equal(t, []string{"create pipelines", "update pipelinetriggers/status"}, f.writes(), "n2 waits")
+	assert.Equal(t, []string{"Normal Waiting"}, f.eventReasons(), "no PipelineCreated for a pipeline made before")
+}
+
+// TestLongTriggerName: a trigger whose name is too long for a label value still finds its
+// pipelines.
+func TestLongTriggerName(t *testing.T) {
+	trig := newTrigger()
+	trig.Name = "retire-a-very-long-trigger-name-that-does-not-fit-into-a-label-value-at-all"
+	n1 := newNode("n1", 0, retiring)
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1))
+	f.sync(trig.Name)
+	p := f.pipelineList()
+	require.Len(t, p, 1)
+	assert.Equal(t, triggerLabelValue(trig.Name), p[0].Labels[LabelTrigger])
+	assert.LessOrEqual(t, len(p[0].Labels[LabelTrigger]), 63)
+	assert.NotEqual(t, trig.Name, p[0].Labels[LabelTrigger])
+	f.client.ClearActions()
+	f.sync(trig.Name)
+	assert.Empty(t, f.writes())
+}
+
+// TestBlockedByPodDisruptionBudgets: when every running pipeline waits on a
+// PodDisruptionBudget and the other objects wait for them, the Ready message names the
+// budgets.
+func TestBlockedByPodDisruptionBudgets(t *testing.T) {
+	var nodes []*unstructured.Unstructured
+	in := objs(newTemplate("retire-node"))
+	trig := newTrigger()
+	trig.Spec.Concurrency = 3
+	in = append(in, trig)
+	for i := range 8 {
+		n := newNode("n"+string(rune('0'+i)), time.Duration(i)*time.Second, retiring)
+		nodes = append(nodes, n)
+		in = append(in, n)
+	}
+	f := newFixture(t, in)
+	f.sync("retire")
+	block := func(i int, msg string) {
+		f.setPipelineStatus(pipelineName("retire", nodes[i].GetName(), nodes[i].GetUID()), func(s *v1alpha1.PipelineStatus) {
+			s.Phase = v1alpha1.PipelineRunning
+			s.CurrentStep = "drain"
+			s.Steps = []v1alpha1.StepStatus{{Name: "cordon", Message: "cordoned"}, {Name: "drain", Message: msg}}
+		})
+	}
+	block(0, "2 pods left; apps/web-1: The disruption budget web-pdb needs 2 healthy pods and has 2 currently")
+	block(1, "1 pods left; apps/web-2: The disruption budget web-pdb needs 2 healthy pods and has 2 currently")
+	block(2, "3 pods left")
+	f.sync("retire")
+	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason, "one pipeline is not blocked")
+
+	block(2, "3 pods left; db/db-0: The disruption budget db-pdb needs 1 healthy pods and has 1 currently; apps/web-3: The disruption budget web-pdb needs 2 healthy pods and has 2 currently")
+	f.sync("retire")
+	ready := readyOf(f.trigger("retire"))
+	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	assert.Equal(t, ReasonBlocked, ready.Reason)
+	assert.Equal(t, "3 running pipelines wait on PodDisruptionBudgets db-pdb, web-pdb; 5 objects wait", ready.Message)
+}
+
+func TestBudgetsBlocking(t *testing.T) {
+	tests := []struct {
+		name    string
+		current string
+		steps   []v1alpha1.StepStatus
+		want    []string
+	}{
+		{name: "the drain's message", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
+			Message: "2 pods left; apps/web-1: The disruption budget web-pdb needs 2 healthy pods and has 2 currently"}},
+			want: []string{"web-pdb"}},
+		{name: "a PodDisruptionBudget named", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
+			Message: "blocked by PodDisruptionBudget db.pdb-1"}}, want: []string{"db.pdb-1"}},
+		{name: "budgets once each, sorted", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
+			Message: "The disruption budget b needs 1; The disruption budget a needs 1; The disruption budget b needs 1"}},
+			want: []string{"a", "b"}},
+		{name: "no budget named", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
+			Message: "Cannot evict pod as it would violate the pod's disruption budget."}}},
+		{name: "another step's message", current: "delete", steps: []v1alpha1.StepStatus{
+			{Name: "drain", Message: "The disruption budget web-pdb needs 2"}, {Name: "delete", Message: "deleting"}}},
+		{name: "no current step", steps: []v1alpha1.StepStatus{{Name: "drain", Message: "The disruption budget web-pdb needs 2"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &v1alpha1.Pipeline{Status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineRunning, CurrentStep: tt.current, Steps: tt.steps}}
+			assert.Equal(t, tt.want, budgetsBlocking(p))
+		})
+	}
+}
+
+// TestDeletedTriggerIsForgotten: a trigger that is gone no longer watches, nor keeps an
+// answer of its rights.
+func TestDeletedTriggerIsForgotten(t *testing.T) {
+	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), newNode("n1", 0, retiring)))
+	f.sync("retire")
+	require.NotEmpty(t, f.c.access.entries)
+	require.NoError(t, f.client.StepwiseV1alpha1().PipelineTriggers("ns").Delete(f.ctx, "retire", metav1.DeleteOptions{}))
+	f.refresh()
+	f.sync("retire")
+	assert.Empty(t, f.c.access.entries)
+	assert.Empty(t, f.c.objects.watchersOf(nodesGVR))
+	assert.Len(t, f.pipelineList(), 1, "its pipelines stay")
+}

@@ -1,0 +1,266 @@
+package e2e
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger"
+)
+
+// retireTemplate is a template of test.record steps: "retire" waits at its gate until the
+// test opens it, "forget" records and is done.
+func retireTemplate(ns string) *v1alpha1.PipelineTemplate {
+	return &v1alpha1.PipelineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "retire-node", Namespace: ns},
+		Spec: v1alpha1.PipelineTemplateSpec{
+			Params: []v1alpha1.TemplateParam{{Name: "node", Required: true}, {Name: "pool"}},
+			Steps: []v1alpha1.Step{
+				recordStep("retire", map[string]string{"gate": "true", "output": "$(params.node)"}),
+				recordStep("forget", nil),
+			},
+		},
+	}
+}
+
+// nodeTrigger is a trigger on the Nodes of the pool ns labelled stepwise.dev/retire=true.
+func nodeTrigger(ns, sa string, concurrency int32) *v1alpha1.PipelineTrigger {
+	return &v1alpha1.PipelineTrigger{
+		ObjectMeta: metav1.ObjectMeta{Name: "retire", Namespace: ns},
+		Spec: v1alpha1.PipelineTriggerSpec{
+			Resource: v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Node"},
+			// The pool keeps the test to its own nodes; other tests make nodes too.
+			Selector:           &metav1.LabelSelector{MatchLabels: map[string]string{"stepwise.dev/retire": "true", "pool": ns}},
+			TemplateRef:        v1alpha1.TemplateRef{Name: "retire-node"},
+			Params:             map[string]string{"node": "$(object.metadata.name)", "pool": "$(object.metadata.labels['pool'])"},
+			ServiceAccountName: sa,
+			Concurrency:        concurrency,
+		},
+	}
+}
+
+// labelForRetirement labels a node stepwise.dev/retire=true.
+func labelForRetirement(t *testing.T, node string) {
+	t.Helper()
+	_, err := cluster.Client.CoreV1().Nodes().Patch(t.Context(), node, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"stepwise.dev/retire":"true"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+}
+
+// waitTrigger polls the trigger until cond holds, failing the test after timeout.
+func waitTrigger(t *testing.T, ns, name string, timeout time.Duration, cond func(*v1alpha1.PipelineTrigger) bool) *v1alpha1.PipelineTrigger {
+	t.Helper()
+	client := stepwiseClient(t)
+	var last *v1alpha1.PipelineTrigger
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		trig, err := client.StepwiseV1alpha1().PipelineTriggers(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = trig
+		return cond(trig), nil
+	})
+	var status any
+	if last != nil {
+		status = last.Status
+	}
+	require.NoError(t, err, "trigger %s/%s; last status: %+v; operator log: %s", ns, name, status, operator.Log)
+	return last
+}
+
+// triggerPipelines lists the pipelines of trigger ns/name.
+func triggerPipelines(t *testing.T, ns, name string) []v1alpha1.Pipeline {
+	t.Helper()
+	list, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).List(t.Context(),
+		metav1.ListOptions{LabelSelector: trigger.LabelTrigger + "=" + name})
+	require.NoError(t, err)
+	return list.Items
+}
+
+func readyReason(trig *v1alpha1.PipelineTrigger) string {
+	if c := meta.FindStatusCondition(trig.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		return string(c.Status) + "/" + c.Reason
+	}
+	return ""
+}
+
+// TestTriggerRetiresLabelledNodesTwoAtATime: five nodes labelled for retirement get one
+// pipeline each, never more than two unfinished at a time, in the order they were made;
+// the others wait in the trigger's queue, and all five finish.
+func TestTriggerRetiresLabelledNodesTwoAtATime(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "retirer", true) // test.record writes ConfigMaps
+	cluster.GrantClusterWide(t, ns, "retirer", "trigger-retirer-"+ns,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}})
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, retireTemplate(ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	var nodes []corev1.Node
+	for range 5 {
+		name := poolNode(t, ns)
+		labelForRetirement(t, name)
+		n, err := cluster.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		nodes = append(nodes, *n)
+	}
+	// The order of matching: oldest first, then by name.
+	slices.SortFunc(nodes, func(a, b corev1.Node) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	var order []string
+	for _, n := range nodes {
+		order = append(order, n.Name)
+	}
+	// Made once every node is labelled, the trigger starts them in that order.
+	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, nodeTrigger(ns, "retirer", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// Two start, in order; three wait, in order.
+	trig := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return tr.Status.Matched == 5 && tr.Status.Running == 2 && tr.Status.Waiting == 3
+	})
+	assert.Equal(t, order[2:], trig.Status.Queue)
+	assert.Equal(t, "True/"+trigger.ReasonActive, readyReason(trig))
+	started := triggerPipelines(t, ns, "retire")
+	require.Len(t, started, 2)
+	var startedNodes []string
+	for _, p := range started {
+		startedNodes = append(startedNodes, p.Spec.Params["node"])
+		assert.Equal(t, ns, p.Spec.Params["pool"])
+		assert.Equal(t, p.Spec.Params["node"], p.Annotations[trigger.AnnotationObject])
+		assert.Equal(t, &v1alpha1.TemplateRef{Name: "retire-node"}, p.Spec.TemplateRef)
+		assert.Equal(t, "retirer", p.Spec.ServiceAccountName)
+		assert.True(t, strings.HasPrefix(p.Name, "retire-"+p.Spec.Params["node"]+"-"), p.Name)
+	}
+	assert.ElementsMatch(t, order[:2], startedNodes, "the oldest first")
+
+	// Open each gate as its pipeline reaches it; never more than two unfinished.
+	opened := map[string]bool{}
+	maxUnfinished := 0
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		pipelines := triggerPipelines(t, ns, "retire")
+		unfinished, succeeded := 0, 0
+		for _, p := range pipelines {
+			if p.Status.Phase == v1alpha1.PipelineSucceeded {
+				succeeded++
+				continue
+			}
+			unfinished++
+			if !opened[p.Name] && len(p.Status.Steps) > 0 && strings.Contains(p.Status.Steps[0].Message, "waiting for key open.retire") {
+				openGate(t, ns, "stepwise-record-"+p.Name, "retire")
+				opened[p.Name] = true
+			}
+		}
+		maxUnfinished = max(maxUnfinished, unfinished)
+		if unfinished > 2 {
+			return false, fmt.Errorf("%d pipelines unfinished at once, concurrency is 2", unfinished)
+		}
+		return succeeded == 5, nil
+	})
+	require.NoError(t, err, "operator log: %s", operator.Log)
+	assert.Equal(t, 2, maxUnfinished)
+	assert.Len(t, opened, 5)
+
+	trig = waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return tr.Status.Succeeded == 5 && tr.Status.Running == 0
+	})
+	assert.Equal(t, int32(5), trig.Status.Matched)
+	assert.Zero(t, trig.Status.Waiting)
+	assert.Zero(t, trig.Status.Failed)
+	assert.Empty(t, trig.Status.Queue)
+	assert.Equal(t, "True/"+trigger.ReasonActive, readyReason(trig))
+	assert.Equal(t, trig.Generation, trig.Status.ObservedGeneration)
+	for _, p := range triggerPipelines(t, ns, "retire") {
+		assert.Equal(t, p.Spec.Params["node"], p.Status.Steps[0].Outputs["value"], "the step ran with the node's name")
+	}
+
+	// The trigger said what it did, on itself.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := cluster.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=retire"})
+		if err != nil {
+			return false, err
+		}
+		counts := map[string]int32{}
+		for _, e := range events.Items {
+			counts[e.Reason] += max(e.Count, 1)
+		}
+		return counts[trigger.ReasonPipelineCreated] == 5 && counts[trigger.ReasonWaiting] == 3, nil
+	})
+	assert.NoError(t, err, "5 PipelineCreated and 3 Waiting Events")
+
+	// Every sync went through: no API error, no refused write.
+	data, err := os.ReadFile(operator.Log)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "Syncing trigger failed", "operator log %s", operator.Log)
+}
+
+// TestTriggerWhoseServiceAccountMayNotListNodesIsForbidden: a trigger whose ServiceAccount
+// may not list and watch Nodes creates nothing and says nothing of them.
+func TestTriggerWhoseServiceAccountMayNotListNodesIsForbidden(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "powerless", true) // ConfigMaps only
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, retireTemplate(ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	node := poolNode(t, ns)
+	labelForRetirement(t, node)
+	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, nodeTrigger(ns, "powerless", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	trig := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return readyReason(tr) == "False/"+trigger.ReasonForbidden
+	})
+	ready := meta.FindStatusCondition(trig.Status.Conditions, v1alpha1.ConditionReady)
+	assert.Equal(t, "ServiceAccount "+ns+"/powerless may not list and watch nodes cluster-wide", ready.Message)
+	assert.Equal(t, trig.Generation, ready.ObservedGeneration)
+
+	// It stays so: nothing created, nothing of the nodes in its status.
+	time.Sleep(3 * time.Second)
+	assert.Empty(t, triggerPipelines(t, ns, "retire"))
+	trig = waitTrigger(t, ns, "retire", time.Second, func(*v1alpha1.PipelineTrigger) bool { return true })
+	assert.Equal(t, "False/"+trigger.ReasonForbidden, readyReason(trig))
+	assert.Zero(t, trig.Status.Matched)
+	assert.Empty(t, trig.Status.Queue)
+	assert.NotContains(t, fmt.Sprint(trig.Status), node)
+}
+
+// TestTriggerOnAKindTheInstallerDidNotAllow: a trigger on Secrets, which the operator does
+// not watch, says which flag would allow it.
+func TestTriggerOnAKindTheInstallerDidNotAllow(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	trig := nodeTrigger(ns, "default", 1)
+	trig.Spec.Resource = v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Secret"}
+	_, err := stepwiseClient(t).StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
+	require.NoError(t, err)
+	got := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return readyReason(tr) == "False/"+trigger.ReasonResourceNotAllowed
+	})
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	assert.Contains(t, ready.Message, `add "secrets" to --trigger-resources`)
+	assert.Empty(t, triggerPipelines(t, ns, "retire"))
+}
