@@ -132,7 +132,14 @@ func TestDeploymentIsHardened(t *testing.T) {
 		return e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
 	}), "the operator learns its namespace")
 	assert.True(t, slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/tmp" }),
-		"plugins need a writable /tmp for their sockets")
+		"plugins need a writable /tmp for their sockets and the copies they run from")
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "tmp" {
+			require.NotNil(t, v.EmptyDir.SizeLimit)
+			assert.GreaterOrEqual(t, v.EmptyDir.SizeLimit.Value(), int64(2*100<<20),
+				"room for two sets of plugin copies (a container restarted after SIGKILL removes the last one's)")
+		}
+	}
 }
 
 func TestOperatorRBACIsNarrow(t *testing.T) {

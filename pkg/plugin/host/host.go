@@ -6,6 +6,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 )
 
 // Prefix is how the executables of plugins are named: stepwise-plugin-<name>.
@@ -57,8 +59,10 @@ type Host struct {
 	mu      sync.Mutex
 	plugins []*process
 	closed  bool
-	// runDir holds the verified copies plugins run from (verify.go).
-	runDir string
+	// runDir holds the verified copies plugins run from (verify.go); runLock is its lock,
+	// held while the host runs.
+	runDir  string
+	runLock *os.File
 }
 
 // New returns a Host that has started nothing yet.
@@ -122,7 +126,7 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 			continue
 		}
 		p := &process{name: name, path: path, checksum: sum, logger: logger, host: h}
-		infos, err := p.describe(ctx)
+		infos, err := h.describeStarting(ctx, p)
 		if err != nil {
 			p.kill()
 			refuse(err, "it did not start")
@@ -144,6 +148,37 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 		h.mu.Unlock()
 	}
 	return executors, refused, nil
+}
+
+// startAttempts bounds how often a plugin is started before it is refused: a process that
+// died while starting (killed, or out of memory) is started again; one that fails its
+// checksum is refused at once.
+const startAttempts = 3
+
+// describeStarting starts p and asks what it serves, trying again after a short wait when
+// the start failed for another reason than its checksum.
+func (h *Host) describeStarting(ctx context.Context, p *process) ([]*proto.ExecutorInfo, error) {
+	var err error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		var infos []*proto.ExecutorInfo
+		if infos, err = p.describe(ctx); err == nil {
+			return infos, nil
+		}
+		if errors.Is(err, errChecksum) || attempt == startAttempts {
+			break
+		}
+		p.logger.Info("Plugin did not start; trying again", "attempt", attempt, "err", err)
+		p.kill()
+		p.mu.Lock()
+		p.nextStart = time.Time{} // this wait replaces the restart backoff
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
+	}
+	return nil, err
 }
 
 // Load starts the plugins and registers their executors in the registry, and the plugins
@@ -179,7 +214,8 @@ func (h *Host) Close() {
 		if err := os.RemoveAll(h.runDir); err != nil {
 			h.logger.Error(err, "Removing the plugins' private directory", "dir", h.runDir)
 		}
-		h.runDir = ""
+		_ = h.runLock.Close()
+		h.runDir, h.runLock = "", nil
 	}
 }
 

@@ -149,3 +149,53 @@ func TestPluginRunsTheFileThatWasChecked(t *testing.T) {
 	assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(lastErr))
 	assert.Empty(t, h.PIDs(), "the replaced file never ran")
 }
+
+// TestPluginThatDiesWhileStartingIsStartedAgain: a plugin killed during its start (as a
+// chaos run killed one 12 ms after it started) was refused for the operator's whole life,
+// and every step naming its executors failed with UnknownExecutor. The host tries again.
+func TestPluginThatDiesWhileStartingIsStartedAgain(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "crash-once")
+	require.NoError(t, os.WriteFile(marker, nil, 0o600))
+	h := New(klog.Background(), Options{
+		Dir: pluginDir(t, []string{"stepwise-plugin-test"}, nil),
+		Env: []string{"STEPWISE_TEST_CRASH_ONCE=" + marker},
+	})
+	t.Cleanup(h.Close)
+	reg := executor.NewRegistry()
+	require.NoError(t, h.Load(context.Background(), reg))
+
+	assert.NoFileExists(t, marker, "the first start crashed")
+	res, err := get(t, reg, "test.echo").Create(context.Background(), request(contract.HookCreate, nil))
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+}
+
+// TestStaleCopiesOfAKilledOperatorAreRemoved: an operator killed with SIGKILL cannot remove
+// its private copies of the plugins (about 100 MiB a start); the next host removes the
+// directories no running host holds, and leaves those of a host that runs.
+func TestStaleCopiesOfAKilledOperatorAreRemoved(t *testing.T) {
+	runDir := t.TempDir()
+	dir := pluginDir(t, []string{"stepwise-plugin-test"}, nil)
+	stale := filepath.Join(runDir, "stepwise-plugins-123")
+	require.NoError(t, os.MkdirAll(stale, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(stale, privateDirLock), nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(stale, "stepwise-plugin-test-1"), []byte("copy"), 0o500))
+
+	running := New(klog.Background(), Options{Dir: dir, RunDir: runDir})
+	t.Cleanup(running.Close)
+	require.NoError(t, running.Load(context.Background(), executor.NewRegistry()))
+	assert.NoDirExists(t, stale, "the killed host's copies are removed")
+
+	next := New(klog.Background(), Options{Dir: dir, RunDir: runDir})
+	t.Cleanup(next.Close)
+	require.NoError(t, next.Load(context.Background(), executor.NewRegistry()))
+	dirs, err := filepath.Glob(filepath.Join(runDir, "stepwise-plugins-*"))
+	require.NoError(t, err)
+	assert.Len(t, dirs, 2, "the running host's directory stays")
+
+	running.Close()
+	next.Close()
+	dirs, err = filepath.Glob(filepath.Join(runDir, "stepwise-plugins-*"))
+	require.NoError(t, err)
+	assert.Empty(t, dirs, "Close removes its own")
+}

@@ -3,11 +3,15 @@ package host
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 )
+
+// errChecksum is why a plugin whose bytes do not match its checksum is refused.
+var errChecksum = errors.New("its SHA-256 does not match the checksum file")
 
 // verifiedCopy copies the plugin's executable into the host's private directory, hashing
 // the bytes as it copies them, and returns the copy's path when they match the checksum.
@@ -37,25 +41,58 @@ func (h *Host) verifiedCopy(p *process) (string, error) {
 	}
 	if !bytes.Equal(hash.Sum(nil), p.checksum) {
 		_ = os.Remove(dst.Name())
-		return "", fmt.Errorf("plugin %s: its SHA-256 does not match the checksum file", p.name)
+		return "", fmt.Errorf("plugin %s: %w", p.name, errChecksum)
 	}
 	return dst.Name(), nil
 }
 
+// privateDirLock is the file in a private directory its host holds locked while it runs.
+const privateDirLock = "lock"
+
 // privateDir is the directory, readable and writable by the operator only, that holds the
-// copies plugins run from; it is made on first use and removed by Close.
+// copies plugins run from; it is made on first use, locked while the host runs and removed
+// by Close. An operator killed with SIGKILL cannot remove its own: the next host removes
+// the directories whose lock no process holds.
 func (h *Host) privateDir() (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.runDir != "" {
 		return h.runDir, nil
 	}
-	dir, err := os.MkdirTemp(h.opts.RunDir, "stepwise-plugins-")
+	base := h.opts.RunDir
+	if base == "" {
+		base = os.TempDir()
+	}
+	h.removeAbandoned(base)
+	dir, err := os.MkdirTemp(base, "stepwise-plugins-")
 	if err != nil {
 		return "", fmt.Errorf("a private directory to run plugins from: %w", err)
 	}
-	h.runDir, err = filepath.Abs(dir)
-	return h.runDir, err
+	lock, err := lockDir(filepath.Join(dir, privateDirLock))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("lock the private directory %s: %w", dir, err)
+	}
+	h.runDir, h.runLock = dir, lock
+	return dir, nil
+}
+
+// removeAbandoned removes the private directories under base that no running host holds.
+func (h *Host) removeAbandoned(base string) {
+	dirs, err := filepath.Glob(filepath.Join(base, "stepwise-plugins-*"))
+	if err != nil {
+		return
+	}
+	for _, dir := range dirs {
+		if !abandoned(filepath.Join(dir, privateDirLock)) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			h.logger.Error(err, "Removing the plugin copies of a host that is gone", "dir", dir)
+			continue
+		}
+		h.logger.Info("Removed the plugin copies of a host that is gone", "dir", dir)
+	}
 }
 
 func firstErr(errs ...error) error {

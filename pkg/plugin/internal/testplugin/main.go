@@ -109,4 +109,13 @@ func (environ) Create(context.Context, *sdk.Request) (sdk.Result, error) {
 	return sdk.DoneWithOutputs("environ", map[string]string{"names": strings.Join(names, ",")}), nil
 }
 
-func main() { sdk.Serve(block{}, fail{}, echo{}, hostile{}, environ{}) }
+func main() {
+	// A crash while starting, once: the file named by STEPWISE_TEST_CRASH_ONCE is removed
+	// and the process dies before the handshake, as one killed at that moment would.
+	if marker := os.Getenv("STEPWISE_TEST_CRASH_ONCE"); marker != "" {
+		if err := os.Remove(marker); err == nil {
+			os.Exit(3)
+		}
+	}
+	sdk.Serve(block{}, fail{}, echo{}, hostile{}, environ{})
+}
