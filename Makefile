@@ -104,7 +104,7 @@ bench: build localcluster-tools ## Benchmark the operator against the API server
 
 # `make test` runs the short version of the same suite (go test ./... without -chaos.full).
 .PHONY: chaos
-chaos: build localcluster-tools ## Chaos suite, full run (minutes): operator and plugin SIGKILLs, leader failover, API server restart; prints a table (CHAOS_ARGS='-chaos.seed=N' repeats a schedule).
+chaos: build localcluster-tools ## Chaos suite, full run (minutes): operator and plugin SIGKILLs, leader failover, API server restart; prints a table (CHAOS_ARGS='-chaos.seed=N' repeats its random choices).
 	go test $(GO_TEST_FLAGS) -v -timeout 15m ./test/e2e/chaos/ -args -chaos.full -chaos.out=$(LOCALBIN)/chaos-results.txt $(CHAOS_ARGS)
 
 .PHONY: verify
