@@ -59,14 +59,14 @@ func TestExamplesAreAccepted(t *testing.T) {
 			}
 
 			for _, obj := range objs {
-				if obj.GetKind() != "Pipeline" {
+				if obj.GetKind() != "Pipeline" && obj.GetKind() != "PipelineTemplate" {
 					continue
 				}
 				steps, _, err := unstructured.NestedSlice(obj.Object, "spec", "steps")
 				require.NoError(t, err)
 				for _, s := range steps {
 					executor, _, _ := unstructured.NestedString(s.(map[string]any), "executor")
-					assert.Contains(t, offered, executor, "pipeline %s: is its plugin built into bin/plugins (make build)?", obj.GetName())
+					assert.Contains(t, offered, executor, "%s %s: is its plugin built into bin/plugins (make build)?", obj.GetKind(), obj.GetName())
 				}
 			}
 		})
