@@ -18,6 +18,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
+
+	// The image has no zoneinfo: maintenance windows name IANA time zones.
+	_ "time/tzdata"
 )
 
 func main() {

@@ -3,6 +3,7 @@ package trigger
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,8 +23,8 @@ type candidate struct {
 
 // start creates pipelines for the candidates, in the order of matching, while fewer than
 // spec.concurrency of the trigger's pipelines are unfinished. A candidate whose params do
-// not resolve waits without taking a place; nothing starts while the trigger is suspended
-// or its template is missing. The others wait, and each is reported once.
+// not resolve waits without taking a place; nothing starts while the trigger is suspended,
+// outside its maintenance window, or while its template is missing. The others wait, and each is reported once.
 func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error {
 	unfinished := ts.unfinished()
 	for _, cand := range candidates {
@@ -35,6 +36,9 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 		case ts.templateMissing:
 		case ts.trig.Spec.Suspend:
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the trigger is suspended", name)
+		case ts.windowClosed:
+			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the maintenance window opens at %s",
+				name, ts.nextWindow.UTC().Format(time.RFC3339))
 		case unfinished >= ts.concurrency():
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: %d pipelines of the trigger are unfinished (concurrency %d)",
 				name, unfinished, ts.concurrency())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -25,6 +26,10 @@ const (
 	ReasonBlocked = "Blocked"
 	// ReasonSuspended: spec.suspend; the running pipelines go on.
 	ReasonSuspended = "Suspended"
+	// ReasonOutsideWindow: the maintenance window is closed; the running pipelines go on.
+	ReasonOutsideWindow = "OutsideWindow"
+	// ReasonInvalidWindow: the maintenance window cannot be read (schedule, zone, duration).
+	ReasonInvalidWindow = "InvalidWindow"
 
 	// Ready=False: the trigger starts nothing.
 	//
@@ -82,6 +87,10 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	}
 	s.Matched, s.Running, s.Succeeded, s.Failed = int32(len(ts.objects)), running, succeeded, failed
 	s.Waiting = int32(len(ts.waiting))
+	s.NextWindow = nil
+	if ts.windowClosed {
+		s.NextWindow = &metav1.Time{Time: ts.nextWindow}
+	}
 	s.Queue = nil
 	for _, obj := range ts.waiting[:min(len(ts.waiting), maxQueue)] {
 		s.Queue = append(s.Queue, ts.objectName(obj))
@@ -95,6 +104,10 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	case trig.Spec.Suspend:
 		ready.Reason = ReasonSuspended
 		ready.Message = fmt.Sprintf("suspended: nothing starts; %d running, %d waiting", running, s.Waiting)
+	case ts.windowClosed:
+		ready.Reason = ReasonOutsideWindow
+		ready.Message = fmt.Sprintf("outside the maintenance window: nothing starts until %s; %d running, %d waiting",
+			ts.nextWindow.UTC().Format(time.RFC3339), running, s.Waiting)
 	case blocked:
 		ready.Reason = ReasonBlocked
 		ready.Message = fmt.Sprintf("%s on %s %s", count(int(running), "running pipeline waits", "running pipelines wait"),

@@ -38,6 +38,9 @@ type triggerSync struct {
 	// templateMissing makes the trigger Ready=False too, but it still counts, and deletes
 	// what its policy deletes; it starts nothing.
 	templateMissing bool
+	// windowClosed: the maintenance window is closed until nextWindow; nothing starts.
+	windowClosed bool
+	nextWindow   time.Time
 
 	target target
 	// objects are the objects that match, in the order of matching (see match).
@@ -149,6 +152,16 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 		}
 		ts.templateMissing = true // the template's informer queues the trigger when it appears
 	}
+	w, err := windowAt(trig.Spec.MaintenanceWindow, c.clock.Now())
+	if err != nil {
+		c.objects.unwatch(ts.key)
+		ts.problem = &problem{reason: ReasonInvalidWindow, message: err.Error()}
+		return requeue, nil
+	}
+	if !w.change.IsZero() {
+		requeue = min(requeue, max(w.change.Sub(c.clock.Now()), time.Second))
+	}
+	ts.windowClosed, ts.nextWindow = !w.open, w.change
 	return requeue, ts.reconcile(ctx, params)
 }
 
@@ -185,7 +198,7 @@ func (ts *triggerSync) reconcile(ctx context.Context, params boundParams) error 
 
 // canStart tells whether the trigger may start, or re-run, pipelines.
 func (ts *triggerSync) canStart() bool {
-	return !ts.trig.Spec.Suspend && !ts.templateMissing
+	return !ts.trig.Spec.Suspend && !ts.templateMissing && !ts.windowClosed
 }
 
 // concurrency is spec.concurrency, at least 1.

@@ -85,6 +85,11 @@ type PipelineTriggerSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
+	// MaintenanceWindow, when set, is when the trigger may start pipelines: outside it
+	// nothing starts (those running go on), and the status says when it opens next.
+	// +optional
+	MaintenanceWindow *MaintenanceWindow `json:"maintenanceWindow,omitempty"`
+
 	// HistoryLimit bounds the finished pipelines of objects that are gone kept under
 	// WhenUnmatched Keep; the oldest go first (their teardown runs, as for any deletion).
 	// +optional
@@ -92,6 +97,24 @@ type PipelineTriggerSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	HistoryLimit int32 `json:"historyLimit,omitempty"`
+}
+
+// MaintenanceWindow opens at every time of a cron schedule and stays open for a duration,
+// as Karpenter's disruption budgets' schedules do.
+type MaintenanceWindow struct {
+	// Schedule is a standard five-field cron schedule (minute hour day month weekday) or a
+	// descriptor such as @daily, e.g. "0 2 * * 1-5" for 02:00 on weekdays.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Schedule string `json:"schedule"`
+	// Duration is how long the window stays open after each time of the schedule.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	Duration metav1.Duration `json:"duration"`
+	// TimeZone of the schedule, an IANA name such as Europe/Berlin. Default: UTC.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // TriggerResource names a kind of object.
@@ -135,6 +158,9 @@ type PipelineTriggerStatus struct {
 	Succeeded int32 `json:"succeeded,omitempty"`
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
+	// NextWindow is when the maintenance window opens next, while it is closed.
+	// +optional
+	NextWindow *metav1.Time `json:"nextWindow,omitempty"`
 	// Queue names the waiting objects in the order they will start (the first 50).
 	// +optional
 	// +listType=atomic

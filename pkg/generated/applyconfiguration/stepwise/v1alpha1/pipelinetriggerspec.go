@@ -58,6 +58,9 @@ type PipelineTriggerSpecApplyConfiguration struct {
 	UpdatePolicy *stepwisev1alpha1.UpdatePolicy `json:"updatePolicy,omitempty"`
 	// Suspend stops the trigger from starting pipelines; those running go on.
 	Suspend *bool `json:"suspend,omitempty"`
+	// MaintenanceWindow, when set, is when the trigger may start pipelines: outside it
+	// nothing starts (those running go on), and the status says when it opens next.
+	MaintenanceWindow *MaintenanceWindowApplyConfiguration `json:"maintenanceWindow,omitempty"`
 	// HistoryLimit bounds the finished pipelines of objects that are gone kept under
 	// WhenUnmatched Keep; the oldest go first (their teardown runs, as for any deletion).
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
@@ -144,6 +147,14 @@ func (b *PipelineTriggerSpecApplyConfiguration) WithUpdatePolicy(value stepwisev
 // If called multiple times, the Suspend field is set to the value of the last call.
 func (b *PipelineTriggerSpecApplyConfiguration) WithSuspend(value bool) *PipelineTriggerSpecApplyConfiguration {
 	b.Suspend = &value
+	return b
+}
+
+// WithMaintenanceWindow sets the MaintenanceWindow field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaintenanceWindow field is set to the value of the last call.
+func (b *PipelineTriggerSpecApplyConfiguration) WithMaintenanceWindow(value *MaintenanceWindowApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
+	b.MaintenanceWindow = value
 	return b
 }
 

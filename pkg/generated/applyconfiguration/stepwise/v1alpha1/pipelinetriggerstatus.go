@@ -19,7 +19,8 @@ limitations under the License.
 package v1alpha1
 
 import (
-	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
 // PipelineTriggerStatusApplyConfiguration represents a declarative configuration of the PipelineTriggerStatus type for use
@@ -37,11 +38,13 @@ type PipelineTriggerStatusApplyConfiguration struct {
 	Waiting   *int32 `json:"waiting,omitempty"`
 	Succeeded *int32 `json:"succeeded,omitempty"`
 	Failed    *int32 `json:"failed,omitempty"`
+	// NextWindow is when the maintenance window opens next, while it is closed.
+	NextWindow *v1.Time `json:"nextWindow,omitempty"`
 	// Queue names the waiting objects in the order they will start (the first 50).
 	Queue []string `json:"queue,omitempty"`
 	// Conditions; "Ready" is True when the trigger can act (its template and resource are
 	// usable and its ServiceAccount may list and watch the resource).
-	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // PipelineTriggerStatusApplyConfiguration constructs a declarative configuration of the PipelineTriggerStatus type for use with
@@ -98,6 +101,14 @@ func (b *PipelineTriggerStatusApplyConfiguration) WithFailed(value int32) *Pipel
 	return b
 }
 
+// WithNextWindow sets the NextWindow field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NextWindow field is set to the value of the last call.
+func (b *PipelineTriggerStatusApplyConfiguration) WithNextWindow(value v1.Time) *PipelineTriggerStatusApplyConfiguration {
+	b.NextWindow = &value
+	return b
+}
+
 // WithQueue adds the given value to the Queue field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Queue field.
@@ -111,7 +122,7 @@ func (b *PipelineTriggerStatusApplyConfiguration) WithQueue(values ...string) *P
 // WithConditions adds the given value to the Conditions field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Conditions field.
-func (b *PipelineTriggerStatusApplyConfiguration) WithConditions(values ...*v1.ConditionApplyConfiguration) *PipelineTriggerStatusApplyConfiguration {
+func (b *PipelineTriggerStatusApplyConfiguration) WithConditions(values ...*metav1.ConditionApplyConfiguration) *PipelineTriggerStatusApplyConfiguration {
 	for i := range values {
 		if values[i] == nil {
 			panic("nil value passed to WithConditions")
