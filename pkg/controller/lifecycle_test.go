@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
@@ -259,4 +260,26 @@ func TestARunStartsWithoutTheLastRunsOutputs(t *testing.T) {
 	})
 	f.syncUntilIdle("p")
 	assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase, "the re-run did not see the last run's start time")
+}
+
+// TestStepsThatRanBeforeRunRecordsAreStillTornDown: a pipeline that ran under an operator
+// without run records (its steps have no `ran`) is torn down as it was then: every step
+// that got to Create; steps that did not are not.
+func TestStepsThatRanBeforeRunRecordsAreStillTornDown(t *testing.T) {
+	p := newPipeline(stepsOf("done", "waiting", "checked")...)
+	started := metav1.NewTime(start)
+	p.Finalizers = []string{v1alpha1.Finalizer}
+	p.Status.SpecHash = specHash(&p.Spec)
+	p.Status.Steps = []v1alpha1.StepStatus{
+		{Name: "done", Executor: "test.record", Phase: v1alpha1.StepSucceeded, Hook: v1alpha1.HookPostCreate, StartTime: &started},
+		{Name: "waiting", Executor: "test.record", Phase: v1alpha1.StepRunning, Hook: v1alpha1.HookCreate, StartTime: &started},
+		{Name: "checked", Executor: "test.record", Phase: v1alpha1.StepFailed, Hook: v1alpha1.HookPreCreate, StartTime: &started},
+	}
+	f := newFixture(t, p)
+	f.delete("p")
+	f.syncUntilIdle("p")
+	assert.Equal(t, []string{
+		"waiting/PreDelete#1", "waiting/Delete#1", "waiting/PostDelete#1",
+		"done/PreDelete#1", "done/Delete#1", "done/PostDelete#1",
+	}, f.exec.Calls())
 }

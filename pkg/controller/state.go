@@ -64,7 +64,9 @@ func (ps *pipelineSync) alignSteps() {
 		aligned[i] = s
 	}
 	for _, s := range ps.status.Steps {
-		if removed, ok := known[s.Name]; ok && needsTeardown(&removed) {
+		// A step without a record (run before records existed) cannot be torn down
+		// without its spec: it is forgotten, as it was then.
+		if removed, ok := known[s.Name]; ok && removed.Ran != nil && needsTeardown(&removed) {
 			ps.retire(&removed)
 		}
 	}
@@ -83,9 +85,18 @@ func (ps *pipelineSync) retire(s *v1alpha1.StepStatus) {
 // needsTeardown tells whether s must be torn down: its Create hook was called (its run
 // record says with what) and its teardown has not finished. A step that never got that far
 // (an unknown executor, a parameter that did not resolve, a PreCreate that failed) created
-// nothing, and its teardown could not start anyway.
+// nothing, and its teardown could not start anyway. A step that ran before run records
+// existed (an operator upgraded mid-run) has none: it is torn down, from its spec, when
+// its status shows it got to Create.
 func needsTeardown(s *v1alpha1.StepStatus) bool {
-	return s.Ran != nil && s.Phase != v1alpha1.StepDeleted
+	if s.Phase == v1alpha1.StepDeleted {
+		return false
+	}
+	if s.Ran != nil {
+		return true
+	}
+	return s.StartTime != nil && (s.Phase == v1alpha1.StepSucceeded || s.Hook == v1alpha1.HookCreate ||
+		s.Hook == v1alpha1.HookPostCreate || isDeleteHook(s.Hook))
 }
 
 // specHash identifies what the steps run with: the spec without suspend and updatePolicy.
