@@ -54,14 +54,7 @@ func (ps *pipelineSync) tearDownAfterFailure(ctx context.Context) time.Duration 
 			"step %s failed: %s"+tearingDownSuffix, s.Name, s.Message))
 		ps.warningEvent(v1alpha1.ReasonTearingDownAfterFailure, "Step %q failed; tearing down the steps that ran", s.Name)
 	}
-	var requeue time.Duration
-	batchStart := ps.now()
-	for r, ok := ps.nextTeardown(false); ok && !teardownBlocked(r.s); r, ok = ps.nextTeardown(false) {
-		requeue = ps.runStep(ctx, r, deleteDirection)
-		if r.s.Phase != v1alpha1.StepDeleted || ps.now().Sub(batchStart) >= maxBatchDuration || ps.c.queue.ShuttingDown() {
-			break
-		}
-	}
+	requeue, _ := ps.tearDown(ctx, false, ps.now())
 	return requeue
 }
 

@@ -73,19 +73,15 @@ func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (ti
 	// once the operator is shutting down, so that slow steps still record their progress.
 	var requeue time.Duration
 	batchStart := ps.now()
-	goOn := func(s *v1alpha1.StepStatus, done v1alpha1.StepPhase) bool {
-		return s.Phase == done && ps.now().Sub(batchStart) < maxBatchDuration && !c.queue.ShuttingDown()
-	}
 	stopped := p.Spec.Suspend
-	for r, ok := ps.nextTeardown(true); ok && !stopped && !teardownBlocked(r.s); r, ok = ps.nextTeardown(true) {
-		requeue = ps.runStep(ctx, r, deleteDirection)
-		stopped = !goOn(r.s, v1alpha1.StepDeleted)
+	if !stopped {
+		requeue, stopped = ps.tearDown(ctx, true, batchStart)
 	}
 	ps.dropTornDownRetired()
 	if len(ps.status.RetiredSteps) == 0 && ps.failureTeardownReason() == "" {
 		for i := ps.currentStep(); i >= 0 && !stopped && !ps.failed(); i = ps.currentStep() {
 			requeue = ps.runStep(ctx, ps.specStep(i), createDirection)
-			stopped = !goOn(&ps.status.Steps[i], v1alpha1.StepSucceeded)
+			stopped = !ps.goOn(&ps.status.Steps[i], v1alpha1.StepSucceeded, batchStart)
 		}
 	}
 	if !p.Spec.Suspend {
@@ -112,14 +108,7 @@ func (c *Controller) syncDeletion(ctx context.Context, p *v1alpha1.Pipeline) (ti
 		return 0, c.removeFinalizer(ctx, p)
 	}
 
-	var requeue time.Duration
-	batchStart := ps.now()
-	for r, ok := ps.nextTeardown(false); ok && !teardownBlocked(r.s); r, ok = ps.nextTeardown(false) {
-		requeue = ps.runStep(ctx, r, deleteDirection)
-		if r.s.Phase != v1alpha1.StepDeleted || ps.now().Sub(batchStart) >= maxBatchDuration || c.queue.ShuttingDown() {
-			break
-		}
-	}
+	requeue, _ := ps.tearDown(ctx, false, ps.now())
 	if _, ok := ps.nextTeardown(false); !ok {
 		// The last teardown is done: the object goes away, so its status needs no write.
 		ps.emitEvents()
@@ -127,6 +116,29 @@ func (c *Controller) syncDeletion(ctx context.Context, p *v1alpha1.Pipeline) (ti
 	}
 	ps.summarizeTeardown()
 	return requeue, c.finish(ctx, ps, retryRequested)
+}
+
+// tearDown runs the teardowns nextTeardown names, one after the other while they finish at
+// once, as the steps run (see syncCreation), and reports when to look again and whether it
+// stopped before the work was done.
+func (ps *pipelineSync) tearDown(ctx context.Context, retiredOnly bool, batchStart time.Time) (time.Duration, bool) {
+	var requeue time.Duration
+	for r, ok := ps.nextTeardown(retiredOnly); ok; r, ok = ps.nextTeardown(retiredOnly) {
+		if teardownBlocked(r.s) {
+			return requeue, true
+		}
+		requeue = ps.runStep(ctx, r, deleteDirection)
+		if !ps.goOn(r.s, v1alpha1.StepDeleted, batchStart) {
+			return requeue, true
+		}
+	}
+	return requeue, false
+}
+
+// goOn tells whether the batch that started at batchStart goes on after step s: s is
+// done, there is time left, and the operator is not shutting down.
+func (ps *pipelineSync) goOn(s *v1alpha1.StepStatus, done v1alpha1.StepPhase, batchStart time.Time) bool {
+	return s.Phase == done && ps.now().Sub(batchStart) < maxBatchDuration && !ps.c.queue.ShuttingDown()
 }
 
 // finish writes the sync's status and then, once the retry it asked for is recorded,
