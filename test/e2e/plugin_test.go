@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/test/e2e/framework"
 )
 
 // pluginArgs makes the operator load the plugins `make plugins` built into bin/plugins.
@@ -37,40 +36,16 @@ func pluginPIDs(t *testing.T, parent int) []int {
 // private directory, named after the plugin with a random suffix.
 func processesOf(t *testing.T, plugin string, parent int) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	procs, err := framework.Processes(func(p framework.Process) bool {
+		name := filepath.Base(p.Exe)
+		return p.PPID == parent && (name == plugin || strings.HasPrefix(name, plugin+"-"))
+	})
 	require.NoError(t, err)
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		arg0, _, _ := bytes.Cut(cmdline, []byte{0})
-		name := filepath.Base(string(arg0))
-		if (name == plugin || strings.HasPrefix(name, plugin+"-")) && parentPID(e.Name()) == parent {
-			pids = append(pids, pid)
-		}
+	pids := make([]int, 0, len(procs))
+	for _, p := range procs {
+		pids = append(pids, p.PID)
 	}
 	return pids
-}
-
-// parentPID reads the PPid of /proc/<pid>/status; 0 when the process is gone.
-func parentPID(pid string) int {
-	status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
-			ppid, _ := strconv.Atoi(strings.TrimSpace(v))
-			return ppid
-		}
-	}
-	return 0
 }
 
 func TestPluginExecutorMixedWithBuiltIn(t *testing.T) {
