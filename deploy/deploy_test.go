@@ -170,6 +170,9 @@ func TestOperatorRBACIsNarrow(t *testing.T) {
 	assert.ElementsMatch(t, []string{"list", "watch"}, allowed["stepwise.dev/pipelinetemplates"])
 	assert.Equal(t, []string{"create"}, allowed["authorization.k8s.io/subjectaccessreviews"],
 		"whether a trigger's ServiceAccount may list and watch its kind")
+	for _, res := range []string{"roles", "rolebindings", "clusterroles", "clusterrolebindings"} {
+		assert.ElementsMatch(t, []string{"list", "watch"}, allowed["rbac.authorization.k8s.io/"+res], "to ask again when RBAC changes")
+	}
 	// The kinds triggers watch, read only: whatever is done to them, a pipeline does as its
 	// ServiceAccount.
 	assert.ElementsMatch(t, []string{"list", "watch"}, allowed["/nodes"])

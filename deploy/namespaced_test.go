@@ -55,6 +55,8 @@ func TestNamespacedVariantImpersonatesNobody(t *testing.T) {
 			assert.Equal(t, []string{"list", "watch"}, r.Verbs, "it only learns which namespaces are being deleted")
 		case slices.Equal(r.Resources, []string{"subjectaccessreviews"}):
 			assert.Equal(t, []string{"create"}, r.Verbs, "it only asks what a trigger's ServiceAccount may do")
+		case slices.Equal(r.APIGroups, []string{"rbac.authorization.k8s.io"}):
+			assert.Equal(t, []string{"list", "watch"}, r.Verbs, "it only learns that RBAC changed")
 		case slices.Equal(r.Resources, []string{"nodes"}) || slices.Equal(r.Resources, []string{"webapps"}):
 			assert.Equal(t, []string{"list", "watch"}, r.Verbs, "it only watches the kinds triggers may watch")
 		default:

@@ -62,7 +62,11 @@ func (e *engine) run(ctx, lead context.Context) error {
 	if err != nil {
 		return err
 	}
-	triggers, err := e.newTriggers(ctx, factory, mapper, queueMetrics)
+	rbacFactory, err := e.newRBACInformers()
+	if err != nil {
+		return err
+	}
+	triggers, err := e.newTriggers(ctx, factory, rbacFactory, mapper, queueMetrics)
 	if err != nil {
 		return err
 	}
@@ -72,6 +76,8 @@ func (e *engine) run(ctx, lead context.Context) error {
 	defer factory.Shutdown()
 	kubeFactory.Start(informersCtx.Done())
 	defer kubeFactory.Shutdown()
+	rbacFactory.Start(informersCtx.Done())
+	defer rbacFactory.Shutdown()
 	defer stopInformers() // before the Shutdowns, which wait for the informers
 	defer e.runTriggers(ctx, informersCtx, triggers)()
 	go func() {

@@ -35,7 +35,9 @@ const DefaultAccessTTL = time.Minute
 // ServiceAccount whose list rights are restricted to resourceNames is denied, as a list
 // of the whole kind would be. The answer is kept for the TTL, and asked again when it
 // expires (the trigger is looked at again then, so that rights taken away stop it within
-// the TTL) and when the trigger changes (a new generation, ServiceAccount or kind).
+// the TTL), when the trigger changes (a new generation, ServiceAccount or kind), and when
+// RBAC changes (a Role, ClusterRole or binding: see Controller.onAccessChange), so that
+// rights given or taken away count within a second.
 type accessChecker struct {
 	kube  kubernetes.Interface
 	clock clock.PassiveClock
@@ -43,6 +45,9 @@ type accessChecker struct {
 
 	mu      sync.Mutex
 	entries map[cache.ObjectName]accessEntry
+	// epoch counts the RBAC changes seen; an answer given in an earlier epoch is asked
+	// again.
+	epoch uint64
 }
 
 // accessAnswer is what the review said, and until when it holds.
@@ -57,6 +62,7 @@ type accessAnswer struct {
 type accessEntry struct {
 	uid            types.UID
 	generation     int64
+	epoch          uint64
 	serviceAccount string
 	target         target
 	answer         accessAnswer
@@ -88,8 +94,10 @@ func (a *accessChecker) check(ctx context.Context, trig *v1alpha1.PipelineTrigge
 	now := a.clock.Now()
 	a.mu.Lock()
 	e, ok := a.entries[key]
+	epoch := a.epoch
 	a.mu.Unlock()
-	if ok && e.uid == trig.UID && e.generation == trig.Generation && e.serviceAccount == sa && e.target == t && now.Before(e.answer.expires) {
+	if ok && e.uid == trig.UID && e.generation == trig.Generation && e.epoch == epoch && e.serviceAccount == sa &&
+		e.target == t && now.Before(e.answer.expires) {
 		return e.answer, nil
 	}
 
@@ -117,7 +125,9 @@ func (a *accessChecker) check(ctx context.Context, trig *v1alpha1.PipelineTrigge
 			t.gvr.GroupResource(), scope)
 	}
 	a.mu.Lock()
-	a.entries[key] = accessEntry{uid: trig.UID, generation: trig.Generation, serviceAccount: sa, target: t, answer: answer}
+	// Kept under the epoch the question was asked in: a change during the review makes
+	// the next check ask again.
+	a.entries[key] = accessEntry{uid: trig.UID, generation: trig.Generation, epoch: epoch, serviceAccount: sa, target: t, answer: answer}
 	a.mu.Unlock()
 	return answer, nil
 }
@@ -138,6 +148,13 @@ func (a *accessChecker) review(ctx context.Context, saNamespace, sa, verb, names
 		return false, fmt.Errorf("review whether ServiceAccount %s/%s may %s %s: %w", saNamespace, sa, verb, t.gvr.GroupResource(), err)
 	}
 	return got.Status.Allowed && !got.Status.Denied, nil
+}
+
+// invalidate makes every kept answer stale: RBAC changed.
+func (a *accessChecker) invalidate() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.epoch++
 }
 
 // forgetKey drops the answer kept for a trigger that is gone.

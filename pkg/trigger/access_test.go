@@ -8,8 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -176,4 +178,61 @@ func TestAccessReviewErrorIsNotCached(t *testing.T) {
 	got, err := a.check(ctx, accessTrigger("retirer"), target{gvr: nodesGVR})
 	require.NoError(t, err)
 	assert.True(t, got.allowed)
+}
+
+// TestRBACChangeCountsBeforeTheAnswerExpires: a ServiceAccount given, or deprived of, the
+// right to list and watch the kind counts as soon as the RBAC change is seen, not when the
+// kept answer expires a minute later; the RBAC objects that exist at start change nothing.
+func TestRBACChangeCountsBeforeTheAnswerExpires(t *testing.T) {
+	kube := kubefake.NewClientset(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "ns"}})
+	bindings := kubeinformers.NewSharedInformerFactory(kube, 0).Rbac().V1().RoleBindings().Informer()
+	node := newNode("node-1", 0, retiring)
+	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), node), func(cfg *Config) {
+		cfg.AccessChanges = []cache.SharedInformer{bindings}
+	})
+	go bindings.RunWithContext(f.ctx)
+	require.True(t, cache.WaitForCacheSync(f.ctx.Done(), bindings.HasSynced))
+
+	epoch := func() uint64 {
+		f.c.access.mu.Lock()
+		defer f.c.access.mu.Unlock()
+		return f.c.access.epoch
+	}
+	// queuedAfterChange waits until an RBAC change was seen and queued the trigger (after
+	// its short delay, on the fake clock), and empties the queue.
+	queuedAfterChange := func() {
+		t.Helper()
+		before := epoch()
+		require.Eventually(t, func() bool {
+			f.clock.Step(accessChangeDelay)
+			return epoch() > before && f.c.queue.Len() > 0
+		}, 10*time.Second, 10*time.Millisecond)
+		assert.Contains(t, drain(f.c), "ns/retire")
+	}
+
+	allowed := f.rbac.allowed
+	f.rbac.allowed = nil
+	f.sync("retire")
+	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason)
+	assert.Empty(t, f.pipelineList())
+	assert.Empty(t, drain(f.c), "the RoleBinding that existed at start queued nothing")
+
+	// The right is given: the kept answer still holds until RBAC is seen to change.
+	f.rbac.allowed = allowed
+	f.sync("retire")
+	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason, "the answer is kept for a minute")
+
+	_, err := kube.RbacV1().RoleBindings("ns").Create(f.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "retirer", Namespace: "ns"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	queuedAfterChange()
+	f.sync("retire")
+	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason)
+	f.pipelineFor("retire", node)
+
+	// The right is taken away: seen at the binding's deletion.
+	f.rbac.allowed = nil
+	require.NoError(t, kube.RbacV1().RoleBindings("ns").Delete(f.ctx, "retirer", metav1.DeleteOptions{}))
+	queuedAfterChange()
+	f.sync("retire")
+	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason)
 }

@@ -50,6 +50,10 @@ const (
 	// many (see Controller.pipelines).
 	mutationCacheTTL  = time.Minute
 	mutationCacheSize = 1000
+
+	// accessChangeDelay gathers the RBAC changes of a burst (kubectl apply of a Role and
+	// its binding, a namespace's default bindings) into one look at every trigger.
+	accessChangeDelay = time.Second
 )
 
 // Config holds the controller's dependencies.
@@ -72,7 +76,11 @@ type Config struct {
 	// Resync is the resync period of the objects' informers; 0: none.
 	Resync time.Duration
 	// AccessTTL is how long an answer on a trigger's rights is kept; 0: DefaultAccessTTL.
-	AccessTTL        time.Duration
+	AccessTTL time.Duration
+	// AccessChanges are informers whose every change may change a trigger's rights (RBAC
+	// Roles, ClusterRoles and their bindings): each makes the kept answers stale and every
+	// trigger looked at again. New adds its handler, so they must not have started.
+	AccessChanges    []cache.SharedInformer
 	WorkqueueMetrics workqueue.MetricsProvider
 	Clock            clock.WithTicker
 }
@@ -176,6 +184,16 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("add pipeline event handler: %w", err)
 	}
+	for _, inf := range cfg.AccessChanges {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+			// The initial list is no change: no answer was kept before it.
+			AddFunc:    func(_ any, initial bool) { c.onAccessChange(initial) },
+			UpdateFunc: func(oldObj, newObj any) { c.onAccessChange(!changed(oldObj, newObj)) },
+			DeleteFunc: func(any) { c.onAccessChange(false) },
+		}); err != nil {
+			return nil, fmt.Errorf("add RBAC event handler: %w", err)
+		}
+	}
 	logger.V(4).Info("Trigger controller created", "resources", cfg.Resources)
 	return c, nil
 }
@@ -209,6 +227,13 @@ func byTrigger(obj any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{p.Namespace + "/" + label}, nil
+}
+
+// changed tells whether an update event carries a change, rather than a resync.
+func changed(oldObj, newObj any) bool {
+	o, errOld := meta.Accessor(oldObj)
+	n, errNew := meta.Accessor(newObj)
+	return errOld != nil || errNew != nil || o.GetResourceVersion() != n.GetResourceVersion()
 }
 
 func tombstoned(obj any) any {
@@ -264,6 +289,24 @@ func (c *Controller) onTemplate(obj any) {
 		return
 	}
 	c.enqueueIndexed(triggerTemplateIndex, tpl.Namespace+"/"+tpl.Name)
+}
+
+// onAccessChange makes every kept answer on rights stale and looks at every trigger again
+// shortly: RBAC changed, so a ServiceAccount may have been given or lost its rights. An
+// object of the informer's initial list, or a resync, changes nothing.
+func (c *Controller) onAccessChange(nothingChanged bool) {
+	if nothingChanged {
+		return
+	}
+	c.access.invalidate()
+	for _, key := range c.triggerIndexer.ListKeys() {
+		name, err := cache.ParseObjectName(key)
+		if err != nil {
+			utilruntime.HandleError(fmt.Errorf("enqueue trigger %q: %w", key, err))
+			continue
+		}
+		c.queue.AddAfter(name, accessChangeDelay)
+	}
 }
 
 // onPipeline queues the trigger of a pipeline that changed: its place in the budget, its
