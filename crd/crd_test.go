@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -391,6 +392,59 @@ func TestEveryCRDIsValid(t *testing.T) {
 			crd.Status.StoredVersions = []string{"v1alpha1"}
 			assert.Empty(t, crdvalidation.ValidateCustomResourceDefinition(context.Background(), &crd).ToAggregate())
 			assert.Equal(t, []string{"stepwise"}, crd.Spec.Names.Categories)
+		})
+	}
+}
+
+func TestValidationOfTriggerFieldsAndTaints(t *testing.T) {
+	v := newValidator(t, "stepwise.dev_pipelinetriggers.yaml")
+	trigger := func(spec map[string]any) map[string]any {
+		base := map[string]any{
+			"resource":    map[string]any{"apiVersion": "v1", "kind": "Node"},
+			"templateRef": map[string]any{"name": "retire"},
+		}
+		maps.Copy(base, spec)
+		return map[string]any{
+			"apiVersion": "stepwise.dev/v1alpha1", "kind": "PipelineTrigger",
+			"metadata": map[string]any{"name": "retire", "namespace": "ns"},
+			"spec":     base,
+		}
+	}
+	field := func(op string, values ...any) map[string]any {
+		r := map[string]any{"field": "spec.unschedulable", "operator": op}
+		if values != nil {
+			r["values"] = values
+		}
+		return r
+	}
+	tests := []struct {
+		name    string
+		spec    map[string]any
+		wantErr string
+	}{
+		{name: "In with values", spec: map[string]any{"matchFields": []any{field("In", "true")}}},
+		{name: "Exists", spec: map[string]any{"matchFields": []any{field("Exists"), field("DoesNotExist")}}},
+		{name: "In without values", spec: map[string]any{"matchFields": []any{field("In")}},
+			wantErr: "values are required for In and NotIn"},
+		{name: "Exists with values", spec: map[string]any{"matchFields": []any{field("Exists", "x")}},
+			wantErr: "not allowed for Exists and DoesNotExist"},
+		{name: "unknown operator", spec: map[string]any{"matchFields": []any{field("Gt", "1")}},
+			wantErr: `Unsupported value: "Gt"`},
+		{name: "taintWaiting on Nodes", spec: map[string]any{"taintWaiting": true}},
+		{name: "taintWaiting on another kind", spec: map[string]any{"taintWaiting": true,
+			"resource": map[string]any{"apiVersion": "demo.stepwise.dev/v1alpha1", "kind": "WebApp"}},
+			wantErr: "taintWaiting is for triggers on Nodes"},
+		{name: "taintWaiting false on another kind", spec: map[string]any{"taintWaiting": false,
+			"resource": map[string]any{"apiVersion": "demo.stepwise.dev/v1alpha1", "kind": "WebApp"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := v.validate(t, trigger(tt.spec))
+			if tt.wantErr == "" {
+				assert.Empty(t, errs)
+				return
+			}
+			assert.Contains(t, errs.ToAggregate().Error(), tt.wantErr)
 		})
 	}
 }

@@ -165,7 +165,7 @@ func TestOperatorRBACIsNarrow(t *testing.T) {
 	// trigger a Rerun pipeline's params.
 	assert.ElementsMatch(t, []string{"get", "list", "watch", "patch", "create", "delete"}, allowed["stepwise.dev/pipelines"])
 	assert.Equal(t, []string{"update"}, allowed["stepwise.dev/pipelines/status"])
-	assert.ElementsMatch(t, []string{"list", "watch"}, allowed["stepwise.dev/pipelinetriggers"])
+	assert.ElementsMatch(t, []string{"list", "watch", "patch"}, allowed["stepwise.dev/pipelinetriggers"], "patch: the finalizer of a trigger that taints nodes")
 	assert.Equal(t, []string{"update"}, allowed["stepwise.dev/pipelinetriggers/status"])
 	assert.ElementsMatch(t, []string{"list", "watch"}, allowed["stepwise.dev/pipelinetemplates"])
 	assert.Equal(t, []string{"create"}, allowed["authorization.k8s.io/subjectaccessreviews"],

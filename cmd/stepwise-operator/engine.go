@@ -47,12 +47,14 @@ func (e *engine) run(ctx, lead context.Context) error {
 	namespaces := kubeFactory.Core().V1().Namespaces()
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(e.clients.kube.Discovery()))
 	queueMetrics := metrics.NewWorkqueueProvider(e.metrics) // registered once, for both queues
+	// Executors act as a pipeline's ServiceAccount; a trigger taints waiting nodes as its own.
+	clients := impersonate.NewClientProvider(e.clients.config, mapper)
 	c, err := controller.New(ctx, controller.Config{
 		Client:           e.clients.stepwise,
 		Informer:         factory.Stepwise().V1alpha1().Pipelines(),
 		Templates:        factory.Stepwise().V1alpha1().PipelineTemplates(),
 		Executors:        e.executors,
-		Clients:          impersonate.NewClientProvider(e.clients.config, mapper),
+		Clients:          clients,
 		Recorder:         e.recorder,
 		Namespaces:       namespaces.Lister(),
 		Metrics:          metrics.New(e.metrics),
@@ -66,7 +68,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 	if err != nil {
 		return err
 	}
-	triggers, err := e.newTriggers(ctx, factory, rbacFactory, mapper, queueMetrics)
+	triggers, err := e.newTriggers(ctx, factory, rbacFactory, mapper, clients, queueMetrics)
 	if err != nil {
 		return err
 	}

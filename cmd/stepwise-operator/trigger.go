@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/stepwise-dev/stepwise/pkg/executor"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
 	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
@@ -35,7 +36,7 @@ func rbacResources() []schema.GroupVersionResource {
 // starts), RESTMapper and the factory of RBAC metadata informers (it adds the RBAC
 // informers, which tell it rights changed).
 func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInformerFactory, rbac metadatainformer.SharedInformerFactory,
-	mapper meta.RESTMapper, queueMetrics workqueue.MetricsProvider) (*trigger.Controller, error) {
+	mapper meta.RESTMapper, clients executor.ClientProvider, queueMetrics workqueue.MetricsProvider) (*trigger.Controller, error) {
 	resources, err := trigger.ParseResources(e.opts.triggerResources)
 	if err != nil {
 		return nil, err
@@ -52,6 +53,7 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 	return trigger.New(ctx, trigger.Config{
 		Client:           e.clients.stepwise,
 		Kube:             e.clients.kube,
+		Clients:          clients,
 		Dynamic:          dyn,
 		Mapper:           mapper,
 		Triggers:         sw.PipelineTriggers(),

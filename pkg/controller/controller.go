@@ -49,17 +49,12 @@ type ExecutorLookup interface {
 	Missing(name string) error
 }
 
-// ClientProvider gives the clients that act as a pipeline's ServiceAccount.
-type ClientProvider interface {
-	ForServiceAccount(namespace, name string) (*executor.Clients, error)
-}
-
 // Config holds the controller's dependencies.
 type Config struct {
 	Client    clientset.Interface
 	Informer  informers.PipelineInformer
 	Executors ExecutorLookup
-	Clients   ClientProvider
+	Clients   executor.ClientProvider
 	Recorder  record.EventRecorder
 	// Templates are the PipelineTemplates pipelines refer to (spec.templateRef); a pipeline
 	// waiting for its template starts when the template appears. Optional: without it, a
@@ -87,7 +82,7 @@ type Controller struct {
 	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder  record.EventRecorder
 	executors ExecutorLookup
-	clients   ClientProvider
+	clients   executor.ClientProvider
 	// namespaces and templates may be nil.
 	namespaces corelisters.NamespaceLister
 	templates  listers.PipelineTemplateLister

@@ -29,6 +29,12 @@ type Clients struct {
 	Mapper meta.RESTMapper
 }
 
+// ClientProvider gives the clients that act as a ServiceAccount (a pipeline's, a
+// trigger's), by impersonation.
+type ClientProvider interface {
+	ForServiceAccount(namespace, name string) (*Clients, error)
+}
+
 // Request is what a hook is given: the contract's request, plus the clients built-in
 // executors act with (plugins get only what the contract carries).
 type Request struct {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
 	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
@@ -61,6 +62,8 @@ type Config struct {
 	Client clientset.Interface
 	// Kube makes the SubjectAccessReviews.
 	Kube kubernetes.Interface
+	// Clients act as a trigger's ServiceAccount (to taint waiting nodes).
+	Clients executor.ClientProvider
 	// Dynamic and Mapper watch the triggers' kinds.
 	Dynamic dynamic.Interface
 	Mapper  meta.RESTMapper
@@ -99,6 +102,7 @@ type Controller struct {
 	synced         []cache.InformerSynced
 	queue          workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder       record.EventRecorder
+	clients        executor.ClientProvider
 	resources      *resourceResolver
 	access         *accessChecker
 	objects        *objectInformers
@@ -114,6 +118,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
 		client:    cfg.Client,
+		clients:   cfg.Clients,
 		templates: cfg.Templates.Lister(),
 		recorder:  cfg.Recorder,
 		clock:     cfg.Clock,

@@ -24,10 +24,10 @@ func selectorOf(trig *v1alpha1.PipelineTrigger) (labels.Selector, error) {
 
 // match reads the objects of the trigger's kind in its scope (the trigger's namespace for
 // a namespaced kind, the cluster for a cluster-scoped one) from the informer, and keeps
-// those its selector matches, in the order of matching: the oldest object first
+// those its selector and field requirements match, in the order of matching: the oldest object first
 // (creationTimestamp), then by namespace/name. This is the order the waiting objects
 // start in, and the order of status.queue. An object being deleted counts as gone.
-func (ts *triggerSync) match(lister cache.GenericLister, selector labels.Selector) error {
+func (ts *triggerSync) match(lister cache.GenericLister, selector labels.Selector, fields fieldMatcher) error {
 	var list []runtime.Object
 	var err error
 	if ts.target.namespaced {
@@ -44,7 +44,7 @@ func (ts *triggerSync) match(lister cache.GenericLister, selector labels.Selecto
 			continue
 		}
 		ts.present[obj.GetUID()] = obj
-		if selector.Matches(labels.Set(obj.GetLabels())) {
+		if selector.Matches(labels.Set(obj.GetLabels())) && fields.matches(obj) {
 			ts.objects = append(ts.objects, obj)
 		}
 	}
@@ -62,4 +62,68 @@ func compareObjects(a, b *unstructured.Unstructured) int {
 		return c
 	}
 	return cmp.Compare(a.GetName(), b.GetName())
+}
+
+// fieldRequirement is a parsed spec.matchFields item.
+type fieldRequirement struct {
+	path     []string
+	operator v1alpha1.FieldOperator
+	values   map[string]bool
+}
+
+// fieldMatcher is a trigger's spec.matchFields, parsed; every requirement must hold.
+type fieldMatcher []fieldRequirement
+
+// parseMatchFields parses spec.matchFields; the error names the item.
+func parseMatchFields(reqs []v1alpha1.FieldRequirement) (fieldMatcher, error) {
+	out := make(fieldMatcher, 0, len(reqs))
+	for i, r := range reqs {
+		path, err := parsePath(r.Field)
+		if err != nil {
+			return nil, fmt.Errorf("spec.matchFields[%d].field: %w", i, err)
+		}
+		fr := fieldRequirement{path: path, operator: r.Operator, values: map[string]bool{}}
+		switch r.Operator {
+		case v1alpha1.FieldIn, v1alpha1.FieldNotIn:
+			if len(r.Values) == 0 {
+				return nil, fmt.Errorf("spec.matchFields[%d]: %s needs values", i, r.Operator)
+			}
+		case v1alpha1.FieldExists, v1alpha1.FieldDoesNotExist:
+			if len(r.Values) != 0 {
+				return nil, fmt.Errorf("spec.matchFields[%d]: %s takes no values", i, r.Operator)
+			}
+		default:
+			return nil, fmt.Errorf("spec.matchFields[%d].operator: %q is not In, NotIn, Exists or DoesNotExist", i, r.Operator)
+		}
+		for _, v := range r.Values {
+			fr.values[v] = true
+		}
+		out = append(out, fr)
+	}
+	return out, nil
+}
+
+// matches tells whether obj meets every requirement. A field that is not a string, number
+// or bool is in no set of values.
+func (m fieldMatcher) matches(obj *unstructured.Unstructured) bool {
+	for _, r := range m {
+		v, found := lookup(obj, r.path)
+		text, kind := scalarText(v)
+		in := found && kind == "" && r.values[text]
+		var ok bool
+		switch r.operator {
+		case v1alpha1.FieldIn:
+			ok = in
+		case v1alpha1.FieldNotIn:
+			ok = !in
+		case v1alpha1.FieldExists:
+			ok = found
+		case v1alpha1.FieldDoesNotExist:
+			ok = !found
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

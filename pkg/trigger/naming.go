@@ -60,14 +60,17 @@ func subdomain(s string) string {
 	return strings.Join(labels, ".")
 }
 
-// triggerLabelValue is the value of LabelTrigger for a trigger's name (a DNS-1123
-// subdomain, so only its length may need fixing).
-func triggerLabelValue(trigger string) string {
-	if len(trigger) <= validation.LabelValueMaxLength {
-		return trigger
+// triggerLabelValue is the value of LabelTrigger for a trigger's name.
+func triggerLabelValue(trigger string) string { return labelValue(trigger) }
+
+// labelValue makes s, a DNS-1123 subdomain or names of them joined by '.', a label value:
+// only its length may need fixing, by cutting it and ending it with a dash and a hash of s.
+func labelValue(s string) string {
+	if len(s) <= validation.LabelValueMaxLength {
+		return s
 	}
-	cut := strings.TrimRight(trigger[:validation.LabelValueMaxLength-1-hashLength], "-._")
-	return cut + "-" + hash5(trigger)
+	cut := strings.TrimRight(s[:validation.LabelValueMaxLength-1-hashLength], "-._")
+	return cut + "-" + hash5(s)
 }
 
 // hash5 is a short hash of s: 5 characters of base32 (25 bits), lower case.

@@ -224,32 +224,48 @@ func (b boundParams) bind(obj *unstructured.Unstructured) (map[string]string, er
 
 // resolve reads the field the reference names: a string, a number or a bool.
 func (r *objectRef) resolve(obj *unstructured.Unstructured) (string, error) {
-	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, r.path...)
-	if err != nil || !found {
-		// NestedFieldNoCopy fails when the path goes through something that is not an
-		// object: that field does not exist either.
+	v, found := lookup(obj, r.path)
+	if !found {
 		return "", fmt.Errorf("the object has no field %s", r.pathText())
 	}
+	text, kind := scalarText(v)
+	if kind != "" {
+		return "", fmt.Errorf("%s is %s, not a string, number or bool", r.pathText(), kind)
+	}
+	return text, nil
+}
+
+// lookup finds the field at path in obj.
+func lookup(obj *unstructured.Unstructured, path []string) (any, bool) {
+	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, path...)
+	// NestedFieldNoCopy fails when the path goes through something that is not an object:
+	// that field does not exist either.
+	return v, found && err == nil
+}
+
+// scalarText is a field's value as text when it is a string, a number or a bool; else
+// kind says what it is ("null", "an object", ...).
+func scalarText(v any) (text, kind string) {
 	switch v := v.(type) {
 	case string:
-		return v, nil
+		return v, ""
 	case bool:
-		return strconv.FormatBool(v), nil
+		return strconv.FormatBool(v), ""
 	case int64:
-		return strconv.FormatInt(v, 10), nil
+		return strconv.FormatInt(v, 10), ""
 	case int:
-		return strconv.Itoa(v), nil
+		return strconv.Itoa(v), ""
 	case int32:
-		return strconv.FormatInt(int64(v), 10), nil
+		return strconv.FormatInt(int64(v), 10), ""
 	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64), nil
+		return strconv.FormatFloat(v, 'g', -1, 64), ""
 	case nil:
-		return "", fmt.Errorf("%s is null, not a string, number or bool", r.pathText())
+		return "", "null"
 	case map[string]any:
-		return "", fmt.Errorf("%s is an object, not a string, number or bool", r.pathText())
+		return "", "an object"
 	case []any:
-		return "", fmt.Errorf("%s is a list, not a string, number or bool", r.pathText())
+		return "", "a list"
 	default:
-		return "", fmt.Errorf("%s is a %T, not a string, number or bool", r.pathText(), v)
+		return "", fmt.Sprintf("a %T", v)
 	}
 }

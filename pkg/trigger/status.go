@@ -130,6 +130,9 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 			ready.Message += fmt.Sprintf(" (and %s)", count(more, "more object whose params do not resolve", "more objects whose params do not resolve"))
 		}
 	}
+	if ts.taintErr != nil {
+		ready.Message += fmt.Sprintf("; waiting nodes are not all tainted as they should be: %v", ts.taintErr)
+	}
 	ready.Message = truncate(ready.Message, maxMessage)
 	meta.SetStatusCondition(&s.Conditions, ready)
 	return *s

@@ -3,6 +3,7 @@ package trigger
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,6 +55,8 @@ type triggerSync struct {
 	waiting []*unstructured.Unstructured
 	// objectErrors are the objects whose params do not resolve.
 	objectErrors []objectError
+	// taintErr is the first failure to taint a waiting node or untaint another.
+	taintErr error
 }
 
 // objectError is an object whose params do not resolve.
@@ -81,6 +84,9 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 		return 0, fmt.Errorf("trigger %s: unexpected %T in the cache", key, obj)
 	}
 	if trig.DeletionTimestamp != nil {
+		if slices.Contains(trig.Finalizers, FinalizerTaints) {
+			return c.finalizeTaints(ctx, key, trig)
+		}
 		c.forget(key)
 		return 0, nil
 	}
@@ -125,6 +131,12 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 		ts.problem = &problem{reason: ReasonInvalidSelector, message: fmt.Sprintf("spec.selector: %v", err)}
 		return requeue, nil
 	}
+	fields, err := parseMatchFields(trig.Spec.MatchFields)
+	if err != nil {
+		c.objects.unwatch(ts.key)
+		ts.problem = &problem{reason: ReasonInvalidSelector, message: err.Error()}
+		return requeue, nil
+	}
 	params, err := parseParams(trig.Spec.Params)
 	if err != nil {
 		c.objects.unwatch(ts.key)
@@ -140,7 +152,7 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 		ts.keepStatus = true
 		return min(requeue, cacheSyncRetry), nil
 	}
-	if err := ts.match(lister, selector); err != nil {
+	if err := ts.match(lister, selector, fields); err != nil {
 		return 0, err
 	}
 	if err := ts.collectPipelines(); err != nil {
@@ -190,6 +202,9 @@ func (ts *triggerSync) reconcile(ctx context.Context, params boundParams) error 
 		return err
 	}
 	if err := ts.start(ctx, candidates); err != nil {
+		return err
+	}
+	if err := ts.syncTaints(ctx); err != nil {
 		return err
 	}
 	ts.mem.prune(ts)

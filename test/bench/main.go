@@ -2,7 +2,8 @@
 // plane (bin/localcluster): the raw write rate of a client with the operator's settings,
 // then pipelines of instant steps run by bin/stepwise-operator (throughput, apply→Ready
 // latency, API requests and reconciles per pipeline, CPU and memory), the same with a step
-// served by the example plugin, and an operator holding many finished pipelines at rest.
+// served by the example plugin, a PipelineTrigger draining a backlog of objects, and an
+// operator holding many finished pipelines at rest.
 // It prints a table and writes the figures as JSON. See README.md next to this file.
 package main
 
@@ -45,6 +46,8 @@ type config struct {
 	latencySamples          int
 	idle                    int
 	idleDuration            time.Duration
+	triggerObjects          int
+	triggerConcurrency      int
 	plugin, restart, keep   bool
 	timeout                 time.Duration
 	out                     string
@@ -62,14 +65,17 @@ func main() {
 	fs.IntVar(&cfg.latencySamples, "latency-samples", 50, "Pipelines created one at a time to measure apply→Ready on an idle cluster.")
 	fs.IntVar(&cfg.idle, "idle", 10000, "Finished pipelines in the cluster during the idle phase (the runs' pipelines count); 0 skips it.")
 	fs.DurationVar(&cfg.idleDuration, "idle-duration", 60*time.Second, "How long the idle phase watches the operator.")
+	fs.IntVar(&cfg.triggerObjects, "trigger-objects", 1000, "ConfigMaps a PipelineTrigger starts a pipeline of -k no-op steps for, in the trigger phase; 0 skips it.")
+	fs.IntVar(&cfg.triggerConcurrency, "trigger-concurrency", 50, "The trigger's spec.concurrency: its pipelines unfinished at once (1-1000).")
 	fs.BoolVar(&cfg.plugin, "plugin", true, "Run the plugin phase (needs bin/plugins from `make plugins`).")
 	fs.BoolVar(&cfg.restart, "restart", true, "After the idle phase, restart the operator and measure it catching up with the finished pipelines.")
 	fs.BoolVar(&cfg.keep, "keep", false, "Keep the control plane's state directory (logs) after the run.")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "Deadline of the whole run.")
 	fs.StringVar(&cfg.out, "out", "bin/bench-results.json", "Where to write the results as JSON.")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
-	if cfg.n < 1 || cfg.k < 1 || cfg.workers < 1 || cfg.creators < 1 || cfg.latencySamples < 0 || cfg.idle < 0 {
-		fmt.Fprintln(os.Stderr, "-n, -k, -workers and -creators must be at least 1; -latency-samples and -idle not negative")
+	if cfg.n < 1 || cfg.k < 1 || cfg.workers < 1 || cfg.creators < 1 || cfg.latencySamples < 0 || cfg.idle < 0 ||
+		cfg.triggerObjects < 0 || cfg.triggerConcurrency < 1 || cfg.triggerConcurrency > 1000 {
+		fmt.Fprintln(os.Stderr, "-n, -k, -workers and -creators must be at least 1; -latency-samples, -idle and -trigger-objects not negative; -trigger-concurrency 1-1000")
 		os.Exit(2)
 	}
 
@@ -105,9 +111,7 @@ type bench struct {
 // run runs every phase and always returns what it measured, with the first error.
 func run(ctx context.Context, cfg config) (res *results, err error) {
 	res = newResults(cfg)
-	log := func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
+	log := logf
 
 	log("Starting the local control plane")
 	startCtx, cancelStart := context.WithTimeout(ctx, 3*time.Minute)
@@ -201,6 +205,14 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 		created += cfg.n + cfg.latencySamples
 	}
 
+	if cfg.triggerObjects > 0 {
+		log("Trigger: a PipelineTrigger on %d ConfigMaps, concurrency %d, %d no-op steps", cfg.triggerObjects, cfg.triggerConcurrency, cfg.k)
+		if err := b.triggerPhase(ctx); err != nil {
+			return res, err
+		}
+		created += cfg.triggerObjects // its pipelines stay, finished
+	}
+
 	if cfg.idle > 0 {
 		if err := b.idlePhase(ctx, created, noop); err != nil {
 			return res, err
@@ -240,6 +252,11 @@ func (b *bench) startOperator(ctx context.Context) error {
 			return fmt.Errorf("the plugin phase needs %s/SHA256SUMS; run `make plugins` or pass -plugin=false: %w", dir, err)
 		}
 		args = append(args, "--plugin-dir="+dir)
+	}
+	if b.cfg.triggerObjects > 0 {
+		// For the whole run, so that one operator serves every phase: the operator watches
+		// a kind only once a trigger on it may act, so the other phases do not see it.
+		args = append(args, "--trigger-resources="+triggerResources)
 	}
 	op, err := startOperator(ctx, b.cluster, args...)
 	if err != nil {

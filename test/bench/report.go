@@ -23,6 +23,7 @@ type results struct {
 	Raw         []rawResult    `json:"raw"`
 	Runs        []pipelineRun  `json:"runs"`
 	IdleLatency []latencyRun   `json:"idleLatency"`
+	Trigger     *triggerResult `json:"trigger,omitempty"`
 	Idle        *idleResult    `json:"idle,omitempty"`
 	Restart     *restartResult `json:"restart,omitempty"`
 	// ReadsAfterSync counts the operator's GET and LIST requests from its caches' sync to
@@ -42,14 +43,18 @@ type settings struct {
 	LatencySamples int     `json:"latencySamples"`
 	IdlePipelines  int     `json:"idlePipelines"`
 	IdleSeconds    float64 `json:"idleSeconds"`
-	CPUs           int     `json:"cpus"`
+	// TriggerObjects is 0 when the trigger phase did not run.
+	TriggerObjects     int `json:"triggerObjects"`
+	TriggerConcurrency int `json:"triggerConcurrency"`
+	CPUs               int `json:"cpus"`
 }
 
 func newResults(cfg config) *results {
 	return &results{Started: time.Now(), Settings: settings{
 		Pipelines: cfg.n, Steps: cfg.k, Workers: cfg.workers, QPS: cfg.qps, Burst: cfg.burst,
 		Creators: cfg.creators, LatencySamples: cfg.latencySamples, IdlePipelines: cfg.idle,
-		IdleSeconds: cfg.idleDuration.Seconds(), CPUs: runtime.NumCPU(),
+		IdleSeconds: cfg.idleDuration.Seconds(), TriggerObjects: cfg.triggerObjects,
+		TriggerConcurrency: cfg.triggerConcurrency, CPUs: runtime.NumCPU(),
 	}}
 }
 
@@ -156,6 +161,14 @@ func (r *results) evaluate() {
 	for _, l := range r.IdleLatency {
 		add(fmt.Sprintf("apply→Ready p50, idle cluster (%s, %d steps)", l.Name, l.Steps), "<= 100 ms",
 			fmt.Sprintf("%.1f ms", l.Latency.P50), l.Latency.P50 <= 100)
+	}
+	if t := r.Trigger; t != nil {
+		add("trigger: pipelines unfinished at once", fmt.Sprintf("<= %d (concurrency)", t.Concurrency),
+			fmt.Sprintf("%d", t.MaxUnfinished), t.MaxUnfinished <= t.Concurrency)
+		// The trigger's create comes on top of a pipeline's own writes.
+		add("trigger: pipeline writes per pipeline", fmt.Sprintf("<= %.0f", k+2),
+			fmt.Sprintf("%.2f (+%.2f Event writes)", t.PipelineWritesPerPipeline, t.EventWritesPerPipeline),
+			t.PipelineWritesPerPipeline <= k+2)
 	}
 	if r.Idle != nil {
 		add(fmt.Sprintf("operator RSS with %d finished pipelines", r.Idle.Pipelines), "<= 150 MiB",
@@ -269,6 +282,10 @@ func printTable(out io.Writer, r *results) {
 		}
 	}
 
+	if t := r.Trigger; t != nil {
+		printTrigger(pf, t)
+	}
+
 	if r.Idle != nil {
 		i := r.Idle
 		pf("\n")
@@ -312,4 +329,29 @@ func formatMap(m map[string]float64, format string) string {
 		parts = append(parts, k+"="+fmt.Sprintf(format, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// printTrigger prints the trigger phase.
+func printTrigger(pf func(string, ...any), t *triggerResult) {
+	pf("\n")
+	pf("TRIGGER (%d ConfigMaps × %d steps, concurrency %d)\t\n", t.Objects, t.Steps, t.Concurrency)
+	pf("drain time: create → all Succeeded, status caught up (s)\t%.1f\n", t.DrainSeconds)
+	pf("first pipeline / last Succeeded / status lag (s)\t%.2f / %.1f / %.2f\n",
+		t.FirstPipelineSeconds, t.LastSucceededSeconds, t.StatusLagSeconds)
+	pf("pipelines/s\t%.1f\n", t.PipelinesPerSec)
+	pf("unfinished at once: max / mean\t%d / %.1f\n", t.MaxUnfinished, t.MeanUnfinished)
+	pf("created→Succeeded p50/p90/p99 (ms)\t%.0f / %.0f / %.0f\n", t.Latency.P50, t.Latency.P90, t.Latency.P99)
+	pf("pipeline writes/pipeline (client / server)\t%.2f / %.2f\n", t.PipelineWritesPerPipeline, t.ServerPipelineWritesPerPipeline)
+	pf("trigger status writes (client / server)\t%.0f / %.0f\n", t.TriggerStatusWrites, t.ServerTriggerStatusWrites)
+	pf("Event writes/pipeline (client)\t%.2f\n", t.EventWritesPerPipeline)
+	pf("409 Conflicts\t%.0f\n", t.Conflicts)
+	pf("GET/LIST\t%s\n", formatMap(t.Reads, "%.0f"))
+	pf("reconciles/pipeline / trigger syncs\t%.2f / %.0f\n", t.ReconcilesPerPipeline, t.TriggerReconciles)
+	pf("operator CPU s (ms/pipeline)\t%.1f (%.1f)\n", t.CPUSeconds, t.CPUMsPerPipeline)
+	pf("operator RSS / peak (MiB)\t%.0f / %.0f\n", t.RSSMiB, t.PeakRSSMiB)
+	s := t.Status
+	pf("final status: matched/running/waiting/succeeded/failed\t%d / %d / %d / %d / %d\n",
+		s.Matched, s.Running, s.Waiting, s.Succeeded, s.Failed)
+	pf("requests/pipeline (client)\t%s\n", formatMap(t.OperatorRequestsPerPipeline, "%.2f"))
+	pf("requests/pipeline (server)\t%s\n", formatMap(t.ServerRequestsPerPipeline, "%.2f"))
 }

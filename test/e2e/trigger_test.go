@@ -248,7 +248,7 @@ func TestTriggerWhoseServiceAccountMayNotListNodesIsForbidden(t *testing.T) {
 	name := "trigger-lister-" + ns
 	cluster.GrantClusterWide(t, ns, "powerless", name,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}})
-	trig = waitTrigger(t, ns, "retire", 20*time.Second, func(tr *v1alpha1.PipelineTrigger) bool {
+	waitTrigger(t, ns, "retire", 20*time.Second, func(tr *v1alpha1.PipelineTrigger) bool {
 		return readyReason(tr) == "True/"+trigger.ReasonActive && tr.Status.Running == 1
 	})
 	require.Len(t, triggerPipelines(t, ns, "retire"), 1)

@@ -30,6 +30,7 @@ type PipelineTrigger struct {
 }
 
 // PipelineTriggerSpec says which objects start which template, and how many at once.
+// +kubebuilder:validation:XValidation:rule="!has(self.taintWaiting) || !self.taintWaiting || (self.resource.apiVersion == 'v1' && self.resource.kind == 'Node')",message="taintWaiting is for triggers on Nodes (apiVersion v1, kind Node)"
 type PipelineTriggerSpec struct {
 	// Resource is the kind of object watched: built-in kinds and custom resources,
 	// cluster-scoped or namespaced (namespaced ones in the trigger's namespace only). The
@@ -39,6 +40,14 @@ type PipelineTriggerSpec struct {
 	// Selector chooses the objects by label; empty matches every object of the kind.
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// MatchFields narrows the objects the selector chooses by their fields; every
+	// requirement must hold. Fields are named as in params' $(object.PATH) references,
+	// e.g. {field: "spec.unschedulable", operator: DoesNotExist}.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	MatchFields []FieldRequirement `json:"matchFields,omitempty"`
 
 	// TemplateRef names the PipelineTemplate, in the trigger's namespace, each pipeline
 	// runs.
@@ -90,6 +99,14 @@ type PipelineTriggerSpec struct {
 	// +optional
 	MaintenanceWindow *MaintenanceWindow `json:"maintenanceWindow,omitempty"`
 
+	// TaintWaiting, on a trigger of Nodes, taints each node that waits in the trigger's
+	// queue with stepwise.dev/waiting:PreferNoSchedule, so that new pods avoid the nodes
+	// about to be retired; the taint goes when the node stops waiting (its pipeline
+	// starts, or it no longer matches) and when the trigger goes. The trigger's
+	// ServiceAccount needs the right to patch Nodes.
+	// +optional
+	TaintWaiting bool `json:"taintWaiting,omitempty"`
+
 	// HistoryLimit bounds the finished pipelines of objects that are gone kept under
 	// WhenUnmatched Keep; the oldest go first (their teardown runs, as for any deletion).
 	// +optional
@@ -98,6 +115,38 @@ type PipelineTriggerSpec struct {
 	// +kubebuilder:validation:Maximum=1000
 	HistoryLimit int32 `json:"historyLimit,omitempty"`
 }
+
+// FieldRequirement is a requirement on one field of an object: its value is among Values
+// (In) or not (NotIn: also when the object lacks the field), or the field exists or not.
+// A value compares as the text $(object.PATH) would give it ("true", "3", "node-1").
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",message="values are required for In and NotIn, and not allowed for Exists and DoesNotExist"
+type FieldRequirement struct {
+	// Field is the field's path, as in $(object.PATH): spec.providerID,
+	// metadata.annotations['example.com/pool'].
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Field string `json:"field"`
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	Operator FieldOperator `json:"operator"`
+	// Values for In and NotIn.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=1024
+	Values []string `json:"values,omitempty"`
+}
+
+// FieldOperator relates a field to values.
+// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+type FieldOperator string
+
+// The field operators.
+const (
+	FieldIn           FieldOperator = "In"
+	FieldNotIn        FieldOperator = "NotIn"
+	FieldExists       FieldOperator = "Exists"
+	FieldDoesNotExist FieldOperator = "DoesNotExist"
+)
 
 // MaintenanceWindow opens at every time of a cron schedule and stays open for a duration,
 // as Karpenter's disruption budgets' schedules do.

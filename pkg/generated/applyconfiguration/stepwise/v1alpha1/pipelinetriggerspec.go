@@ -34,6 +34,10 @@ type PipelineTriggerSpecApplyConfiguration struct {
 	Resource *TriggerResourceApplyConfiguration `json:"resource,omitempty"`
 	// Selector chooses the objects by label; empty matches every object of the kind.
 	Selector *v1.LabelSelectorApplyConfiguration `json:"selector,omitempty"`
+	// MatchFields narrows the objects the selector chooses by their fields; every
+	// requirement must hold. Fields are named as in params' $(object.PATH) references,
+	// e.g. {field: "spec.unschedulable", operator: DoesNotExist}.
+	MatchFields []FieldRequirementApplyConfiguration `json:"matchFields,omitempty"`
 	// TemplateRef names the PipelineTemplate, in the trigger's namespace, each pipeline
 	// runs.
 	TemplateRef *TemplateRefApplyConfiguration `json:"templateRef,omitempty"`
@@ -61,6 +65,12 @@ type PipelineTriggerSpecApplyConfiguration struct {
 	// MaintenanceWindow, when set, is when the trigger may start pipelines: outside it
 	// nothing starts (those running go on), and the status says when it opens next.
 	MaintenanceWindow *MaintenanceWindowApplyConfiguration `json:"maintenanceWindow,omitempty"`
+	// TaintWaiting, on a trigger of Nodes, taints each node that waits in the trigger's
+	// queue with stepwise.dev/waiting:PreferNoSchedule, so that new pods avoid the nodes
+	// about to be retired; the taint goes when the node stops waiting (its pipeline
+	// starts, or it no longer matches) and when the trigger goes. The trigger's
+	// ServiceAccount needs the right to patch Nodes.
+	TaintWaiting *bool `json:"taintWaiting,omitempty"`
 	// HistoryLimit bounds the finished pipelines of objects that are gone kept under
 	// WhenUnmatched Keep; the oldest go first (their teardown runs, as for any deletion).
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
@@ -85,6 +95,19 @@ func (b *PipelineTriggerSpecApplyConfiguration) WithResource(value *TriggerResou
 // If called multiple times, the Selector field is set to the value of the last call.
 func (b *PipelineTriggerSpecApplyConfiguration) WithSelector(value *v1.LabelSelectorApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
 	b.Selector = value
+	return b
+}
+
+// WithMatchFields adds the given value to the MatchFields field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the MatchFields field.
+func (b *PipelineTriggerSpecApplyConfiguration) WithMatchFields(values ...*FieldRequirementApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithMatchFields")
+		}
+		b.MatchFields = append(b.MatchFields, *values[i])
+	}
 	return b
 }
 
@@ -155,6 +178,14 @@ func (b *PipelineTriggerSpecApplyConfiguration) WithSuspend(value bool) *Pipelin
 // If called multiple times, the MaintenanceWindow field is set to the value of the last call.
 func (b *PipelineTriggerSpecApplyConfiguration) WithMaintenanceWindow(value *MaintenanceWindowApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
 	b.MaintenanceWindow = value
+	return b
+}
+
+// WithTaintWaiting sets the TaintWaiting field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TaintWaiting field is set to the value of the last call.
+func (b *PipelineTriggerSpecApplyConfiguration) WithTaintWaiting(value bool) *PipelineTriggerSpecApplyConfiguration {
+	b.TaintWaiting = &value
 	return b
 }
 
