@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -185,6 +187,15 @@ func TestAccessReviewErrorIsNotCached(t *testing.T) {
 // kept answer expires a minute later; the RBAC objects that exist at start change nothing.
 func TestRBACChangeCountsBeforeTheAnswerExpires(t *testing.T) {
 	kube := kubefake.NewClientset(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "ns"}})
+	// The fake clientset misses what is created between the informer's list and its watch:
+	// the test goes on once the watch is there.
+	watching := make(chan struct{})
+	var once sync.Once
+	kube.PrependWatchReactor("rolebindings", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := kube.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
 	bindings := kubeinformers.NewSharedInformerFactory(kube, 0).Rbac().V1().RoleBindings().Informer()
 	node := newNode("node-1", 0, retiring)
 	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), node), func(cfg *Config) {
@@ -192,17 +203,19 @@ func TestRBACChangeCountsBeforeTheAnswerExpires(t *testing.T) {
 	})
 	go bindings.RunWithContext(f.ctx)
 	require.True(t, cache.WaitForCacheSync(f.ctx.Done(), bindings.HasSynced))
+	<-watching
 
 	epoch := func() uint64 {
 		f.c.access.mu.Lock()
 		defer f.c.access.mu.Unlock()
 		return f.c.access.epoch
 	}
-	// queuedAfterChange waits until an RBAC change was seen and queued the trigger (after
-	// its short delay, on the fake clock), and empties the queue.
-	queuedAfterChange := func() {
+	// queuedAfterChange makes an RBAC change, waits until it was seen and queued the
+	// trigger (after its short delay, on the fake clock), and empties the queue.
+	queuedAfterChange := func(change func() error) {
 		t.Helper()
 		before := epoch()
+		require.NoError(t, change())
 		require.Eventually(t, func() bool {
 			f.clock.Step(accessChangeDelay)
 			return epoch() > before && f.c.queue.Len() > 0
@@ -222,17 +235,17 @@ func TestRBACChangeCountsBeforeTheAnswerExpires(t *testing.T) {
 	f.sync("retire")
 	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason, "the answer is kept for a minute")
 
-	_, err := kube.RbacV1().RoleBindings("ns").Create(f.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "retirer", Namespace: "ns"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	queuedAfterChange()
+	queuedAfterChange(func() error {
+		_, err := kube.RbacV1().RoleBindings("ns").Create(f.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "retirer", Namespace: "ns"}}, metav1.CreateOptions{})
+		return err
+	})
 	f.sync("retire")
 	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason)
 	f.pipelineFor("retire", node)
 
 	// The right is taken away: seen at the binding's deletion.
 	f.rbac.allowed = nil
-	require.NoError(t, kube.RbacV1().RoleBindings("ns").Delete(f.ctx, "retirer", metav1.DeleteOptions{}))
-	queuedAfterChange()
+	queuedAfterChange(func() error { return kube.RbacV1().RoleBindings("ns").Delete(f.ctx, "retirer", metav1.DeleteOptions{}) })
 	f.sync("retire")
 	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason)
 }
