@@ -29,9 +29,14 @@ func loadExecutors(ctx context.Context, opts *options) (*executor.Registry, *hos
 		}
 	}
 	logger := klog.FromContext(ctx)
+	reattach, err := opts.reattach()
+	if err != nil {
+		return nil, nil, fmt.Errorf("--plugin-reattach: %w", err)
+	}
 	plugins := host.New(logger, host.Options{
 		Dir: opts.pluginDir, Checksums: opts.pluginChecksums,
-		Env: []string{egress.EnvAllowedCIDRs + "=" + opts.pluginAllowedCIDRs},
+		Env:      []string{egress.EnvAllowedCIDRs + "=" + opts.pluginAllowedCIDRs},
+		Reattach: reattach,
 	})
 	if err := plugins.Load(ctx, registry); err != nil {
 		return nil, plugins, fmt.Errorf("load plugins: %w", err)

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
@@ -36,6 +41,7 @@ type options struct {
 	pluginDir          string
 	pluginChecksums    string
 	pluginAllowedCIDRs string
+	pluginReattach     map[string]string
 
 	namespace   string
 	catalogName string
@@ -71,6 +77,17 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.pluginAllowedCIDRs, "plugin-allowed-cidrs", "", "Comma-separated CIDRs that plugins may connect to although they are loopback, link-local, private or otherwise internal (refused by default, after DNS resolution, on every connection and redirect), e.g. the CIDR of an on-premises vCenter. Given to plugins as "+egress.EnvAllowedCIDRs+".")
 	fs.StringVar(&o.triggerResources, "trigger-resources", trigger.DefaultResources, "Comma-separated kinds PipelineTriggers may watch, as resource.group (resource alone for the core group), e.g. nodes,webapps.demo.stepwise.dev. The operator watches each with its own identity, so grant it list and watch on each (deploy/base/rbac.yaml); a trigger on another kind is Ready=False, reason ResourceNotAllowed. Empty: none.")
 	fs.IntVar(&o.triggerWorkers, "trigger-workers", 2, "PipelineTriggers reconciled at the same time.")
+	fs.Func("plugin-reattach", "For plugin development only, repeatable: NAME=FILE connects to the plugin NAME (e.g. stepwise-plugin-example) that a developer started under a debugger with STEPWISE_PLUGIN_DEBUG=1, instead of starting it; FILE holds the JSON it printed after STEPWISE_PLUGIN_REATTACH=. Its checksum is not verified and it is never killed.", func(v string) error {
+		name, file, ok := strings.Cut(v, "=")
+		if !ok || name == "" || file == "" {
+			return fmt.Errorf("%q is not NAME=FILE", v)
+		}
+		if o.pluginReattach == nil {
+			o.pluginReattach = map[string]string{}
+		}
+		o.pluginReattach[name] = file
+		return nil
+	})
 	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
 }
 
@@ -96,6 +113,9 @@ func (o *options) validate() error {
 	}
 	if _, err := trigger.ParseResources(o.triggerResources); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := o.reattach(); err != nil {
+		errs = append(errs, fmt.Errorf("--plugin-reattach: %w", err))
 	}
 	if _, err := egress.Parse(o.pluginAllowedCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--plugin-allowed-cidrs: %w", err))
@@ -125,3 +145,23 @@ func (o *options) ownNamespace() string {
 
 // enabled tells whether an address flag asks for a server.
 func enabled(addr string) bool { return addr != "" && addr != "0" }
+
+// reattach reads the files of --plugin-reattach.
+func (o *options) reattach() (map[string]*plugin.ReattachConfig, error) {
+	if len(o.pluginReattach) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*plugin.ReattachConfig, len(o.pluginReattach))
+	for name, file := range o.pluginReattach {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", name, err)
+		}
+		cfg, err := proto.ParseReattach(bytes.TrimPrefix(bytes.TrimSpace(data), []byte(proto.ReattachPrefix)))
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", name, err)
+		}
+		out[name] = cfg
+	}
+	return out, nil
+}

@@ -1,6 +1,9 @@
 package contract
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // PipelineRef identifies the pipeline a hook runs for.
 type PipelineRef struct {
@@ -29,8 +32,20 @@ type Request struct {
 	IdempotencyKey string
 	// Secrets holds the data of the Secrets named by the parameters ending in "Secret"
 	// (e.g. credentialsSecret), merged by key, read by the engine as the pipeline's
-	// ServiceAccount. Never log them nor put them in outputs or messages.
+	// ServiceAccount. Never log them nor put them in outputs or messages: the engine and
+	// the SDK remove their values from whatever a hook returns (Redactor), but a hook that
+	// hands them to a log or a remote system is on its own.
 	Secrets map[string][]byte
+	// SecretParams holds the same Secrets by the parameter that named each: read them with
+	// Secret("credentialsSecret").
+	SecretParams map[string]map[string][]byte
+	// State is what this hook kept, with the Result of its last call that waited
+	// (Result.WithState), for its next call; private to the hook (later steps do not see
+	// it) and dropped once the hook is done.
+	State map[string]string
+	// HookStarted is when the first call of this attempt of this hook was made; the step's
+	// timeout runs from it, across the hook's waits.
+	HookStarted time.Time
 }
 
 // SecretSuffix marks the parameters that name a Secret: credentialsSecret, tokenSecret…

@@ -15,6 +15,21 @@ type Result struct {
 	Outputs map[string]string
 	// Message is a short line for the step's status, such as "3 pods left".
 	Message string
+	// State is kept for the hook's next call when it is not done (Request.State): a start
+	// time, an operation ID. Bounded by MaxStateEntries and MaxStateSize.
+	State map[string]string
+}
+
+// Bounds of a hook's State: it is kept in the step's status.
+const (
+	MaxStateEntries = 16
+	MaxStateSize    = 4 << 10
+)
+
+// WithState returns r keeping state for the hook's next call.
+func (r Result) WithState(state map[string]string) Result {
+	r.State = state
+	return r
 }
 
 // Done is the Result of a finished hook.

@@ -51,6 +51,8 @@ type recordingExecutor struct {
 	calls    []call
 	requests []executor.Request
 	script   map[string]hookFunc // key: step/hook
+	// params, when set, are the declarations Describe gives.
+	params []contract.Parameter
 }
 
 func newRecordingExecutor(name string) *recordingExecutor {
@@ -61,9 +63,13 @@ func newRecordingExecutor(name string) *recordingExecutor {
 	return e
 }
 
-// Describe declares the parameter "manifest" as YAML, as k8s.apply does.
+// Describe declares the parameter "manifest" as YAML, as k8s.apply does, and one untyped
+// parameter, which leaves the declarations incomplete: the tests' steps may set any other.
 func (e *recordingExecutor) Describe() contract.Description {
-	return contract.Description{Parameters: []contract.Parameter{{Name: "manifest", Type: contract.ParamYAML}}}
+	if e.params != nil {
+		return contract.Description{Parameters: e.params}
+	}
+	return contract.Description{Parameters: []contract.Parameter{{Name: "manifest", Type: contract.ParamYAML}, {Name: "any"}}}
 }
 
 func (e *recordingExecutor) on(step string, hook v1alpha1.Hook, f hookFunc) {

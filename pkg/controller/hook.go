@@ -16,8 +16,12 @@ import (
 // request builds what the hooks of step r, run by exec in direction d, are given, Secrets
 // included: they are read here, once for the step's hooks of this sync, as the pipeline's
 // ServiceAccount, for built-in and plugin executors alike. A teardown gets the parameters
-// its run record holds; the other hooks get the spec's, resolved now.
+// its run record holds; the other hooks get the spec's, resolved now and checked against
+// the executor's declarations (before any hook runs: a step with a missing, mistyped or
+// unknown parameter fails InvalidParameter), with their defaults.
 func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.TaskExecutor, d direction) (*executor.Request, error) {
+	decl := executor.Describe(exec).Parameters
+	types := paramTypes(decl)
 	outputs := make(map[string]map[string]string, r.index+2)
 	earlier := make(map[string]map[string]string, max(r.index, 0))
 	all := make(map[string]bool, len(ps.status.Steps))
@@ -37,11 +41,16 @@ func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.Ta
 
 	var params map[string]string
 	if !d.creating() && r.s.Ran != nil {
-		params = maps.Clone(r.s.Ran.Params)
+		// Recorded with its defaults; one recorded before the executor declared them gets
+		// them now, and is not refused: what was created is torn down.
+		params = contract.WithDefaults(decl, maps.Clone(r.s.Ran.Params))
 	} else {
 		res := &resolver{params: ps.params, earlier: earlier, all: all}
-		var err error
-		if params, err = res.resolveParams(r.step.With, paramTypes(exec)); err != nil {
+		resolved, err := res.resolveParams(r.step.With, types)
+		if err != nil {
+			return nil, err
+		}
+		if params, err = contract.CheckParams(decl, resolved); err != nil {
 			return nil, err
 		}
 	}
@@ -54,7 +63,7 @@ func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.Ta
 	if err != nil {
 		return nil, contract.Retryable("ClientError", fmt.Errorf("clients for service account %s/%s: %w", ps.p.Namespace, sa, err))
 	}
-	secrets, err := readSecrets(ctx, clients, ps.p.Namespace, params)
+	secrets, secretParams, err := readSecrets(ctx, clients, ps.p.Namespace, params, types)
 	if err != nil {
 		return nil, err
 	}
@@ -68,13 +77,16 @@ func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.Ta
 			Params:             params,
 			Outputs:            outputs,
 			Secrets:            secrets,
+			SecretParams:       secretParams,
 		},
 		Clients: clients,
 	}, nil
 }
 
 // callHook runs one hook with the attempt's deadline, turning a panic into an error so
-// that one bad executor cannot take the operator down.
+// that one bad executor cannot take the operator down, and removes the values of the
+// step's Secrets from what it returns, whoever the executor is: the status, Events and
+// the log never see them.
 func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor, req *executor.Request, deadline time.Time) (res contract.Result, err error) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -83,6 +95,8 @@ func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor
 		if p := recover(); p != nil {
 			res, err = contract.Result{}, fmt.Errorf("executor %s panicked: %v", exec.Name(), p)
 		}
+		redact := contract.NewRedactor(req.Secrets)
+		res, err = redact.Result(res), redact.Error(err)
 		result := metrics.HookDone
 		switch {
 		case err != nil:
@@ -97,9 +111,8 @@ func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor
 	return executor.RunHook(ctx, exec, req)
 }
 
-// paramTypes are the types exec declares for its parameters, by name.
-func paramTypes(exec executor.TaskExecutor) map[string]contract.ParamType {
-	params := executor.Describe(exec).Parameters
+// paramTypes are the declared types of parameters, by name.
+func paramTypes(params []contract.Parameter) map[string]contract.ParamType {
 	types := make(map[string]contract.ParamType, len(params))
 	for _, p := range params {
 		types[p.Name] = p.Type

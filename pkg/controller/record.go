@@ -17,7 +17,7 @@ func (ps *pipelineSync) recordRun(r stepRef, exec executor.TaskExecutor, req *ex
 	if ran := r.s.Ran; ran != nil && ran.StepHash == hash && ran.Generation == ps.p.Generation && ran.Executor == exec.Name() {
 		return nil
 	}
-	params, err := recordedParams(req.Params, paramTypes(exec))
+	params, err := recordedParams(req.Params, paramTypes(executor.Describe(exec).Parameters))
 	if err != nil {
 		return err
 	}

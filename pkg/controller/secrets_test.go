@@ -32,6 +32,8 @@ func TestSecretsReachBuiltInExecutors(t *testing.T) {
 	f.syncUntilIdle("p")
 
 	assert.Equal(t, map[string][]byte{"username": []byte("admin"), "password": []byte("s3cret!")}, f.exec.lastRequest().Secrets)
+	req := f.exec.lastRequest()
+	assert.Equal(t, map[string][]byte{"username": []byte("admin"), "password": []byte("s3cret!")}, req.Secret("credentialsSecret"))
 	assert.Equal(t, v1alpha1.StepSucceeded, stepStatus(f.get("p"), "login").Phase)
 	assert.NotContains(t, f.events(), "s3cret!")
 }
@@ -42,7 +44,9 @@ func TestReadSecrets(t *testing.T) {
 		name          string
 		clients       *executor.Clients
 		params        map[string]string
+		types         map[string]contract.ParamType
 		want          map[string][]byte
+		wantByParam   map[string]map[string][]byte
 		wantReason    string
 		wantPermanent bool
 	}{
@@ -50,8 +54,15 @@ func TestReadSecrets(t *testing.T) {
 		{name: "an empty Secret parameter reads nothing", clients: nil, params: map[string]string{"tokenSecret": ""}},
 		{
 			name: "read as the pipeline's ServiceAccount", clients: &executor.Clients{Kube: kube},
-			params: map[string]string{"credentialsSecret": "creds"},
-			want:   map[string][]byte{"username": []byte("admin"), "password": []byte("s3cret!")},
+			params:      map[string]string{"credentialsSecret": "creds"},
+			want:        map[string][]byte{"username": []byte("admin"), "password": []byte("s3cret!")},
+			wantByParam: map[string]map[string][]byte{"credentialsSecret": {"username": []byte("admin"), "password": []byte("s3cret!")}},
+		},
+		{
+			name: "a parameter declared of type secret", clients: &executor.Clients{Kube: kube},
+			params: map[string]string{"login": "creds"}, types: map[string]contract.ParamType{"login": contract.ParamSecret},
+			want:        map[string][]byte{"username": []byte("admin"), "password": []byte("s3cret!")},
+			wantByParam: map[string]map[string][]byte{"login": {"username": []byte("admin"), "password": []byte("s3cret!")}},
 		},
 		{
 			name: "a missing Secret may appear later", clients: &executor.Clients{Kube: kube},
@@ -64,7 +75,7 @@ func TestReadSecrets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := readSecrets(context.Background(), tt.clients, "ns", tt.params)
+			got, byParam, err := readSecrets(context.Background(), tt.clients, "ns", tt.params, tt.types)
 			if tt.wantReason != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.wantReason, executor.ReasonFor(err))
@@ -73,6 +84,7 @@ func TestReadSecrets(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.wantByParam, byParam)
 		})
 	}
 }

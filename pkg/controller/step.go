@@ -113,6 +113,10 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 	for {
 		req.Hook, req.Attempt = contract.Hook(s.Hook), s.Attempts
 		req.IdempotencyKey = contract.IdempotencyKey(string(ps.p.UID), s.Name, req.Hook)
+		req.State, req.HookStarted = s.HookState, time.Time{}
+		if s.HookStartTime != nil {
+			req.HookStarted = s.HookStartTime.Time
+		}
 		deadline := s.HookStartTime.Add(step.EffectiveTimeout())
 		if !ps.now().Before(deadline) {
 			return ps.failStep(s, step, d, contract.Retryable(contract.ReasonTimeout,
@@ -140,6 +144,10 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 		}
 
 		if !res.Done {
+			if err := checkState(res.State); err != nil {
+				return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, err))
+			}
+			s.HookState = res.State
 			after := res.RequeueAfter
 			if after <= 0 {
 				after = defaultRequeueAfter
@@ -150,6 +158,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			return after
 		}
 
+		s.HookState = nil
 		next, more := d.next(s.Hook)
 		if !more {
 			ps.completeStep(s, step, d)
@@ -170,6 +179,7 @@ func (ps *pipelineSync) beginStep(s *v1alpha1.StepStatus, d direction) {
 	s.HookStartTime = now
 	s.NextAttemptTime = nil
 	s.CompletionTime = nil
+	s.HookState = nil
 	s.Message = ""
 	if d.creating() {
 		s.ObservedGeneration = ps.p.Generation
@@ -249,4 +259,17 @@ func (ps *pipelineSync) failStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d 
 		ps.warningEvent("TeardownFailed", "Teardown of step %q failed: %s", s.Name, s.Message)
 	}
 	return 0
+}
+
+// checkState refuses a hook's state over the bounds of what a status keeps.
+func checkState(state map[string]string) error {
+	size := 0
+	for k, v := range state {
+		size += len(k) + len(v)
+	}
+	if len(state) > contract.MaxStateEntries || size > contract.MaxStateSize {
+		return contract.Permanent("StateTooLarge", fmt.Errorf("the hook keeps %d state entries of %d bytes; at most %d entries and %d bytes",
+			len(state), size, contract.MaxStateEntries, contract.MaxStateSize))
+	}
+	return nil
 }

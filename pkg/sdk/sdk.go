@@ -86,9 +86,9 @@ func (Base) Describe() Description { return Description{} }
 // the plugin. Call it from main; it does not return.
 func Serve(executors ...Executor) {
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: proto.Handshake,
-		Plugins:         proto.PluginSet(NewServer(executors...)),
-		GRPCServer:      newGRPCServer,
+		HandshakeConfig:  proto.Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{proto.Latest: proto.PluginSet(NewServer(executors...))},
+		GRPCServer:       newGRPCServer,
 	})
 }
 

@@ -12,3 +12,18 @@ func (h *Host) PIDs() map[string]int {
 	}
 	return out
 }
+
+// Versions returns the protocol versions the running plugins speak, by executable name.
+func (h *Host) Versions() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]int{}
+	for _, p := range h.plugins {
+		p.mu.Lock()
+		if p.client != nil {
+			out[p.name] = p.version
+		}
+		p.mu.Unlock()
+	}
+	return out
+}

@@ -8,12 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-plugin"
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/executor"
@@ -50,6 +52,11 @@ type Options struct {
 	// Env is the whole environment of every plugin process ("NAME=value"), beside what
 	// go-plugin adds for its handshake: plugins never inherit the operator's.
 	Env []string
+	// Reattach names plugins a developer started under a debugger (sdk.Serve with
+	// STEPWISE_PLUGIN_DEBUG=1), by plugin name: the host connects to them instead of
+	// starting the executable, checks no checksum, and never kills them. For development
+	// only.
+	Reattach map[string]*plugin.ReattachConfig
 }
 
 // Host owns the plugin processes.
@@ -88,7 +95,7 @@ func New(logger klog.Logger, opts Options) *Host {
 // returned only when the directory cannot be read.
 func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]string, error) {
 	refused := map[string]string{}
-	if h.opts.Dir == "" {
+	if h.opts.Dir == "" && len(h.opts.Reattach) == 0 {
 		return nil, refused, nil
 	}
 	dir, err := filepath.Abs(h.opts.Dir)
@@ -99,16 +106,42 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 	if err != nil {
 		return nil, refused, err
 	}
-	if len(paths) == 0 {
+	if len(paths) == 0 && len(h.opts.Reattach) == 0 {
 		h.logger.Info("No plugins found", "dir", dir)
 		return nil, refused, nil
 	}
 	sums, sumsErr := readChecksums(h.opts.Checksums)
 	var executors []executor.TaskExecutor
 	seen := map[string]string{}
+	add := func(p *process) {
+		infos, err := h.describeStarting(ctx, p)
+		if err != nil {
+			p.kill()
+			p.logger.Error(err, "Plugin refused: it did not start")
+			refused[p.name] = "it did not start: " + err.Error()
+			return
+		}
+		var names []string
+		for _, info := range infos {
+			if other, dup := seen[info.GetName()]; dup || info.GetName() == "" {
+				p.logger.Error(nil, "Executor ignored: no name, or its name is served by another plugin", "executor", info.GetName(), "other", other)
+				continue
+			}
+			seen[info.GetName()] = p.name
+			names = append(names, info.GetName())
+			executors = append(executors, newPluginExecutor(p, info))
+		}
+		p.logger.Info("Plugin started", "executors", names)
+		h.mu.Lock()
+		h.plugins = append(h.plugins, p)
+		h.mu.Unlock()
+	}
 	for _, path := range paths {
 		name := filepath.Base(path)
 		logger := h.logger.WithValues("plugin", name, "path", path)
+		if _, debug := h.opts.Reattach[name]; debug {
+			continue // served by the developer's process, below
+		}
 		refuse := func(err error, msg string, kv ...any) {
 			logger.Error(err, "Plugin refused: "+msg, kv...)
 			if err != nil {
@@ -125,27 +158,12 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 			refuse(nil, "it is not listed in the checksum file "+h.opts.Checksums)
 			continue
 		}
-		p := &process{name: name, path: path, checksum: sum, logger: logger, host: h}
-		infos, err := h.describeStarting(ctx, p)
-		if err != nil {
-			p.kill()
-			refuse(err, "it did not start")
-			continue
-		}
-		var names []string
-		for _, info := range infos {
-			if other, dup := seen[info.GetName()]; dup || info.GetName() == "" {
-				logger.Error(nil, "Executor ignored: no name, or its name is served by another plugin", "executor", info.GetName(), "other", other)
-				continue
-			}
-			seen[info.GetName()] = name
-			names = append(names, info.GetName())
-			executors = append(executors, newPluginExecutor(p, info))
-		}
-		logger.Info("Plugin started", "executors", names)
-		h.mu.Lock()
-		h.plugins = append(h.plugins, p)
-		h.mu.Unlock()
+		add(&process{name: name, path: path, checksum: sum, logger: logger, host: h})
+	}
+	for _, name := range slices.Sorted(maps.Keys(h.opts.Reattach)) {
+		logger := h.logger.WithValues("plugin", name, "reattach", h.opts.Reattach[name].Addr.String())
+		logger.Info("Connecting to a plugin started by hand, for debugging: its checksum is not verified")
+		add(&process{name: name, reattach: h.opts.Reattach[name], logger: logger, host: h})
 	}
 	return executors, refused, nil
 }

@@ -35,14 +35,25 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	for name, pkg := range map[string]string{
-		"stepwise-plugin-example": "github.com/stepwise-dev/stepwise/plugins/example",
-		"stepwise-plugin-test":    "github.com/stepwise-dev/stepwise/pkg/plugin/internal/testplugin",
-	} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
-		if err != nil {
+	// One go build for all: they share most of their packages.
+	plugins := map[string]string{ // package's last element -> plugin name
+		"example":      "stepwise-plugin-example",
+		"testplugin":   "stepwise-plugin-test",
+		"testpluginv1": "stepwise-plugin-v1",
+	}
+	out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		"github.com/stepwise-dev/stepwise/plugins/example",
+		"github.com/stepwise-dev/stepwise/pkg/plugin/internal/testplugin",
+		"github.com/stepwise-dev/stepwise/pkg/plugin/internal/testpluginv1",
+	).CombinedOutput()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		panic(fmt.Sprintf("build the test plugins: %v\n%s", err, out))
+	}
+	for built, name := range plugins {
+		if err := os.Rename(filepath.Join(dir, built), filepath.Join(dir, name)); err != nil {
 			_ = os.RemoveAll(dir)
-			panic(fmt.Sprintf("build %s: %v\n%s", pkg, err, out))
+			panic(err)
 		}
 	}
 	code := m.Run()

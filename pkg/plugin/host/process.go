@@ -27,13 +27,17 @@ type process struct {
 	name, path string
 	checksum   []byte
 	// exe is the verified copy the running process was started from.
-	exe    string
+	exe string
+	// reattach, for a plugin a developer started, is how to reach it; nil for the others.
+	reattach *plugin.ReattachConfig
 	logger klog.Logger
 	host   *Host
 
-	mu        sync.Mutex
-	client    *plugin.Client
-	rpc       proto.ExecutorClient
+	mu     sync.Mutex
+	client *plugin.Client
+	rpc    proto.ExecutorClient
+	// version is the protocol version the running process speaks.
+	version   int
 	failures  int // consecutive deaths or failed starts
 	nextStart time.Time
 }
@@ -77,6 +81,9 @@ func (p *process) failed() {
 // start runs a verified copy of the executable (by absolute path, no shell) over gRPC
 // with automatic mutual TLS. p.mu is held.
 func (p *process) start() error {
+	if p.reattach != nil {
+		return p.attach()
+	}
 	exe, err := p.host.verifiedCopy(p)
 	if err != nil {
 		return err
@@ -107,7 +114,29 @@ func (p *process) start() error {
 		client.Kill()
 		return fmt.Errorf("plugin %s: %w", p.name, err)
 	}
-	p.client, p.rpc = client, raw.(proto.ExecutorClient)
+	p.client, p.rpc, p.version = client, raw.(proto.ExecutorClient), client.NegotiatedVersion()
+	p.logger.V(1).Info("Plugin started", "protocolVersion", p.version)
+	return nil
+}
+
+// attach connects to a plugin a developer started. p.mu is held.
+func (p *process) attach() error {
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  proto.Handshake,
+		VersionedPlugins: proto.VersionedPlugins(nil),
+		Reattach:         p.reattach,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           newLogger(p.logger),
+	})
+	rpcClient, err := client.Client()
+	if err != nil {
+		return fmt.Errorf("plugin %s: reattach to %s: %w", p.name, p.reattach.Addr, err)
+	}
+	raw, err := rpcClient.Dispense(proto.PluginName)
+	if err != nil {
+		return fmt.Errorf("plugin %s: %w", p.name, err)
+	}
+	p.client, p.rpc, p.version = client, raw.(proto.ExecutorClient), p.reattach.ProtocolVersion
 	return nil
 }
 
@@ -117,8 +146,9 @@ func (p *process) newClient(exe string) *plugin.Client {
 	cmd.Env = slices.Clone(p.host.opts.Env)
 	orphanGuard(cmd)
 	return plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  proto.Handshake,
-		Plugins:          proto.PluginSet(nil),
+		HandshakeConfig: proto.Handshake,
+		// Every version: a plugin built against an older SDK keeps working.
+		VersionedPlugins: proto.VersionedPlugins(nil),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,

@@ -60,11 +60,22 @@ func EncodeRequest(executor string, req *contract.Request) (*RunHookRequest, err
 			Namespace: contract.ValidUTF8(req.Pipeline.Namespace), Name: contract.ValidUTF8(req.Pipeline.Name),
 			Uid: contract.ValidUTF8(req.Pipeline.UID), Generation: req.Pipeline.Generation,
 		},
-		Step:           contract.ValidUTF8(req.Step),
-		Params:         validMap(req.Params),
-		Attempt:        req.Attempt,
-		IdempotencyKey: contract.ValidUTF8(req.IdempotencyKey),
-		Secrets:        validKeys(req.Secrets),
+		Step:               contract.ValidUTF8(req.Step),
+		Params:             validMap(req.Params),
+		Attempt:            req.Attempt,
+		IdempotencyKey:     contract.ValidUTF8(req.IdempotencyKey),
+		Secrets:            validKeys(req.Secrets),
+		State:              validMap(req.State),
+		ServiceAccountName: contract.ValidUTF8(req.ServiceAccountName),
+	}
+	if !req.HookStarted.IsZero() {
+		in.HookStartedUnixNanos = req.HookStarted.UnixNano()
+	}
+	if len(req.SecretParams) > 0 {
+		in.SecretParams = make(map[string]*SecretData, len(req.SecretParams))
+		for param, data := range req.SecretParams {
+			in.SecretParams[contract.ValidUTF8(param)] = &SecretData{Data: validKeys(data)}
+		}
 	}
 	if len(req.Outputs) > 0 {
 		in.Outputs = make(map[string]*StepOutputs, len(req.Outputs))
@@ -89,8 +100,18 @@ func DecodeRequest(in *RunHookRequest) (*contract.Request, error) {
 	}
 	req := &contract.Request{
 		Step: in.GetStep(), Hook: hook, Params: in.GetParams(), Attempt: in.GetAttempt(),
-		IdempotencyKey: in.GetIdempotencyKey(), Secrets: in.GetSecrets(),
-		Outputs: make(map[string]map[string]string, len(in.GetOutputs())),
+		IdempotencyKey: in.GetIdempotencyKey(), Secrets: in.GetSecrets(), State: in.GetState(),
+		ServiceAccountName: in.GetServiceAccountName(),
+		Outputs:            make(map[string]map[string]string, len(in.GetOutputs())),
+	}
+	if ns := in.GetHookStartedUnixNanos(); ns != 0 {
+		req.HookStarted = time.Unix(0, ns)
+	}
+	if len(in.GetSecretParams()) > 0 {
+		req.SecretParams = make(map[string]map[string][]byte, len(in.GetSecretParams()))
+		for param, data := range in.GetSecretParams() {
+			req.SecretParams[param] = data.GetData()
+		}
 	}
 	if p := in.GetPipeline(); p != nil {
 		req.Pipeline = contract.PipelineRef{Namespace: p.GetNamespace(), Name: p.GetName(), UID: p.GetUid(), Generation: p.GetGeneration()}
@@ -109,7 +130,7 @@ func EncodeOutcome(res contract.Result, err error) *RunHookResponse {
 	}
 	resp := &RunHookResponse{Outcome: &RunHookResponse_Result{Result: &Result{
 		Done: res.Done, RequeueAfterNanos: int64(res.RequeueAfter),
-		Outputs: validMap(res.Outputs), Message: contract.ValidUTF8(res.Message),
+		Outputs: validMap(res.Outputs), Message: contract.ValidUTF8(res.Message), State: validMap(res.State),
 	}}}
 	if size := protobuf.Size(resp); size > MaxMessageSize {
 		return encodeError(contract.Permanent(ReasonMessageTooLarge, fmt.Errorf(
@@ -171,7 +192,7 @@ func DecodeOutcome(resp *RunHookResponse) (contract.Result, error) {
 		r := out.Result
 		return contract.Result{
 			Done: r.GetDone(), RequeueAfter: time.Duration(r.GetRequeueAfterNanos()),
-			Outputs: r.GetOutputs(), Message: r.GetMessage(),
+			Outputs: r.GetOutputs(), Message: r.GetMessage(), State: r.GetState(),
 		}, nil
 	case *RunHookResponse_Error:
 		reason := out.Error.GetReason()
@@ -190,18 +211,24 @@ func DecodeOutcome(resp *RunHookResponse) (contract.Result, error) {
 
 // EncodeDescription is the protocol's description of an executor.
 func EncodeDescription(name string, d contract.Description) *ExecutorInfo {
-	info := &ExecutorInfo{Name: name, Version: d.Version, Description: d.Description}
+	info := &ExecutorInfo{Name: name, Version: d.Version, Description: d.Description, UpdatesInPlace: d.UpdatesInPlace}
 	for _, p := range d.Parameters {
-		info.Parameters = append(info.Parameters, &Parameter{Name: p.Name, Description: p.Description, Required: p.Required})
+		info.Parameters = append(info.Parameters, &Parameter{
+			Name: p.Name, Description: p.Description, Required: p.Required,
+			Type: string(p.Type), DefaultValue: p.Default, Values: p.Values,
+		})
 	}
 	return info
 }
 
 // DecodeDescription is the contract's description of what a plugin said of an executor.
 func DecodeDescription(info *ExecutorInfo) contract.Description {
-	d := contract.Description{Version: info.GetVersion(), Description: info.GetDescription()}
+	d := contract.Description{Version: info.GetVersion(), Description: info.GetDescription(), UpdatesInPlace: info.GetUpdatesInPlace()}
 	for _, p := range info.GetParameters() {
-		d.Parameters = append(d.Parameters, contract.Parameter{Name: p.GetName(), Description: p.GetDescription(), Required: p.GetRequired()})
+		d.Parameters = append(d.Parameters, contract.Parameter{
+			Name: p.GetName(), Description: p.GetDescription(), Required: p.GetRequired(),
+			Type: contract.ParamType(p.GetType()), Default: p.GetDefaultValue(), Values: p.GetValues(),
+		})
 	}
 	return d
 }

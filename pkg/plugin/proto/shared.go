@@ -12,11 +12,29 @@ import (
 )
 
 // Handshake is checked by the host and the plugin before anything else: a binary that is
-// not a Stepwise plugin, or speaks another protocol version, is refused.
+// not a Stepwise plugin is refused. Its ProtocolVersion is the first; which version a
+// plugin and the host speak is negotiated (VersionedPlugins).
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  1,
+	ProtocolVersion:  Version1,
 	MagicCookieKey:   "STEPWISE_PLUGIN",
 	MagicCookieValue: "stepwise.plugin.v1",
+}
+
+// The protocol versions, negotiated by go-plugin: the host speaks every one, and a plugin
+// the highest it knows. Each only adds fields (plugin.proto), so one service serves all.
+const (
+	// Version1 is the first protocol.
+	Version1 = 1
+	// Version2 adds typed parameters, Secrets by parameter, a hook's state and start
+	// time; a plugin of version 1 ignores them and never returns state.
+	Version2 = 2
+	// Latest is what this SDK serves.
+	Latest = Version2
+)
+
+// VersionedPlugins is the plugin set under every version the host speaks.
+func VersionedPlugins(server ExecutorServer) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{Version1: PluginSet(server), Version2: PluginSet(server)}
 }
 
 // PluginName is the name of the one go-plugin plugin a Stepwise plugin binary serves.

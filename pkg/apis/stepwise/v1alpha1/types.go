@@ -367,6 +367,13 @@ type StepStatus struct {
 	// +kubebuilder:validation:MaxProperties=32
 	Outputs map[string]string `json:"outputs,omitempty"`
 
+	// HookState is what the current hook keeps for its next call while it waits (an
+	// operation ID, a phase): private to the executor, not an output; dropped once the
+	// hook is done.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	HookState map[string]string `json:"hookState,omitempty"`
+
 	// Message is the executor's or the engine's last word on the step.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024

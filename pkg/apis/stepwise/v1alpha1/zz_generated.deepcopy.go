@@ -564,6 +564,13 @@ func (in *StepStatus) DeepCopyInto(out *StepStatus) {
 			(*out)[key] = val
 		}
 	}
+	if in.HookState != nil {
+		in, out := &in.HookState, &out.HookState
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Ran != nil {
 		in, out := &in.Ran, &out.Ran
 		*out = new(StepRun)

@@ -53,6 +53,10 @@ type StepStatusApplyConfiguration struct {
 	NextAttemptTime *v1.Time `json:"nextAttemptTime,omitempty"`
 	// Outputs the executor reported, for later steps to refer to.
 	Outputs map[string]string `json:"outputs,omitempty"`
+	// HookState is what the current hook keeps for its next call while it waits (an
+	// operation ID, a phase): private to the executor, not an output; dropped once the
+	// hook is done.
+	HookState map[string]string `json:"hookState,omitempty"`
 	// Message is the executor's or the engine's last word on the step.
 	Message *string `json:"message,omitempty"`
 	// Ran records what the step's Create hook was called with. Its teardown runs from this
@@ -158,6 +162,20 @@ func (b *StepStatusApplyConfiguration) WithOutputs(entries map[string]string) *S
 	}
 	for k, v := range entries {
 		b.Outputs[k] = v
+	}
+	return b
+}
+
+// WithHookState puts the entries into the HookState field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the HookState field,
+// overwriting an existing map entries in HookState field with the same key.
+func (b *StepStatusApplyConfiguration) WithHookState(entries map[string]string) *StepStatusApplyConfiguration {
+	if b.HookState == nil && len(entries) > 0 {
+		b.HookState = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.HookState[k] = v
 	}
 	return b
 }
