@@ -1,6 +1,7 @@
 // Command kubectl-stepwise is a kubectl plugin: with it on the PATH, `kubectl stepwise`
 // shows the steps of Stepwise Pipelines and steers them (status, watch, retry, suspend,
-// resume, executors). The commands live in pkg/cli.
+// resume, executors...), and writes executor plugins and runs their hooks locally
+// (plugin init, plugin run). The commands live in pkg/cli.
 package main
 
 import (

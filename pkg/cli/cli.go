@@ -1,6 +1,7 @@
 // Package cli is kubectl-stepwise, a kubectl plugin (kubectl stepwise ...) to look at and
 // steer Pipelines: status, watch, retry, suspend, resume, and the executors the running
-// operator offers. cmd/kubectl-stepwise only calls Execute.
+// operator offers; and, with no cluster, to write executor plugins and run their hooks
+// (plugin init, plugin run). cmd/kubectl-stepwise only calls Execute.
 package cli
 
 import (
@@ -26,11 +27,22 @@ const (
 	// ExitPipelineFailed: the command worked, and the pipeline it looked at has failed
 	// (a step failed, or its teardown is blocked).
 	ExitPipelineFailed = 2
+	// ExitHookFailed: plugin run worked, and the hook failed (or the engine would refuse
+	// its parameters). The same code as ExitPipelineFailed: what was run failed.
+	ExitHookFailed = 2
+	// ExitHookWaiting: plugin run worked, and the hook is not done: it asks to be called
+	// again later.
+	ExitHookWaiting = 3
 )
 
 // errPipelineFailed makes Execute exit with ExitPipelineFailed after the command printed
-// what it had to say.
-var errPipelineFailed = errors.New("the pipeline failed")
+// what it had to say; errHookFailed and errHookWaiting with ExitHookFailed and
+// ExitHookWaiting.
+var (
+	errPipelineFailed = errors.New("the pipeline failed")
+	errHookFailed     = errors.New("the hook failed")
+	errHookWaiting    = errors.New("the hook is waiting")
+)
 
 // Clients are the API clients a command uses.
 type Clients struct {
@@ -82,9 +94,11 @@ func NewCommand(streams genericiooptions.IOStreams, clients func() (*Clients, er
 	cmd := &cobra.Command{
 		Use:   "kubectl-stepwise",
 		Short: "Look at and steer Stepwise Pipelines",
-		Long: `kubectl stepwise shows the steps of Stepwise Pipelines and steers them.
+		Long: `kubectl stepwise shows the steps of Stepwise Pipelines and steers them. Its plugin
+commands write executor plugins and run their hooks, with no cluster.
 
-Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch).`,
+Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch) or the hook failed
+(plugin run), 3 the hook is waiting (plugin run).`,
 		Annotations: map[string]string{
 			// Usage and help say "kubectl stepwise", as kubectl plugins do.
 			cobra.CommandDisplayNameAnnotation: "kubectl stepwise",
@@ -109,6 +123,7 @@ Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch).`,
 		newTemplatesCommand(o),
 		newRunCommand(o),
 		newTriggersCommand(o),
+		newPluginCommand(o),
 	)
 	return cmd
 }
@@ -123,6 +138,10 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 		return ExitOK
 	case errors.Is(err, errPipelineFailed):
 		return ExitPipelineFailed
+	case errors.Is(err, errHookFailed):
+		return ExitHookFailed
+	case errors.Is(err, errHookWaiting):
+		return ExitHookWaiting
 	default:
 		// Errors quote the API server and the cluster's objects.
 		_, _ = fmt.Fprintln(streams.ErrOut, "error:", oneLine(err.Error(), 0))

@@ -311,7 +311,12 @@ func TestExecutorsCommand(t *testing.T) {
 		{Name: "example.greet", Description: contract.Description{Version: "v0.1.0", Description: "Greets.", Plugin: "stepwise-plugin-example",
 			Parameters: []contract.Parameter{{Name: "name", Description: "Who to greet.", Required: true}}}},
 		{Name: "node.drain", Description: contract.Description{Version: "v1.0.0", Description: "Drains.",
-			Parameters: []contract.Parameter{{Name: "node", Description: "The node.", Required: true}, {Name: "timeout", Description: "How long."}}}},
+			Parameters: []contract.Parameter{
+				{Name: "node", Description: "The node.", Required: true, Type: contract.ParamString},
+				{Name: "timeout", Description: "How long.", Type: contract.ParamDuration, Default: "10m"},
+				{Name: "mode", Description: "How to evict.", Type: contract.ParamEnum, Values: []string{"evict", "delete"}, Default: "evict"},
+				{Name: "force", Description: "Delete unmanaged pods.", Type: contract.ParamBool},
+			}}},
 		{Name: "test.noop", Description: contract.Description{Version: "v1.0.0"}},
 	}}
 	data, err := json.Marshal(cat)
@@ -331,7 +336,7 @@ func TestExecutorsCommand(t *testing.T) {
 	assert.Equal(t, [][]string{
 		{"EXECUTOR", "VERSION", "SERVED", "BY", "PARAMETERS", "DESCRIPTION"},
 		{"example.greet", "v0.1.0", "stepwise-plugin-example", "name*", "Greets."},
-		{"node.drain", "v1.0.0", "built-in", "node*,timeout", "Drains."},
+		{"node.drain", "v1.0.0", "built-in", "node*,timeout=10m,mode=evict,force", "Drains."},
 		{"test.noop", "v1.0.0", "built-in", "-"},
 	}, rows)
 
@@ -342,9 +347,16 @@ Version:       v1.0.0
 Served by:     built-in
 Description:   Drains.
 Parameters:
-  node         required   The node.
-  timeout                 How long.
+  NAME         TYPE       REQUIRED   DEFAULT   VALUES         DESCRIPTION
+  node         string     yes        -         -              The node.
+  timeout      duration   no         10m       -              How long.
+  mode         enum       no         evict     evict,delete   How to evict.
+  force        bool       no         -         -              Delete unmanaged pods.
 `, out)
+
+	code, out, errOut = run(t, c, "executors", "example.greet", "--operator-namespace", "ops")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "  name         -      yes        -         -        Who to greet.\n", "an untyped parameter")
 
 	code, out, errOut = run(t, c, "executors", "-o", "json", "--operator-namespace", "ops")
 	require.Equal(t, ExitOK, code, errOut)

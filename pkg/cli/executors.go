@@ -23,7 +23,9 @@ func newExecutorsCommand(o *options) *cobra.Command {
 		Use:   "executors [EXECUTOR...]",
 		Short: "List the executors the running operator offers",
 		Long: `List the executors the running operator offers, built in and served by plugins, with
-their parameters (* marks a required one). Name executors to see each in full.
+their parameters (* marks a required one, = its default). Name executors to see each in
+full: every parameter with its type, whether it is required, its default, the values an
+enum takes, and what it is for. A parameter without a type (-) takes any text.
 
 The operator publishes this catalogue at start in the ConfigMap ` + catalog.DefaultName + ` of its
 namespace (--operator-namespace, or $` + namespaceEnv + `, default ` + catalog.DefaultNamespace + `).`,
@@ -84,14 +86,17 @@ func PrintExecutors(w io.Writer, entries []catalog.Entry) error {
 	for _, e := range entries {
 		params := make([]string, 0, len(e.Parameters))
 		for _, p := range e.Parameters {
-			if p.Required {
+			switch {
+			case p.Required:
 				params = append(params, p.Name+"*")
-			} else {
+			case p.Default != "":
+				params = append(params, p.Name+"="+p.Default)
+			default:
 				params = append(params, p.Name)
 			}
 		}
 		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(e.Name, 0), oneLine(orDash(e.Version), 0), oneLine(servedBy(e), 0),
-			oneLine(orDash(strings.Join(params, ",")), 0), oneLine(e.Description.Description, maxMessage))
+			oneLine(orDash(strings.Join(params, ",")), maxMessage), oneLine(e.Description.Description, maxMessage))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write executors: %w", err)
@@ -116,12 +121,14 @@ func PrintExecutorDetails(w io.Writer, entries []catalog.Entry) error {
 			continue
 		}
 		_, _ = fmt.Fprintf(tw, "Parameters:\n")
+		_, _ = fmt.Fprintf(tw, "  NAME\tTYPE\tREQUIRED\tDEFAULT\tVALUES\tDESCRIPTION\n")
 		for _, p := range e.Parameters {
-			required := ""
+			required := "no"
 			if p.Required {
-				required = "required"
+				required = "yes"
 			}
-			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", oneLine(p.Name, 0), required, oneLine(p.Description, 0))
+			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", oneLine(p.Name, 0), oneLine(orDash(string(p.Type)), 0), required,
+				oneLine(orDash(p.Default), 0), oneLine(orDash(strings.Join(p.Values, ",")), 0), oneLine(p.Description, 0))
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -14,14 +14,20 @@ import (
 
 // parseParams reads NAME=VALUE pairs; a name given twice is an error.
 func parseParams(pairs []string) (map[string]string, error) {
+	return parsePairs("parameter", pairs)
+}
+
+// parsePairs reads NAME=VALUE pairs of what the errors call what; a name given twice is an
+// error.
+func parsePairs(what string, pairs []string) (map[string]string, error) {
 	params := make(map[string]string, len(pairs))
 	for _, pair := range pairs {
 		name, value, ok := strings.Cut(pair, "=")
 		if !ok || name == "" {
-			return nil, fmt.Errorf("parameter %q is not NAME=VALUE", pair)
+			return nil, fmt.Errorf("%s %q is not NAME=VALUE", what, pair)
 		}
 		if _, dup := params[name]; dup {
-			return nil, fmt.Errorf("parameter %s is given twice", name)
+			return nil, fmt.Errorf("%s %s is given twice", what, name)
 		}
 		params[name] = value
 	}

@@ -13,7 +13,8 @@ import (
 // the terminal rather than shown: an ESC sequence can retitle the window, clear the
 // screen, hide or rewrite what was printed before it (CVE-2021-25743 is kubectl's case of
 // this). So everything pkg/cli prints from the cluster goes through oneLine (tables, watch
-// lines, errors) or escapeJSON (-o json and -o yaml).
+// lines, errors), escapeJSON (-o json and -o yaml) or escapeLine (what a plugin run by
+// `plugin run` prints).
 
 // isControl tells whether a terminal may act on r instead of showing it: the C0 controls,
 // DEL, and the C1 controls U+0080 to U+009F, which hold 8-bit forms of ESC sequences
@@ -32,20 +33,7 @@ func oneLine(s string, limit int) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		for len(field) > 0 {
-			r, size := utf8.DecodeRuneInString(field)
-			switch {
-			case r == utf8.RuneError && size == 1:
-				_, _ = fmt.Fprintf(&b, `\x%02x`, field[0])
-			case isControl(r) && r < utf8.RuneSelf: // C0 and DEL
-				_, _ = fmt.Fprintf(&b, `\x%02x`, r)
-			case isControl(r):
-				_, _ = fmt.Fprintf(&b, `\u%04x`, r)
-			default:
-				b.WriteString(field[:size])
-			}
-			field = field[size:]
-		}
+		writeEscaped(&b, field, false)
 	}
 	s = b.String()
 	if limit > 0 && utf8.RuneCountInString(s) > limit {
@@ -76,4 +64,34 @@ func escapeJSON(data []byte) []byte {
 		data = data[size:]
 	}
 	return b.Bytes()
+}
+
+// escapeLine makes one line of a plugin's output safe to print, keeping its tabs (a stack
+// trace's indentation): every other control character, newlines included, and bytes that
+// are not UTF-8 are shown escaped as oneLine shows them.
+func escapeLine(s string) string {
+	var b strings.Builder
+	writeEscaped(&b, s, true)
+	return b.String()
+}
+
+// writeEscaped writes s with its control characters (but tabs when keepTabs) and its bytes
+// that are not UTF-8 escaped.
+func writeEscaped(b *strings.Builder, s string, keepTabs bool) {
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			_, _ = fmt.Fprintf(b, `\x%02x`, s[0])
+		case r == '\t' && keepTabs:
+			b.WriteByte('\t')
+		case isControl(r) && r < utf8.RuneSelf: // C0 and DEL
+			_, _ = fmt.Fprintf(b, `\x%02x`, r)
+		case isControl(r):
+			_, _ = fmt.Fprintf(b, `\u%04x`, r)
+		default:
+			b.WriteString(s[:size])
+		}
+		s = s[size:]
+	}
 }

@@ -55,6 +55,20 @@ func TestOneLine(t *testing.T) {
 	}
 }
 
+func TestEscapeLine(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"tabs kept: a stack trace's indentation", "\tmain.go:12 +0x1d", "\tmain.go:12 +0x1d"},
+		{"spaces kept", "a  b", "a  b"},
+		{"newline and carriage return escaped", "a\r\nb", `a\x0d\x0ab`},
+		{"ESC, C1 and bytes that are not UTF-8", "\x1b[2J\u009b\xff✓", `\x1b[2J\u009b\xff✓`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, escapeLine(tt.in))
+		})
+	}
+}
+
 // assertTerminalSafe fails when out holds anything a terminal acts on rather than shows:
 // a control character other than a newline, or bytes that are not UTF-8.
 func assertTerminalSafe(t *testing.T, out string) {
@@ -97,7 +111,8 @@ func TestClusterTextCannotDriveTheTerminal(t *testing.T) {
 	hostileCatalog := catalog.Catalog{OperatorVersion: "v1" + hostile, Executors: []catalog.Entry{{
 		Name: "evil.run\x1b[8m", // what follows is hidden
 		Description: contract.Description{Version: "v0" + hostile, Description: hostile, Plugin: "stepwise-plugin-evil" + hostile,
-			Parameters: []contract.Parameter{{Name: "x" + hostile, Description: hostile, Required: true}}},
+			Parameters: []contract.Parameter{{Name: "x" + hostile, Description: hostile, Required: true},
+				{Name: "y", Type: contract.ParamType(hostile), Default: hostile, Values: []string{hostile, "b"}}}},
 	}}}
 	data, err := json.Marshal(hostileCatalog)
 	require.NoError(t, err)

@@ -14,9 +14,17 @@ import (
 // CheckParams checks a step's parameters against its executor's declarations before any
 // hook runs: every required parameter is set, every value has its type (an enum one of its
 // values), and, when the declarations are complete (every one typed), no other parameter
-// is set. It returns the parameters with the defaults of those not set. The error is a
-// permanent InvalidParameter naming the parameter; the engine and the SDK give the same.
+// is set. An empty value of a parameter that is not a string counts as not set (a
+// template's optional parameter passed on as $(params.x)). It returns the parameters with
+// the defaults of those not set. The error is a permanent InvalidParameter naming the
+// parameter; the engine and the SDK give the same.
 func CheckParams(decl []Parameter, params map[string]string) (map[string]string, error) {
+	for _, p := range decl {
+		if v, set := params[p.Name]; set && v == "" && p.Type != "" && p.Type != ParamString {
+			params = maps.Clone(params)
+			delete(params, p.Name)
+		}
+	}
 	out := WithDefaults(decl, params)
 	complete := len(decl) > 0
 	declared := make(map[string]bool, len(decl))
@@ -94,10 +102,6 @@ func checkValue(p Parameter, v string) error {
 	case ParamEnum:
 		if !slices.Contains(p.Values, v) {
 			return fmt.Errorf("is %q, not one of %s", v, strings.Join(p.Values, ", "))
-		}
-	case ParamSecret:
-		if v == "" {
-			return errors.New("names no Secret")
 		}
 	}
 	return nil

@@ -133,3 +133,14 @@ func (r Redactor) Error(err error) error {
 		return cause
 	}
 }
+
+// Redactor is the Redactor of every Secret given to the call: those merged by key and those
+// by parameter (merged by key, two Secrets' values of one key are one).
+func (r *Request) Redactor() Redactor {
+	secrets := make([]map[string][]byte, 0, 1+len(r.SecretParams))
+	secrets = append(secrets, r.Secrets)
+	for _, data := range r.SecretParams {
+		secrets = append(secrets, data)
+	}
+	return NewRedactor(secrets...)
+}

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -50,6 +51,13 @@ type Request struct {
 
 // SecretSuffix marks the parameters that name a Secret: credentialsSecret, tokenSecret…
 const SecretSuffix = "Secret"
+
+// NamesSecret tells whether the parameter name, declared of type t (empty: undeclared or
+// untyped), names a Secret the engine reads for the hook: its name ends in SecretSuffix,
+// or it is declared of type secret.
+func NamesSecret(name string, t ParamType) bool {
+	return strings.HasSuffix(name, SecretSuffix) || t == ParamSecret
+}
 
 // IdempotencyKey is the key of a hook of a step of the pipeline with the given UID.
 func IdempotencyKey(uid, step string, hook Hook) string {

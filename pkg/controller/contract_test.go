@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
@@ -167,4 +169,21 @@ func (f *fixture) eventMessages() []string {
 			return out
 		}
 	}
+}
+
+// TestValuesOfTwoSecretsWithOneKeyAreBothRemoved: merged by key, the first Secret's value
+// of a key the second also has is gone from Request.Secrets; it is removed all the same.
+func TestValuesOfTwoSecretsWithOneKeyAreBothRemoved(t *testing.T) {
+	p := newPipeline(v1alpha1.Step{Name: "login", Executor: "test.record",
+		With: map[string]string{"aSecret": "one", "bSecret": "two"}})
+	f := newFixture(t, p)
+	f.clients.kube = kubefake.NewClientset(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "one"}, Data: map[string][]byte{"token": []byte("first-token")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "two"}, Data: map[string][]byte{"token": []byte("second-token")}},
+	)
+	f.exec.on("login", v1alpha1.HookCreate, func(_ context.Context, req *executor.Request) (contract.Result, error) {
+		return contract.Done(string(req.Secret("aSecret")["token"]) + " " + string(req.Secret("bSecret")["token"])), nil
+	})
+	f.syncUntilIdle("p")
+	assert.Equal(t, "[redacted] [redacted]", stepStatus(f.get("p"), "login").Message)
 }

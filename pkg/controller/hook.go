@@ -95,7 +95,7 @@ func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor
 		if p := recover(); p != nil {
 			res, err = contract.Result{}, fmt.Errorf("executor %s panicked: %v", exec.Name(), p)
 		}
-		redact := contract.NewRedactor(req.Secrets)
+		redact := req.Redactor()
 		res, err = redact.Result(res), redact.Error(err)
 		result := metrics.HookDone
 		switch {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +23,7 @@ func readSecrets(ctx context.Context, clients *executor.Clients, namespace strin
 	types map[string]contract.ParamType) (map[string][]byte, map[string]map[string][]byte, error) {
 	var names []string
 	for _, k := range slices.Sorted(maps.Keys(params)) {
-		if (strings.HasSuffix(k, contract.SecretSuffix) || types[k] == contract.ParamSecret) && params[k] != "" {
+		if contract.NamesSecret(k, types[k]) && params[k] != "" {
 			names = append(names, k)
 		}
 	}

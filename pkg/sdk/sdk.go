@@ -5,13 +5,49 @@
 // never on the operator.
 //
 //	func main() { sdk.Serve(greeter{}) }
+//
+// What the SDK does around every hook, as the engine does for its built-in executors:
+//
+//   - Parameters: it checks the step's parameters against Describe's declarations
+//     (contract.CheckParams) before a creation hook runs: a required one missing, a value
+//     not of its Type (ParamInt, ParamDuration, ParamURL, ParamEnum...), or, when every
+//     declaration has a type, a parameter not declared, is a permanent InvalidParameter
+//     error (`parameter "count" is "x", not a whole number`) and the hook is not called.
+//     Teardown hooks are not refused (what was created under older declarations is torn
+//     down all the same). Every hook sees the parameters with the defaults of those not
+//     set; read them with req.Int, req.Duration, req.URL, req.Secret...
+//   - Secrets: it removes the value of every Secret given to the call (Request.Secrets and
+//     Request.SecretParams), as it is, URL-encoded, and the parts of a URL (user info, path,
+//     query values), from what the hook returns: message, outputs, state and error text
+//     (Redactor). A hook that returns net/http's error for a URL kept in a Secret leaks
+//     nothing. What a hook sends elsewhere (a remote system, its own files) is on its own.
+//   - State: a hook that waits may keep a little state for its next call
+//     (Result.WithState, read back in Request.State); Request.HookStarted is when the first
+//     call of the attempt was made, so time.Since(req.HookStarted) is how long the hook has
+//     been waiting.
+//   - Logs: Logger(ctx) is a *slog.Logger whose lines reach the operator's log at their
+//     level, tagged with the plugin, the pipeline, the step, the executor and the hook, with
+//     the call's Secrets removed. The standard log package (and slog's default logger)
+//     writes to the plugin's original standard error too, whose plain lines the operator
+//     logs as they are. Once serving, go-plugin points os.Stderr and os.Stdout at streams
+//     of its own: what a hook prints there reaches the operator only if it copies them.
+//   - Panics: a panicking hook is a retryable error, its stack logged.
+//
+// With STEPWISE_PLUGIN_DEBUG=1 in its environment, Serve does not wait for the operator to
+// start it: run the plugin by hand (under a debugger), and it prints one line
+// STEPWISE_PLUGIN_REATTACH={...} for the operator to connect to it (DebugEnv).
 package sdk
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
@@ -27,15 +63,19 @@ type (
 	PipelineRef = contract.PipelineRef
 	// Request is what a hook gets, as the operator's executors do.
 	Request = contract.Request
-	// Result says whether a hook is done, when to look again if not, its outputs and a
-	// short message for the status.
+	// Result says whether a hook is done, when to look again if not, its outputs, a short
+	// message for the status and the state kept for its next call.
 	Result = contract.Result
 	// Error is an error with a reason (CamelCase) and whether retrying can help.
 	Error = contract.Error
-	// Parameter documents one parameter of an executor.
+	// Parameter declares one parameter of an executor: its type, default and values.
 	Parameter = contract.Parameter
+	// ParamType is the type of a parameter's value.
+	ParamType = contract.ParamType
 	// Description is what the operator learns about an executor when it starts the plugin.
 	Description = contract.Description
+	// Redactor removes Secret values from text; the SDK applies one to every hook's answer.
+	Redactor = contract.Redactor
 )
 
 // The six hooks, named as in the Pipeline status.
@@ -48,6 +88,28 @@ const (
 	HookPostDelete = contract.HookPostDelete
 )
 
+// The types of a parameter (Parameter.Type); see the contract for each.
+const (
+	ParamString   = contract.ParamString
+	ParamInt      = contract.ParamInt
+	ParamBool     = contract.ParamBool
+	ParamDuration = contract.ParamDuration
+	ParamURL      = contract.ParamURL
+	ParamEnum     = contract.ParamEnum
+	ParamSecret   = contract.ParamSecret
+	ParamYAML     = contract.ParamYAML
+)
+
+// Bounds of the state a hook keeps across its waits (Result.WithState).
+const (
+	MaxStateEntries = contract.MaxStateEntries
+	MaxStateSize    = contract.MaxStateSize
+)
+
+// ReasonInvalidParameter is the reason of a step whose parameters cannot be used, the one
+// the SDK gives when a parameter does not match its declaration.
+const ReasonInvalidParameter = contract.ReasonInvalidParameter
+
 // Done is a finished hook.
 func Done(message string) Result { return contract.Done(message) }
 
@@ -56,7 +118,8 @@ func DoneWithOutputs(message string, outputs map[string]string) Result {
 	return contract.DoneWithOutputs(message, outputs)
 }
 
-// Wait asks to run the hook again after a while: long work never blocks.
+// Wait asks to run the hook again after a while: long work never blocks. Keep what the
+// next call needs with Result.WithState.
 func Wait(after time.Duration, message string) Result { return contract.Wait(after, message) }
 
 // Permanent fails the step at once (bad parameters, a thing that will never exist).
@@ -66,8 +129,12 @@ func Permanent(reason string, err error) error { return contract.Permanent(reaso
 // retryable too, with reason HookFailed.
 func Retryable(reason string, err error) error { return contract.Retryable(reason, err) }
 
+// NewRedactor is the Redactor of the given Secret data, for text a hook sends elsewhere
+// than its answer (which the SDK redacts itself).
+func NewRedactor(secrets ...map[string][]byte) Redactor { return contract.NewRedactor(secrets...) }
+
 // Executor is the plugin side of a TaskExecutor. Hooks are run at least once: make them
-// idempotent. Every hook gets a context with the attempt's deadline.
+// idempotent. Every hook gets a context with the attempt's deadline and a Logger.
 type Executor interface {
 	Name() string
 	Describe() Description
@@ -83,31 +150,52 @@ type Base struct {
 func (Base) Describe() Description { return Description{} }
 
 // Serve serves the executors over go-plugin (gRPC, mutual TLS) until the operator stops
-// the plugin. Call it from main; it does not return.
+// the plugin. Call it from main; it does not return. With DebugEnv set to "1" it serves in
+// debug mode instead (serveDebug), until interrupted.
 func Serve(executors ...Executor) {
-	plugin.Serve(&plugin.ServeConfig{
+	if os.Getenv(DebugEnv) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := serveDebug(ctx, os.Stdout, stderr, executors...); err != nil {
+			_, _ = fmt.Fprintf(stderr, "stepwise plugin in debug mode: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	plugin.Serve(serveConfig(NewServerWithLogs(stderr, executors...)))
+}
+
+// serveConfig is go-plugin's configuration of a plugin serving server.
+func serveConfig(server proto.ExecutorServer) *plugin.ServeConfig {
+	return &plugin.ServeConfig{
 		HandshakeConfig:  proto.Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{proto.Latest: proto.PluginSet(NewServer(executors...))},
+		VersionedPlugins: map[int]plugin.PluginSet{proto.Latest: proto.PluginSet(server)},
 		GRPCServer:       newGRPCServer,
-	})
+		// go-plugin's own chatter at DEBUG (its address, mTLS) is of no use in the
+		// operator's log, where the plugin's lines show at the default level.
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: stderr, JSONFormat: true}),
+	}
 }
 
 // newGRPCServer bounds what the plugin receives and sends to the protocol's limit, which
 // the codec keeps every answer under.
 func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
 	return grpc.NewServer(append(opts,
-		grpc.MaxRecvMsgSize(proto.MaxMessageSize+messageOverhead),
-		grpc.MaxSendMsgSize(proto.MaxMessageSize+messageOverhead),
+		grpc.MaxRecvMsgSize(proto.MaxGRPCMessageSize),
+		grpc.MaxSendMsgSize(proto.MaxGRPCMessageSize),
 	)...)
 }
 
-// messageOverhead is room for gRPC's framing above the codec's MaxMessageSize.
-const messageOverhead = 64 << 10
-
-// NewServer returns the gRPC implementation of the protocol for the executors (Serve and
-// plugintest use it).
+// NewServer returns the gRPC implementation of the protocol for the executors, whose
+// hooks' Logger writes to the process's standard error, where the operator reads it.
 func NewServer(executors ...Executor) proto.ExecutorServer {
-	s := &server{executors: map[string]Executor{}}
+	return NewServerWithLogs(stderr, executors...)
+}
+
+// NewServerWithLogs is NewServer with the hooks' Logger writing to logs (plugintest gives
+// the test's log).
+func NewServerWithLogs(logs io.Writer, executors ...Executor) proto.ExecutorServer {
+	s := &server{executors: map[string]Executor{}, logs: newSyncWriter(logs)}
 	for _, e := range executors {
 		s.names = append(s.names, e.Name())
 		s.executors[e.Name()] = e
@@ -119,6 +207,8 @@ type server struct {
 	proto.UnimplementedExecutorServer
 	names     []string
 	executors map[string]Executor
+	// logs receives the hooks' log lines, one Write a line, from concurrent hooks.
+	logs io.Writer
 }
 
 func (s *server) Describe(context.Context, *proto.DescribeRequest) (*proto.DescribeResponse, error) {
@@ -139,16 +229,12 @@ func (s *server) RunHook(ctx context.Context, in *proto.RunHookRequest) (*proto.
 	if err != nil {
 		return proto.EncodeOutcome(Result{}, err), nil
 	}
-	return proto.EncodeOutcome(RunHook(ctx, e, req)), nil
+	return proto.EncodeOutcome(runHook(ctx, e, req, s.logs)), nil
 }
 
-// RunHook calls the hook of e that req.Hook names (contract.RunHook), turning a panic into
-// an error (Serve and plugintest use it).
-func RunHook(ctx context.Context, e Executor, req *Request) (res Result, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			res, err = Result{}, fmt.Errorf("executor %s panicked: %v", e.Name(), p)
-		}
-	}()
-	return contract.RunHook[*Request](ctx, e, req.Hook, req)
+// RunHook runs the hook of e that req.Hook names as a plugin's server does (runHook): the
+// parameters checked against e's declarations, a Logger writing to the process's standard
+// error, a panic turned into an error and the call's Secrets removed from the answer.
+func RunHook(ctx context.Context, e Executor, req *Request) (Result, error) {
+	return runHook(ctx, e, req, stderr)
 }

@@ -19,9 +19,8 @@ func runCreate(t *testing.T, e *terminateInstance, endpoint string) (sdk.Result,
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{
-		"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": endpoint, "credentialsSecret": "aws-creds"})
-	req.Secrets = validSecrets()
+	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{
+		"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": endpoint, "credentialsSecret": "aws-creds"}), validSecrets())
 	return plugintest.Serve(t, e).Run(ctx, executorName, sdk.HookCreate, req)
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -45,6 +44,15 @@ const (
 	unknownState = "Unknown"
 )
 
+// Parameters of aws.terminate-instance.
+const (
+	paramProviderID        = "providerID"
+	paramInstanceID        = "instanceID"
+	paramRegion            = "region"
+	paramEndpoint          = "endpoint"
+	paramCredentialsSecret = "credentialsSecret"
+)
+
 // Secret keys read from the data of the Secret named by credentialsSecret.
 const (
 	keyAccessKeyID     = "accessKeyID"
@@ -80,16 +88,19 @@ func newTerminateInstance(policy *egress.Policy, wrap func(http.RoundTripper) ht
 
 func (*terminateInstance) Name() string { return executorName }
 
+// Describe declares every parameter with its type: the engine (and the SDK's server)
+// check a step's parameters against them before any hook, so that Create reads them with
+// the request's accessors and checks only what the types cannot say.
 func (*terminateInstance) Describe() sdk.Description {
 	return sdk.Description{
 		Version:     "v0.1.0",
 		Description: "Terminates an AWS EC2 instance (or one of an EC2-compatible cloud) and waits until it is terminated.",
 		Parameters: []sdk.Parameter{
-			{Name: "providerID", Description: "The Node's spec.providerID, aws:///<zone>/<instance-id>. Either this or instanceID."},
-			{Name: "instanceID", Description: "The EC2 instance ID (i-...). Either this or providerID; when both are given they must agree."},
-			{Name: "region", Description: "The AWS region, e.g. us-east-1. Required unless the providerID's zone names it (us-east-1a → us-east-1)."},
-			{Name: "endpoint", Description: "Base URL of an EC2-compatible API to use instead of AWS's (private clouds)."},
-			{Name: "credentialsSecret", Required: true, Description: "Secret in the pipeline's namespace with keys accessKeyID, secretAccessKey and optional sessionToken."},
+			{Name: paramProviderID, Type: sdk.ParamString, Description: "The Node's spec.providerID, aws:///<zone>/<instance-id>. Either this or instanceID."},
+			{Name: paramInstanceID, Type: sdk.ParamString, Description: "The EC2 instance ID (i-...). Either this or providerID; when both are given they must agree."},
+			{Name: paramRegion, Type: sdk.ParamString, Description: "The AWS region, e.g. us-east-1. Required unless the providerID's zone names it (us-east-1a → us-east-1)."},
+			{Name: paramEndpoint, Type: sdk.ParamURL, Description: "Base URL of an EC2-compatible API to use instead of AWS's (private clouds)."},
+			{Name: paramCredentialsSecret, Type: sdk.ParamSecret, Required: true, Description: "Secret in the pipeline's namespace with keys accessKeyID, secretAccessKey and optional sessionToken."},
 		},
 	}
 }
@@ -97,11 +108,11 @@ func (*terminateInstance) Describe() sdk.Description {
 // Create is idempotent: an instance that is terminated (or unknown to EC2) is done, one
 // shutting down is waited for, any other is terminated.
 func (t *terminateInstance) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	tgt, err := parseTarget(req.Params)
+	tgt, err := parseTarget(req)
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	client, err := t.client(req.Secrets, tgt)
+	client, err := t.client(req.Secret(paramCredentialsSecret), tgt)
 	if err != nil {
 		return sdk.Result{}, err
 	}
@@ -215,9 +226,12 @@ type target struct {
 	endpoint   string
 }
 
-func parseTarget(params map[string]string) (target, error) {
-	instanceID, providerID := strings.TrimSpace(params["instanceID"]), strings.TrimSpace(params["providerID"])
-	t := target{region: strings.TrimSpace(params["region"]), endpoint: strings.TrimSpace(params["endpoint"])}
+// parseTarget reads the parameters, which the engine checked against Describe (the
+// endpoint is an http(s) URL), and checks what their types do not say: which instance,
+// in which region.
+func parseTarget(req *sdk.Request) (target, error) {
+	instanceID, providerID := strings.TrimSpace(req.String(paramInstanceID)), strings.TrimSpace(req.String(paramProviderID))
+	t := target{region: strings.TrimSpace(req.String(paramRegion)), endpoint: req.String(paramEndpoint)}
 	zone := ""
 	if providerID != "" {
 		id, z, err := parseProviderID(providerID)
@@ -243,13 +257,6 @@ func parseTarget(params map[string]string) (target, error) {
 	}
 	if t.region == "" {
 		return target{}, sdk.Permanent("InvalidParameter", errors.New("parameter region is required: the providerID names no zone it can be derived from"))
-	}
-	if t.endpoint != "" {
-		u, err := url.Parse(t.endpoint)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			// Shown without user info and query, which may carry credentials.
-			return target{}, sdk.Permanent("InvalidParameter", fmt.Errorf("parameter endpoint %q is not an http(s) URL", egress.RedactURL(t.endpoint)))
-		}
 	}
 	return t, nil
 }

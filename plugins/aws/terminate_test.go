@@ -138,28 +138,42 @@ func TestTerminateInstance(t *testing.T) {
 		{
 			name: "malformed providerID is permanent and calls nothing",
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"providerID": "aws:///us-east-1a/not-an-instance", "endpoint": f.URL}
+				return map[string]string{"providerID": "aws:///us-east-1a/not-an-instance", "endpoint": f.URL, "credentialsSecret": "aws-creds"}
 			},
 			want: []outcome{{reason: "InvalidProviderID", permanent: true}},
 		},
 		{
 			name: "providerID of another cloud is permanent",
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"providerID": "openstack:///8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01", "region": region}
+				return map[string]string{"providerID": "openstack:///8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01", "region": region, "credentialsSecret": "aws-creds"}
 			},
 			want: []outcome{{reason: "InvalidProviderID", permanent: true}},
 		},
 		{
 			name: "no region and a providerID without zone is permanent",
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"providerID": "aws:///" + instanceID, "endpoint": f.URL}
+				return map[string]string{"providerID": "aws:///" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
 			},
 			want: []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
 		{
 			name: "instanceID and providerID disagreeing is permanent",
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "instanceID": "i-0fedcba9876543210", "endpoint": f.URL}
+				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "instanceID": "i-0fedcba9876543210", "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+			},
+			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+		},
+		{
+			name: "no credentialsSecret: the engine refuses the step",
+			params: func(f *fakeEC2) map[string]string {
+				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL}
+			},
+			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+		},
+		{
+			name: "an endpoint that is no http(s) URL: the engine refuses the step",
+			params: func(*fakeEC2) map[string]string {
+				return map[string]string{"instanceID": instanceID, "region": region, "endpoint": "ftp://ec2.example", "credentialsSecret": "aws-creds"}
 			},
 			want: []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
@@ -173,7 +187,7 @@ func TestTerminateInstance(t *testing.T) {
 			params: func(*fakeEC2) map[string]string {
 				closed := httptest.NewServer(http.NotFoundHandler())
 				closed.Close()
-				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": closed.URL}
+				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": closed.URL, "credentialsSecret": "aws-creds"}
 			},
 			want: []outcome{{reason: "CloudUnreachable"}},
 		},
@@ -199,8 +213,7 @@ func TestTerminateInstance(t *testing.T) {
 			var last sdk.Result
 			recorded := map[string]string{}
 			for i, want := range tt.want {
-				req := plugintest.Request(sdk.HookCreate, "uid-1", params)
-				req.Secrets = secrets
+				req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", params), secrets)
 				req.Outputs[req.Step] = maps.Clone(recorded)
 				res, err := c.Run(ctx, executorName, sdk.HookCreate, req)
 				if want.reason != "" {
@@ -238,15 +251,13 @@ func TestParseTarget(t *testing.T) {
 		{map[string]string{"providerID": "aws:///us-gov-west-1b/" + instanceID}, target{instanceID: instanceID, region: "us-gov-west-1"}},
 		{map[string]string{"providerID": "aws://eu-central-2c/" + instanceID}, target{instanceID: instanceID, region: "eu-central-2"}},
 		{map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "region": "eu-west-1"}, target{instanceID: instanceID, region: "eu-west-1"}},
-		{map[string]string{"instanceID": instanceID, "region": "r1", "endpoint": "https://ec2.cloud.example"}, target{instanceID: instanceID, region: "r1", endpoint: "https://ec2.cloud.example"}},
+		{map[string]string{"instanceID": " " + instanceID + " ", "region": "r1", "endpoint": "https://ec2.cloud.example"}, target{instanceID: instanceID, region: "r1", endpoint: "https://ec2.cloud.example"}},
 	}
 	for _, tt := range tests {
-		got, err := parseTarget(tt.params)
+		got, err := parseTarget(&sdk.Request{Params: tt.params})
 		require.NoError(t, err, tt.params)
 		assert.Equal(t, tt.want, got, tt.params)
 	}
-	_, err := parseTarget(map[string]string{"instanceID": instanceID, "region": "r1", "endpoint": "ftp://x"})
-	assert.Error(t, err, "an endpoint must be an http(s) URL")
 }
 
 // countingTransport counts the requests that pass through it to base.
@@ -268,8 +279,8 @@ func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 		counter.base = rt
 		return sdk.RateLimitedTransport(counter, sdk.NewLimiter(apiQPS, apiBurst))
 	}))
-	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL})
-	req.Secrets = validSecrets()
+	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1",
+		map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds"}), validSecrets())
 	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), counter.n.Load(), "DescribeInstances and TerminateInstances through the plugin's transport")
@@ -280,8 +291,8 @@ func TestTeardownHooksAreNoOps(t *testing.T) {
 	f.addInstance(instanceID, "running", 0)
 	c := plugintest.Serve(t, newTestInstance(loopback))
 	for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
-		req := plugintest.Request(hook, "uid-1", map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL})
-		req.Secrets = validSecrets()
+		req := withSecret(plugintest.Request(hook, "uid-1",
+			map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds"}), validSecrets())
 		res, err := c.Run(context.Background(), executorName, hook, req)
 		require.NoError(t, err, hook)
 		assert.True(t, res.Done, hook)
@@ -295,11 +306,20 @@ func TestDescribe(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, infos, 1)
 	required := map[string]bool{}
+	types := map[string]string{}
 	for _, p := range infos[0].GetParameters() {
 		assert.NotEmpty(t, p.GetDescription(), p.GetName())
 		required[p.GetName()] = p.GetRequired()
+		types[p.GetName()] = p.GetType()
 	}
 	assert.Equal(t, map[string]bool{"providerID": false, "instanceID": false, "region": false, "endpoint": false, "credentialsSecret": true}, required)
+	assert.Equal(t, map[string]string{"providerID": "string", "instanceID": "string", "region": "string", "endpoint": "url", "credentialsSecret": "secret"}, types)
+
+	// Every parameter the executor reads is declared: the engine would refuse any other.
+	assertDeclarationsComplete(t, newTestInstance().Describe(), map[string]string{
+		"providerID": "aws:///us-east-1a/" + instanceID, "instanceID": instanceID, "region": region,
+		"endpoint": "https://ec2.cloud.example", "credentialsSecret": "aws-creds",
+	})
 }
 
 func TestConformance(t *testing.T) {
@@ -307,7 +327,7 @@ func TestConformance(t *testing.T) {
 	f.addInstance(instanceID, "running", 0)
 	plugintest.Conformance(t, newTestInstance(loopback),
 		map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"},
-		plugintest.WithSecrets(validSecrets()))
+		plugintest.WithSecretParam(paramCredentialsSecret, validSecrets()), plugintest.WithWaits(10))
 }
 
 // loopback is where the fake EC2 listens: the policy of most tests allows it.

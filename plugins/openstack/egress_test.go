@@ -19,8 +19,7 @@ func runCreate(t *testing.T, e *terminateServer, secrets map[string][]byte) (sdk
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"})
-	req.Secrets = secrets
+	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"}), secrets)
 	return plugintest.Serve(t, e).Run(ctx, executorName, sdk.HookCreate, req)
 }
 

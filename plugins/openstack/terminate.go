@@ -38,6 +38,13 @@ const (
 	unknownState = "Unknown"
 )
 
+// Parameters of openstack.terminate-server.
+const (
+	paramProviderID        = "providerID"
+	paramServerID          = "serverID"
+	paramCredentialsSecret = "credentialsSecret"
+)
+
 // Secret keys read from the data of the Secret named by credentialsSecret.
 const (
 	keyAuthURL             = "authURL"
@@ -73,14 +80,17 @@ func newTerminateServer(policy *egress.Policy, wrap func(http.RoundTripper) http
 
 func (*terminateServer) Name() string { return executorName }
 
+// Describe declares every parameter with its type: the engine (and the SDK's server)
+// check a step's parameters against them before any hook, so that Create reads them with
+// the request's accessors and checks only what the types cannot say.
 func (*terminateServer) Describe() sdk.Description {
 	return sdk.Description{
 		Version:     "v0.1.0",
 		Description: "Deletes an OpenStack Nova server and waits until Nova no longer knows it.",
 		Parameters: []sdk.Parameter{
-			{Name: "providerID", Description: "The Node's spec.providerID, openstack:///<server-id> (or openstack://<region>/<server-id>). Either this or serverID."},
-			{Name: "serverID", Description: "The Nova server ID (a UUID). Either this or providerID; when both are given they must agree."},
-			{Name: "credentialsSecret", Required: true, Description: "Secret in the pipeline's namespace with keys authURL, username, password, projectName or projectID, domainName, optional region; or applicationCredentialID and applicationCredentialSecret instead of username and password."},
+			{Name: paramProviderID, Type: sdk.ParamString, Description: "The Node's spec.providerID, openstack:///<server-id> (or openstack://<region>/<server-id>). Either this or serverID."},
+			{Name: paramServerID, Type: sdk.ParamString, Description: "The Nova server ID (a UUID). Either this or providerID; when both are given they must agree."},
+			{Name: paramCredentialsSecret, Type: sdk.ParamSecret, Required: true, Description: "Secret in the pipeline's namespace with keys authURL, username, password, projectName or projectID, domainName, optional region; or applicationCredentialID and applicationCredentialSecret instead of username and password."},
 		},
 	}
 }
@@ -88,11 +98,11 @@ func (*terminateServer) Describe() sdk.Description {
 // Create is idempotent: a server that Nova no longer knows is done, a server being
 // deleted is waited for, any other server is deleted.
 func (t *terminateServer) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	target, err := parseTarget(req.Params)
+	target, err := parseTarget(req)
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	creds, err := parseCredentials(req.Secrets)
+	creds, err := parseCredentials(req.Secret(paramCredentialsSecret))
 	if err != nil {
 		return sdk.Result{}, err
 	}
@@ -176,8 +186,10 @@ type target struct {
 	region string
 }
 
-func parseTarget(params map[string]string) (target, error) {
-	serverID, providerID := strings.TrimSpace(params["serverID"]), strings.TrimSpace(params["providerID"])
+// parseTarget reads the parameters, which the engine checked against Describe, and checks
+// what their types do not say: which server.
+func parseTarget(req *sdk.Request) (target, error) {
+	serverID, providerID := strings.TrimSpace(req.String(paramServerID)), strings.TrimSpace(req.String(paramProviderID))
 	var t target
 	if providerID != "" {
 		u, err := url.Parse(providerID)

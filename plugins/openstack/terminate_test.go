@@ -75,7 +75,7 @@ func TestTerminateServer(t *testing.T) {
 		{
 			name:   "providerID with a region and an agreeing serverID",
 			setup:  func(f *fakeCloud) { f.addServer(serverID, "ACTIVE", 1, 0) },
-			params: map[string]string{"providerID": "openstack://RegionOne/" + serverID, "serverID": serverID},
+			params: map[string]string{"providerID": "openstack://RegionOne/" + serverID, "serverID": serverID, "credentialsSecret": "os-creds"},
 			secrets: func(f *fakeCloud) map[string][]byte {
 				s := validSecrets(f.authURL())
 				delete(s, keyRegion)
@@ -86,7 +86,7 @@ func TestTerminateServer(t *testing.T) {
 		},
 		{
 			name:      "providerID region not in the catalog is permanent",
-			params:    map[string]string{"providerID": "openstack://RegionTwo/" + serverID},
+			params:    map[string]string{"providerID": "openstack://RegionTwo/" + serverID, "credentialsSecret": "os-creds"},
 			want:      []outcome{{reason: "ComputeEndpointNotFound", permanent: true}},
 			wantAuths: 1,
 		},
@@ -156,12 +156,12 @@ func TestTerminateServer(t *testing.T) {
 		},
 		{
 			name:   "malformed providerID is permanent and calls nothing",
-			params: map[string]string{"providerID": "openstack:///../../v3/auth"},
+			params: map[string]string{"providerID": "openstack:///../../v3/auth", "credentialsSecret": "os-creds"},
 			want:   []outcome{{reason: "InvalidProviderID", permanent: true}},
 		},
 		{
 			name:   "providerID of another cloud is permanent",
-			params: map[string]string{"providerID": "aws:///us-east-1a/i-0123456789abcdef0"},
+			params: map[string]string{"providerID": "aws:///us-east-1a/i-0123456789abcdef0", "credentialsSecret": "os-creds"},
 			want:   []outcome{{reason: "InvalidProviderID", permanent: true}},
 		},
 		{
@@ -171,7 +171,17 @@ func TestTerminateServer(t *testing.T) {
 		},
 		{
 			name:   "serverID and providerID disagreeing is permanent",
-			params: map[string]string{"providerID": "openstack:///" + serverID, "serverID": "11111111-2222-3333-4444-555555555555"},
+			params: map[string]string{"providerID": "openstack:///" + serverID, "serverID": "11111111-2222-3333-4444-555555555555", "credentialsSecret": "os-creds"},
+			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
+		},
+		{
+			name:   "no credentialsSecret: refused before any hook",
+			params: map[string]string{"serverID": serverID},
+			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
+		},
+		{
+			name:   "a parameter it does not take: refused before any hook",
+			params: map[string]string{"serverID": serverID, "credentialsSecret": "os-creds", "region": "RegionOne"},
 			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
 		{
@@ -215,8 +225,7 @@ func TestTerminateServer(t *testing.T) {
 			var last sdk.Result
 			recorded := map[string]string{}
 			for i, want := range tt.want {
-				req := plugintest.Request(sdk.HookCreate, "uid-1", params)
-				req.Secrets = secrets
+				req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", params), secrets)
 				req.Outputs[req.Step] = maps.Clone(recorded)
 				res, err := c.Run(ctx, executorName, sdk.HookCreate, req)
 				if want.reason != "" {
@@ -249,9 +258,9 @@ func TestTerminateServer(t *testing.T) {
 func TestApplicationCredentialIsUsedInsteadOfPassword(t *testing.T) {
 	f := newFakeCloud(t, password)
 	c := plugintest.Serve(t, newTestServer(loopback))
-	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID})
-	req.Secrets = map[string][]byte{keyAuthURL: []byte(f.authURL()), keyUsername: []byte("ignored"),
-		keyAppCredentialID: []byte("ac1"), keyAppCredentialSecret: []byte(password)}
+	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"}),
+		map[string][]byte{keyAuthURL: []byte(f.authURL()), keyUsername: []byte("ignored"),
+			keyAppCredentialID: []byte("ac1"), keyAppCredentialSecret: []byte(password)})
 	res, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
 	require.NoError(t, err)
 	assert.True(t, res.Done)
@@ -280,8 +289,8 @@ func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 		counter.base = rt
 		return sdk.RateLimitedTransport(counter, sdk.NewLimiter(apiQPS, apiBurst))
 	}))
-	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID})
-	req.Secrets = validSecrets(f.authURL())
+	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"}),
+		validSecrets(f.authURL()))
 	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
 	require.NoError(t, err)
 	assert.Equal(t, int32(3), counter.n.Load(), "token, GET and DELETE through the plugin's transport")
@@ -292,8 +301,8 @@ func TestTeardownHooksAreNoOps(t *testing.T) {
 	f.addServer(serverID, "ACTIVE", 1, 0)
 	c := plugintest.Serve(t, newTestServer(loopback))
 	for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
-		req := plugintest.Request(hook, "uid-1", map[string]string{"serverID": serverID})
-		req.Secrets = validSecrets(f.authURL())
+		req := withSecret(plugintest.Request(hook, "uid-1", map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"}),
+			validSecrets(f.authURL()))
 		res, err := c.Run(context.Background(), executorName, hook, req)
 		require.NoError(t, err, hook)
 		assert.True(t, res.Done, hook)
@@ -307,11 +316,19 @@ func TestDescribe(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, infos, 1)
 	required := map[string]bool{}
+	types := map[string]string{}
 	for _, p := range infos[0].GetParameters() {
 		assert.NotEmpty(t, p.GetDescription(), p.GetName())
 		required[p.GetName()] = p.GetRequired()
+		types[p.GetName()] = p.GetType()
 	}
 	assert.Equal(t, map[string]bool{"providerID": false, "serverID": false, "credentialsSecret": true}, required)
+	assert.Equal(t, map[string]string{"providerID": "string", "serverID": "string", "credentialsSecret": "secret"}, types)
+
+	// Every parameter the executor reads is declared: the engine would refuse any other.
+	assertDeclarationsComplete(t, newTestServer().Describe(), map[string]string{
+		"providerID": "openstack:///" + serverID, "serverID": serverID, "credentialsSecret": "os-creds",
+	})
 }
 
 func TestConformance(t *testing.T) {
@@ -319,7 +336,7 @@ func TestConformance(t *testing.T) {
 	f.addServer(serverID, "ACTIVE", 1, 0)
 	plugintest.Conformance(t, newTestServer(loopback),
 		map[string]string{"providerID": "openstack:///" + serverID, "credentialsSecret": "os-creds"},
-		plugintest.WithSecrets(validSecrets(f.authURL())))
+		plugintest.WithSecretParam(paramCredentialsSecret, validSecrets(f.authURL())), plugintest.WithWaits(10))
 }
 
 // loopback is where the fake cloud listens: the policy of most tests allows it.

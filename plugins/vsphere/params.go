@@ -33,8 +33,9 @@ const (
 )
 
 const (
-	providerIDPrefix       = "vsphere://"
-	defaultShutdownTimeout = 5 * time.Minute
+	providerIDPrefix = "vsphere://"
+	// defaultShutdownTimeout is the declared default of shutdownTimeout.
+	defaultShutdownTimeout = "5m"
 )
 
 // biosUUID is the form of a VM's BIOS UUID (config.uuid) in a providerID.
@@ -50,17 +51,31 @@ type params struct {
 }
 
 func invalidParameter(format string, args ...any) error {
-	return sdk.Permanent("InvalidParameter", fmt.Errorf(format, args...))
+	return sdk.Permanent(sdk.ReasonInvalidParameter, fmt.Errorf(format, args...))
 }
 
-func parseParams(in map[string]string) (params, error) {
-	p := params{
-		node:            in[paramNode],
-		secret:          in[paramCredentialsSecret],
-		shutdownTimeout: defaultShutdownTimeout,
-		datacenter:      in[paramDatacenter],
+// declarations are the parameters of vsphere.terminate-vm. The SDK checks a step's
+// parameters against them before any hook (types, the Secret required, the default
+// shutdownTimeout), so parseParams checks only what their types do not say.
+func declarations() []sdk.Parameter {
+	return []sdk.Parameter{
+		{Name: paramProviderID, Type: sdk.ParamString, Description: "The Node's spec.providerID, vsphere://<BIOS UUID> (node.cordon outputs it as providerID); the VM is looked up by this UUID."},
+		{Name: paramNode, Type: sdk.ParamString, Description: "The node name: the VM is looked up by this name when providerID is empty (never when a providerID matches no VM: that VM is gone). One of providerID and node is required."},
+		{Name: paramCredentialsSecret, Type: sdk.ParamSecret, Required: true, Description: "A Secret in the pipeline's namespace with keys url (https://HOST/sdk), username, password, optional ca.crt (PEM) and optional insecure (\"true\" skips TLS verification)."},
+		{Name: paramShutdownTimeout, Type: sdk.ParamDuration, Default: defaultShutdownTimeout, Description: "How long the guest may take to shut down before the VM is powered off, counted from the start of the step's attempt (0s powers off at once)."},
+		{Name: paramDatacenter, Type: sdk.ParamString, Description: "Limits the search to this datacenter (default: all)."},
 	}
-	if id := in[paramProviderID]; id != "" {
+}
+
+// parseParams reads the parameters of req, which the SDK checked against declarations.
+func parseParams(req *sdk.Request) (params, error) {
+	p := params{
+		node:            req.String(paramNode),
+		secret:          req.String(paramCredentialsSecret),
+		shutdownTimeout: req.Duration(paramShutdownTimeout),
+		datacenter:      req.String(paramDatacenter),
+	}
+	if id := req.String(paramProviderID); id != "" {
 		uuid, ok := strings.CutPrefix(id, providerIDPrefix)
 		if !ok || !biosUUID.MatchString(uuid) {
 			return p, invalidParameter("parameter %s: %q is not a vSphere providerID such as %s4201c0de-1234-5678-9abc-def012345678", paramProviderID, id, providerIDPrefix)
@@ -70,15 +85,8 @@ func parseParams(in map[string]string) (params, error) {
 	if p.uuid == "" && p.node == "" {
 		return p, invalidParameter("parameter %s or %s is required to find the VM", paramProviderID, paramNode)
 	}
-	if p.secret == "" {
-		return p, invalidParameter("parameter %s is required: the Secret with the vCenter url, username and password", paramCredentialsSecret)
-	}
-	if v := in[paramShutdownTimeout]; v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return p, invalidParameter("parameter %s: %q is not a duration such as 5m", paramShutdownTimeout, v)
-		}
-		p.shutdownTimeout = d
+	if p.shutdownTimeout < 0 {
+		return p, invalidParameter("parameter %s: %q is not a duration of 0s or more such as 5m", paramShutdownTimeout, req.String(paramShutdownTimeout))
 	}
 	return p, nil
 }
@@ -94,7 +102,7 @@ type credentials struct {
 	insecure bool
 }
 
-// parseCredentials reads the Secret's data (req.Secrets); secret names it in messages.
+// parseCredentials reads the data of the credentials Secret; secret names it in messages.
 func parseCredentials(data map[string][]byte, secret string) (credentials, error) {
 	var missing []string
 	for _, k := range []string{keyURL, keyUsername, keyPassword} {

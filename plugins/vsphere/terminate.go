@@ -25,17 +25,20 @@ import (
 const (
 	outInstanceID         = "instanceID"
 	outPreviousPowerState = "previousPowerState"
-	// outShutdownStarted is when the guest shutdown was asked for (RFC 3339): the
-	// executor keeps no memory, the engine hands the step's outputs back on every call.
-	outShutdownStarted = "shutdownStarted"
 )
+
+// stateShutdownAsked, in the state the hook keeps across its waits (Result.WithState),
+// says that it asked the guest to shut down: the executor keeps no memory, the engine
+// hands the state back on the next call. It is no output: later steps have no use for it.
+const stateShutdownAsked = "shutdownAsked"
 
 // shutdownPoll is how often a guest shutdown in progress is looked at.
 const shutdownPoll = 5 * time.Second
 
 // terminateVM is vsphere.terminate-vm: it finds the node's VM, asks its guest to shut down
 // (or powers it off when VMware Tools do not run or the guest has not stopped within
-// shutdownTimeout), and destroys it once it is off. It never blocks on the guest: until
+// shutdownTimeout of the hook's first call, the request's HookStarted), and destroys it
+// once it is off. It never blocks on the guest: until
 // the VM is off it answers "look again". A VM that is not there is done: a second run is a
 // no-op.
 //
@@ -58,6 +61,15 @@ func newTerminateVM(policy *egress.Policy, limiter *rate.Limiter) *terminateVM {
 	return &terminateVM{policy: policy, limiter: limiter, log: log.New(os.Stderr, "", 0), now: time.Now}
 }
 
+// hookStarted is when the hook's first call was made, which the engine tells; a request
+// without it (from a caller other than the engine) is a first call.
+func (e *terminateVM) hookStarted(req *sdk.Request) time.Time {
+	if req.HookStarted.IsZero() {
+		return e.now()
+	}
+	return req.HookStarted
+}
+
 func (*terminateVM) Name() string { return "vsphere.terminate-vm" }
 
 func (*terminateVM) Describe() sdk.Description {
@@ -65,13 +77,7 @@ func (*terminateVM) Describe() sdk.Description {
 		Version: "v0.1.0",
 		Description: "Shuts down the guest of a node's vSphere VM (powering it off when the guest does not stop " +
 			"in time) and destroys the VM. Outputs instanceID and previousPowerState.",
-		Parameters: []sdk.Parameter{
-			{Name: paramProviderID, Description: "The Node's spec.providerID, vsphere://<BIOS UUID> (node.cordon outputs it as providerID); the VM is looked up by this UUID."},
-			{Name: paramNode, Description: "The node name: the VM is looked up by this name when providerID is empty (never when a providerID matches no VM: that VM is gone). One of providerID and node is required."},
-			{Name: paramCredentialsSecret, Required: true, Description: "A Secret in the pipeline's namespace with keys url (https://HOST/sdk), username, password, optional ca.crt (PEM) and optional insecure (\"true\" skips TLS verification)."},
-			{Name: paramShutdownTimeout, Description: "How long the guest may take to shut down before the VM is powered off (default 5m; 0s powers off at once)."},
-			{Name: paramDatacenter, Description: "Limits the search to this datacenter (default: all)."},
-		},
+		Parameters: declarations(),
 	}
 }
 
@@ -96,11 +102,11 @@ func (v *vm) id() string {
 func (v *vm) String() string { return fmt.Sprintf("VM %q (%s)", v.name, v.id()) }
 
 func (e *terminateVM) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	p, err := parseParams(req.Params)
+	p, err := parseParams(req)
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	creds, err := parseCredentials(req.Secrets, p.secret)
+	creds, err := parseCredentials(req.Secret(paramCredentialsSecret), p.secret)
 	if err != nil {
 		return sdk.Result{}, err
 	}
@@ -124,34 +130,32 @@ func (e *terminateVM) Create(ctx context.Context, req *sdk.Request) (sdk.Result,
 	if v := own[outPreviousPowerState]; v != "" {
 		out[outPreviousPowerState] = v // the state before this step touched the VM
 	}
-	if v := own[outShutdownStarted]; v != "" {
-		out[outShutdownStarted] = v
-	}
 	who := fmt.Sprintf("pipeline %s/%s step %s", req.Pipeline.Namespace, req.Pipeline.Name, req.Step)
 
+	// The guest has until shutdownTimeout after the hook's first call to stop.
+	asked := req.State[stateShutdownAsked] != ""
+	deadline := e.hookStarted(req).Add(p.shutdownTimeout)
 	if target.powerState == types.VirtualMachinePowerStatePoweredOn {
-		started, asked := shutdownStarted(own)
 		switch {
 		case !asked && p.shutdownTimeout > 0 && target.toolsRunning:
-			res, ok, err := e.shutdownGuest(ctx, vc, target, p, out, who)
+			res, ok, err := e.shutdownGuest(ctx, vc, target, deadline, out, who)
 			if ok || err != nil {
 				return res, err
 			}
 			// VMware Tools stopped meanwhile: power off below.
-		case asked && e.now().Sub(started) < p.shutdownTimeout:
-			deadline := started.Add(p.shutdownTimeout)
+		case asked && e.now().Before(deadline):
 			return sdk.Result{
 				RequeueAfter: min(shutdownPoll, max(time.Second, deadline.Sub(e.now()))),
 				Outputs:      out,
 				Message: fmt.Sprintf("waiting for the guest of %s to shut down; powering off at %s",
 					target, deadline.UTC().Format(time.RFC3339)),
-			}, nil
+			}.WithState(req.State), nil
 		}
 	}
 
 	why := ""
 	if target.powerState != types.VirtualMachinePowerStatePoweredOff {
-		why, err = e.powerOff(ctx, vc, target, p, own, who)
+		why, err = e.powerOff(ctx, vc, target, p, asked, who)
 		if err != nil {
 			return sdk.Result{}, err
 		}
@@ -167,28 +171,20 @@ func (e *terminateVM) Create(ctx context.Context, req *sdk.Request) (sdk.Result,
 	return sdk.DoneWithOutputs(fmt.Sprintf("%s%s destroyed", why, target), out), nil
 }
 
-// shutdownStarted is when this step asked the guest to shut down, if it did.
-func shutdownStarted(own map[string]string) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339, own[outShutdownStarted])
-	return t, err == nil
-}
-
-// shutdownGuest asks the guest to shut down and answers "look again". It returns false
-// when the guest cannot be asked because VMware Tools stopped meanwhile: the caller powers
-// off instead.
-func (e *terminateVM) shutdownGuest(ctx context.Context, vc *vcenter, target *vm, p params, out map[string]string, who string) (sdk.Result, bool, error) {
+// shutdownGuest asks the guest to shut down and answers "look again", keeping in its state
+// that it asked. It returns false when the guest cannot be asked because VMware Tools
+// stopped meanwhile: the caller powers off instead.
+func (e *terminateVM) shutdownGuest(ctx context.Context, vc *vcenter, target *vm, deadline time.Time, out map[string]string, who string) (sdk.Result, bool, error) {
 	e.log.Printf("%s: shutting down the guest of %s", who, target)
 	err := object.NewVirtualMachine(vc.client, target.ref).ShutdownGuest(ctx)
 	switch {
 	case err == nil:
-		started := e.now()
-		out[outShutdownStarted] = started.UTC().Format(time.RFC3339)
 		return sdk.Result{
-			RequeueAfter: min(shutdownPoll, p.shutdownTimeout),
+			RequeueAfter: min(shutdownPoll, max(time.Second, deadline.Sub(e.now()))),
 			Outputs:      out,
 			Message: fmt.Sprintf("guest shutdown of %s requested; powering off at %s if it has not stopped",
-				target, started.Add(p.shutdownTimeout).UTC().Format(time.RFC3339)),
-		}, true, nil
+				target, deadline.UTC().Format(time.RFC3339)),
+		}.WithState(map[string]string{stateShutdownAsked: "true"}), true, nil
 	case fault.Is(err, &types.ToolsUnavailable{}):
 		return sdk.Result{}, false, nil
 	case fault.Is(err, &types.InvalidPowerState{}):
@@ -202,9 +198,9 @@ func (e *terminateVM) shutdownGuest(ctx context.Context, vc *vcenter, target *vm
 
 // powerOff powers the VM off and waits for the task, which takes seconds; it returns why,
 // for the message.
-func (e *terminateVM) powerOff(ctx context.Context, vc *vcenter, target *vm, p params, own map[string]string, who string) (string, error) {
+func (e *terminateVM) powerOff(ctx context.Context, vc *vcenter, target *vm, p params, asked bool, who string) (string, error) {
 	var why string
-	switch _, asked := shutdownStarted(own); {
+	switch {
 	case target.powerState == types.VirtualMachinePowerStateSuspended:
 		why = "suspended: powered off; "
 	case asked:

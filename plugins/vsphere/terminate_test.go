@@ -16,6 +16,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 	"golang.org/x/time/rate"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
@@ -37,11 +38,15 @@ func newTestExecutorAllowing(allowed ...netip.Prefix) *terminateVM {
 }
 
 // request is a Create of step "terminate" with the Secret data the operator would hand over
-// and the step's own outputs from earlier calls.
+// (by the parameter that names it, and merged) and the step's own outputs from earlier
+// calls.
 func request(params map[string]string, secrets map[string][]byte, own map[string]string) *sdk.Request {
 	req := plugintest.Request(sdk.HookCreate, "uid-1", params)
 	req.Step = "terminate"
 	req.Secrets = secrets
+	if secrets != nil {
+		req.SecretParams = map[string]map[string][]byte{paramCredentialsSecret: secrets}
+	}
 	if own != nil {
 		req.Outputs["terminate"] = own
 	}
@@ -198,26 +203,27 @@ func TestTerminateShutsTheGuestDownFirst(t *testing.T) {
 	c := plugintest.Serve(t, newTestExecutor())
 	params := withParams(nil, paramProviderID, "vsphere://"+vm.UUID)
 
-	before := time.Now().Add(-time.Second)
-	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), nil))
+	req := request(params, sim.secrets(), nil)
+	req.HookStarted = time.Now()
+	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
 	require.NoError(t, err)
 	require.False(t, res.Done, "a guest shutdown is waited for, never blocked on: %+v", res)
 	assert.Equal(t, shutdownPoll, res.RequeueAfter)
 	assert.Contains(t, res.Message, "guest shutdown of")
-	started, err := time.Parse(time.RFC3339, res.Outputs[outShutdownStarted])
-	require.NoError(t, err)
-	assert.WithinRange(t, started, before, time.Now().Add(time.Second))
-	assert.Equal(t, "poweredOn", res.Outputs[outPreviousPowerState])
+	assert.Contains(t, res.Message, "powering off at "+req.HookStarted.Add(5*time.Minute).UTC().Format(time.RFC3339), "the default shutdownTimeout, from the hook's start")
+	assert.Equal(t, map[string]string{stateShutdownAsked: "true"}, res.State, "that it asked is kept for the next call, not in the outputs")
+	assert.Equal(t, map[string]string{outInstanceID: vm.UUID, outPreviousPowerState: "poweredOn"}, res.Outputs)
 	assert.True(t, sim.exists(t, vm), "not destroyed while the guest shuts down")
 
-	// The simulated guest stops; the next call destroys the VM and keeps the state it had.
+	// The simulated guest stops; the next call, with the state and outputs the engine hands
+	// back, destroys the VM and keeps the state it had.
 	require.Eventually(t, func() bool { return sim.vm(t, vm.Name).PowerState == types.VirtualMachinePowerStatePoweredOff },
 		10*time.Second, 50*time.Millisecond)
-	asked := res.Outputs[outShutdownStarted]
-	res, err = c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), res.Outputs))
+	next := request(params, sim.secrets(), res.Outputs)
+	next.HookStarted, next.State = req.HookStarted, res.State
+	res, err = c.Run(t.Context(), executorName, sdk.HookCreate, next)
 	require.NoError(t, err)
 	assert.True(t, res.Done)
-	assert.Equal(t, asked, res.Outputs[outShutdownStarted], "when the shutdown was asked for is kept")
 	assert.Equal(t, "poweredOn", res.Outputs[outPreviousPowerState])
 	assert.Equal(t, vm.UUID, res.Outputs[outInstanceID])
 	assert.NotContains(t, res.Message, "powered off", "the guest stopped by itself")
@@ -240,25 +246,42 @@ func TestTerminatePowersOffAGuestThatDoesNotStop(t *testing.T) {
 			vm := sim.vm(t, "DC0_H0_VM0")
 			sim.toolsRunning(t, vm)
 			c := plugintest.Serve(t, newTestExecutor())
-			// An earlier call asked for the shutdown; the guest is still running.
-			own := map[string]string{
-				outInstanceID: vm.UUID, outPreviousPowerState: "poweredOn",
-				outShutdownStarted: time.Now().Add(-tt.startedAgo).UTC().Format(time.RFC3339),
-			}
+			// An earlier call of the hook asked for the shutdown; the guest is still running.
+			req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramShutdownTimeout, "5m"), sim.secrets(),
+				map[string]string{outInstanceID: vm.UUID, outPreviousPowerState: "poweredOn"})
+			req.HookStarted = time.Now().Add(-tt.startedAgo)
+			req.State = map[string]string{stateShutdownAsked: "true"}
 
-			res, err := c.Run(t.Context(), executorName, sdk.HookCreate,
-				request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramShutdownTimeout, "5m"), sim.secrets(), own))
+			res, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantDone, res.Done)
 			assert.Contains(t, res.Message, tt.wantInMsg)
 			assert.Equal(t, !tt.wantDone, sim.exists(t, vm))
 			if !tt.wantDone {
 				assert.Equal(t, shutdownPoll, res.RequeueAfter)
-				assert.Equal(t, own[outShutdownStarted], res.Outputs[outShutdownStarted], "the start of the shutdown is kept")
+				assert.Equal(t, req.State, res.State, "that it asked is kept")
 				assert.Equal(t, types.VirtualMachinePowerStatePoweredOn, sim.vm(t, vm.Name).PowerState)
 			}
 		})
 	}
+}
+
+// TestTerminateDrivenToItsEnd: driven as the engine drives a hook that waits (its state
+// handed back, HookStarted moving back by each wait, without sleeping), the hook ends with
+// the VM destroyed, whether the simulated guest stops before shutdownTimeout has passed
+// or the VM is powered off then; its state stays within what the engine keeps.
+func TestTerminateDrivenToItsEnd(t *testing.T) {
+	sim := startVCSim(t)
+	vm := sim.vm(t, "DC0_H0_VM0")
+	sim.toolsRunning(t, vm)
+	c := plugintest.Serve(t, newTestExecutor())
+	req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramShutdownTimeout, "20s"), sim.secrets(), nil)
+	req.HookStarted = time.Now()
+	d := plugintest.Drive(t, c, executorName, sdk.HookCreate, req, plugintest.MaxPolls(20))
+	require.NoError(t, d.Err)
+	assert.True(t, d.Result.Done)
+	assert.False(t, sim.exists(t, vm))
+	assert.Equal(t, map[string]string{outInstanceID: vm.UUID, outPreviousPowerState: "poweredOn"}, d.Outputs)
 }
 
 func TestTerminateErrors(t *testing.T) {
@@ -337,11 +360,19 @@ func TestTerminateErrors(t *testing.T) {
 		},
 		{
 			name: "no credentialsSecret", params: map[string]string{paramNode: "n"}, secrets: sim.secrets(),
-			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{"credentialsSecret is required"},
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{`parameter "credentialsSecret" is required`},
 		},
 		{
 			name: "bad shutdownTimeout", params: withParams(valid, paramShutdownTimeout, "soon"), secrets: sim.secrets(),
-			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{"shutdownTimeout"},
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{`parameter "shutdownTimeout" is "soon", not a duration`},
+		},
+		{
+			name: "negative shutdownTimeout", params: withParams(valid, paramShutdownTimeout, "-1m"), secrets: sim.secrets(),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{`parameter shutdownTimeout: "-1m" is not a duration of 0s or more`},
+		},
+		{
+			name: "a parameter it does not take", params: withParams(valid, "insecure", "true"), secrets: sim.secrets(),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{`parameter "insecure" is not a parameter of the executor`},
 		},
 		{
 			name: "unknown datacenter", params: withParams(valid, paramDatacenter, "DC9"), secrets: sim.secrets(),
@@ -428,19 +459,53 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, executorName, infos[0].GetName())
 	assert.NotEmpty(t, infos[0].GetVersion())
 	required := map[string]bool{}
+	types := map[string]string{}
 	for _, p := range infos[0].GetParameters() {
 		assert.NotEmpty(t, p.GetDescription(), p.GetName())
 		required[p.GetName()] = p.GetRequired()
+		types[p.GetName()] = p.GetType()
 	}
 	assert.Equal(t, map[string]bool{
 		paramProviderID: false, paramNode: false, paramCredentialsSecret: true, paramShutdownTimeout: false, paramDatacenter: false,
 	}, required)
+	assert.Equal(t, map[string]string{
+		paramProviderID: "string", paramNode: "string", paramCredentialsSecret: "secret", paramShutdownTimeout: "duration", paramDatacenter: "string",
+	}, types)
+
+	// Every parameter the executor reads is declared: the engine would refuse any other.
+	assertDeclarationsComplete(t, newTestExecutor().Describe(), map[string]string{
+		paramProviderID: "vsphere://4201c0de-1234-5678-9abc-def012345678", paramNode: "k8s-node-3", paramCredentialsSecret: "vsphere-creds",
+		paramShutdownTimeout: "1m", paramDatacenter: "DC0",
+	})
+}
+
+// TestParseParams: what the SDK hands over, given or defaulted, reaches the executor as
+// declared.
+func TestParseParams(t *testing.T) {
+	tests := []struct {
+		name   string
+		params map[string]string
+		want   params
+	}{
+		{"the defaults", withParams(nil, paramNode, "n1"), params{node: "n1", secret: "vsphere-creds", shutdownTimeout: 5 * time.Minute}},
+		{"every parameter", withParams(nil, paramProviderID, "vsphere://4201C0DE-1234-5678-9ABC-DEF012345678", paramNode, "n1", paramShutdownTimeout, "0s", paramDatacenter, "DC0"),
+			params{uuid: "4201c0de-1234-5678-9abc-def012345678", node: "n1", secret: "vsphere-creds", datacenter: "DC0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checked, err := contract.CheckParams(declarations(), tt.params)
+			require.NoError(t, err)
+			got, err := parseParams(&sdk.Request{Params: checked})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
 
 func TestConformance(t *testing.T) {
 	sim := startVCSim(t)
 	vm := sim.vm(t, "DC0_H0_VM0")
 	plugintest.Conformance(t, newTestExecutor(), withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name),
-		plugintest.WithSecrets(sim.secrets()))
+		plugintest.WithSecretParam(paramCredentialsSecret, sim.secrets()), plugintest.WithWaits(10))
 	assert.False(t, sim.exists(t, vm), "Conformance's Create terminated the VM")
 }

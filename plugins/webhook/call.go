@@ -25,6 +25,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/sdkhttp"
 )
 
 const (
@@ -51,12 +52,6 @@ const (
 	// requestTimeout bounds one call, so that a hung receiver costs one retry rather than
 	// the whole attempt of the hook.
 	requestTimeout = 30 * time.Second
-	// defaultPollInterval is when to call again after a 202 without Retry-After.
-	defaultPollInterval = 10 * time.Second
-	// minRetryAfter and maxRetryAfter clamp a receiver's Retry-After: not a busy loop,
-	// and not longer than a step's attempt is likely to last.
-	minRetryAfter = time.Second
-	maxRetryAfter = 10 * time.Minute
 
 	// Bounds on what a receiver answers, so the Pipeline's status stays small.
 	maxResponseBody = 64 << 10
@@ -81,13 +76,19 @@ type call struct {
 	policy *egress.Policy
 	// wrap puts the plugin's rate limit around the transport of a call.
 	wrap func(http.RoundTripper) http.RoundTripper
+	// outcomes maps answers and failed calls to results and errors, with this plugin's
+	// reasons (WebhookRejected...) and the URL named without its user info and query.
+	outcomes sdkhttp.Outcomes
 }
 
 // newCall returns the executor; policy checks every address a call connects to, wrap puts
 // a transport behind the plugin's client-side rate limit (shared by every call of the
 // plugin).
 func newCall(policy *egress.Policy, wrap func(http.RoundTripper) http.RoundTripper) *call {
-	return &call{policy: policy, wrap: wrap}
+	return &call{policy: policy, wrap: wrap, outcomes: sdkhttp.Outcomes{
+		ReasonPrefix: "Webhook",
+		Name:         func(method, url string) string { return method + " " + egress.RedactURL(url) },
+	}}
 }
 
 func (*call) Name() string { return executorName }
@@ -199,93 +200,65 @@ func (c *call) call(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
 	where := "POST " + egress.RedactURL(target.String())
 	resp, err := client.Do(httpReq)
 	if err != nil {
-		return sdk.Result{}, noAnswer(ctx, where, err)
+		return sdk.Result{}, c.noAnswer(ctx, where, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	return interpret(ctx, where, resp)
+	return c.interpret(ctx, where, resp)
 }
 
-// noAnswer is the error of a call that got no answer: the hook's deadline, the rate
-// limiter, an address the policy refuses (permanent), or a connection that failed
-// (retryable, said without the operating system's words).
-func noAnswer(ctx context.Context, where string, err error) error {
+// noAnswer is the error of a call that got no answer: the hook's deadline, or what
+// sdkhttp says of the rest (the rate limiter, an address the policy refuses, a connection
+// that failed). where names the call when err, not net/http's, does not.
+func (c *call) noAnswer(ctx context.Context, where string, err error) error {
 	if ctx.Err() != nil {
 		// The hook's attempt ended: the engine reports Timeout and retries.
 		return fmt.Errorf("%s: %w", where, ctx.Err())
 	}
-	var sdkErr *sdk.Error
-	if errors.As(err, &sdkErr) { // the client-side rate limiter gave up
-		return sdkErr
+	mapped := c.outcomes.Error(err)
+	if untrusted(err) {
+		mapped = fmt.Errorf("%w (give the receiver's CA in key %s of the Secret)", mapped, keyCA)
 	}
-	if refused := egress.AsPermanent(err); refused != nil {
-		return fmt.Errorf("%s: %w", where, refused)
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return mapped // net/http's names the call: "POST https://host/path: could not connect ..."
 	}
-	return sdk.Retryable("WebhookUnreachable", fmt.Errorf("%s: %s", where, unreachable(err)))
+	return fmt.Errorf("%s: %w", where, mapped)
 }
 
-// interpret maps a receiver's answer to the hook's result: 2xx done (202: look again),
-// 429 look again after Retry-After, other 3xx/4xx permanent, 5xx retryable. Messages name
-// the status by its code and Go's text for it, never by the receiver's words: neither its
-// reason phrase nor its body reaches the step's status, but for the outputs and message
-// of a 2xx that opted in (headerResult).
-func interpret(ctx context.Context, where string, resp *http.Response) (sdk.Result, error) {
+// untrusted tells whether err is a TLS certificate the receiver's owner can make trusted.
+func untrusted(err error) bool {
+	var (
+		certErr   *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+	)
+	return errors.As(err, &certErr) || errors.As(err, &authority)
+}
+
+// interpret maps a receiver's answer to the hook's result (sdkhttp.Result): 2xx done (202:
+// look again), 429 look again after Retry-After, other 3xx/4xx permanent, 5xx retryable.
+// Messages name the status by its code and Go's text for it, never by the receiver's
+// words: neither its reason phrase nor its body reaches the step's status, but for the
+// outputs and message of a 2xx that opted in (headerResult).
+func (c *call) interpret(ctx context.Context, where string, resp *http.Response) (sdk.Result, error) {
 	status := resp.StatusCode
-	answered := fmt.Sprintf("%s: answered %s", where, statusText(status))
+	res, err := c.outcomes.Result(resp, fmt.Sprintf("webhook answered %d", status))
 	switch {
-	case status == http.StatusAccepted:
-		a, err := readAnswer(ctx, where, resp)
-		if err != nil {
-			return sdk.Result{}, err
-		}
-		after, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
-		if !ok {
-			after = defaultPollInterval
-		}
-		msg := a.Message
-		if msg == "" {
-			msg = "webhook accepted the call, in progress"
-		}
-		r := sdk.Wait(after, msg)
-		r.Outputs = a.Outputs
-		return r, nil
-	case status >= 200 && status < 300:
-		a, err := readAnswer(ctx, where, resp)
-		if err != nil {
-			return sdk.Result{}, err
-		}
-		msg := a.Message
-		if msg == "" {
-			msg = fmt.Sprintf("webhook answered %d", status)
-		}
-		return sdk.DoneWithOutputs(msg, a.Outputs), nil
-	case status == http.StatusTooManyRequests:
-		err := errors.New(answered)
-		if after, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			// Honour the receiver's pace exactly; the step's timeout still bounds the wait.
-			return sdk.Wait(after, fmt.Sprintf("webhook is throttling (429), calling again in %s", after)), nil
-		}
-		return sdk.Result{}, sdk.Retryable("WebhookThrottled", err)
-	case status >= 300 && status < 400:
-		// Redirects are not followed: a POST would turn into a GET, and a signed call
-		// should reach only the configured URL.
-		return sdk.Result{}, sdk.Permanent("WebhookRedirected", fmt.Errorf(
-			"%s to %q; redirects are not followed, set url to the final address", answered, location(resp)))
-	case status >= 400 && status < 500:
-		return sdk.Result{}, sdk.Permanent("WebhookRejected", errors.New(answered))
-	case status >= 500:
-		return sdk.Result{}, sdk.Retryable("WebhookFailed", errors.New(answered))
-	default:
-		return sdk.Result{}, sdk.Retryable("UnexpectedResponse", errors.New(answered))
+	case err != nil && status >= 300 && status < 400:
+		return sdk.Result{}, fmt.Errorf("%w (to %q): set url to the final address", err, location(resp))
+	case err != nil:
+		return sdk.Result{}, err
+	case status < 200 || status >= 300:
+		return res, nil // a 429 that waits: its body is not read
 	}
-}
-
-// statusText names an HTTP status by its code and Go's text for it ("500 Internal Server
-// Error"): the reason phrase of the answer is the receiver's text, any bytes at all.
-func statusText(code int) string {
-	if text := http.StatusText(code); text != "" {
-		return fmt.Sprintf("%d %s", code, text)
+	a, err := c.readAnswer(ctx, where, resp)
+	if err != nil {
+		return sdk.Result{}, err
 	}
-	return strconv.Itoa(code)
+	if a.Message != "" {
+		res.Message = a.Message
+	}
+	res.Outputs = a.Outputs
+	return res, nil
 }
 
 // location is the Location of a redirect as a message shows it: without user info or
@@ -296,12 +269,12 @@ func location(resp *http.Response) string {
 
 // readAnswer reads the {"outputs": {...}, "message": "..."} of a 2xx answer when the
 // receiver opted in with headerResult; any other body carries nothing, and is not read.
-func readAnswer(ctx context.Context, where string, resp *http.Response) (answer, error) {
+func (c *call) readAnswer(ctx context.Context, where string, resp *http.Response) (answer, error) {
 	version, optedIn := resp.Header[http.CanonicalHeaderKey(headerResult)]
 	if !optedIn {
 		return answer{}, nil
 	}
-	answered := fmt.Sprintf("%s: answered %s", where, statusText(resp.StatusCode))
+	answered := fmt.Sprintf("%s: answered %s", where, sdkhttp.StatusText(resp.StatusCode))
 	if len(version) != 1 || !strings.EqualFold(strings.TrimSpace(version[0]), resultV1) {
 		// The value is not quoted: it is the receiver's text.
 		return answer{}, sdk.Permanent("InvalidWebhookResponse", fmt.Errorf(
@@ -309,7 +282,7 @@ func readAnswer(ctx context.Context, where string, resp *http.Response) (answer,
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
 	if err != nil {
-		return answer{}, noAnswer(ctx, where+": read the answer", err)
+		return answer{}, c.noAnswer(ctx, where+": read the answer", err)
 	}
 	return decodeAnswer(answered, resp, body)
 }
@@ -386,27 +359,6 @@ func sign(key []byte, timestamp string, body []byte) string {
 	mac.Write([]byte("."))
 	mac.Write(body)
 	return hex.EncodeToString(mac.Sum(nil))
-}
-
-// retryAfter parses a Retry-After header (seconds or an HTTP date), clamped to
-// [minRetryAfter, maxRetryAfter].
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	} else {
-		return 0, false
-	}
-	return min(max(d, minRetryAfter), maxRetryAfter), true
 }
 
 // excerpt is the start of a text of an answer on one line, for a message.

@@ -24,6 +24,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/sdkhttp"
 )
 
 const hmacKey = "whsec-test-key-0123456789"
@@ -171,7 +172,7 @@ func TestCall(t *testing.T) {
 		{
 			name:      "202 without Retry-After is looked at again after the default",
 			respond:   answerJSON(202, ``),
-			want:      []outcome{{requeue: defaultPollInterval, message: "in progress"}},
+			want:      []outcome{{requeue: sdkhttp.DefaultPollInterval, message: "in progress"}},
 			wantCalls: 1,
 		},
 		{
@@ -372,32 +373,10 @@ func manyOutputs(n int) string {
 	return strings.Join(parts, ", ")
 }
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		header string
-		want   time.Duration
-		ok     bool
-	}{
-		{"", 0, false},
-		{"7", 7 * time.Second, true},
-		{"0", minRetryAfter, true},
-		{"999999999999", maxRetryAfter, true},
-		{"-1", 0, false},
-		{now.Add(2 * time.Minute).Format(http.TimeFormat), 2 * time.Minute, true},
-		{"soon", 0, false},
-	}
-	for _, tt := range tests {
-		got, ok := retryAfter(tt.header, now)
-		assert.Equal(t, tt.ok, ok, tt.header)
-		assert.Equal(t, tt.want, got, tt.header)
-	}
-}
-
 func TestErrorsNameTheURLWithoutItsQuery(t *testing.T) {
 	rc := newReceiver(t, false, hmacKey, answerJSON(400, `bad`))
 	c := plugintest.Serve(t, newTestCall(loopback))
-	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"url": rc.URL + "/hook?token=abc123"})
+	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"url": rc.URL + "/hook?token=abc123", "credentialsSecret": "hook-creds"})
 	req.Secrets = map[string][]byte{keyHMAC: []byte(hmacKey)}
 	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
 	require.Error(t, err)
@@ -418,7 +397,7 @@ func TestCallsGoThroughTheRateLimit(t *testing.T) {
 		})
 	}
 	c := plugintest.Serve(t, newCall(egress.New(loopback), wrap))
-	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"url": rc.URL})
+	req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"url": rc.URL, "credentialsSecret": "hook-creds"})
 	req.Secrets = map[string][]byte{keyHMAC: []byte(hmacKey)}
 	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
 	require.NoError(t, err)

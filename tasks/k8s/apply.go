@@ -93,15 +93,13 @@ func (Apply) Create(ctx context.Context, req *executor.Request) (contract.Result
 	if err != nil {
 		return contract.Result{}, err
 	}
-	force, err := forceParam(req.Params)
-	if err != nil {
-		return contract.Result{}, err
-	}
+	// The engine checked the parameters against Describe: force is a bool, false unless set.
+	force := req.Bool("force")
 	me, err := stepOwner(req)
 	if err != nil {
 		return contract.Result{}, err
 	}
-	objs, err := parseManifest(req.Params["manifest"])
+	objs, err := parseManifest(req.String("manifest"))
 	if err != nil {
 		return contract.Result{}, err
 	}

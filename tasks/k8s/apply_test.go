@@ -112,8 +112,10 @@ func TestApplyRejectsBadManifests(t *testing.T) {
 		manifest string
 		want     []string
 	}{
-		{"missing", "", []string{`parameter "manifest": is required`}},
-		{"blank", "  \n", []string{`parameter "manifest": is required`}},
+		// The engine refuses a step without a manifest (TestApplyParametersTheEngineRefuses);
+		// one set to nothing is the hook's to refuse.
+		{"empty", "", []string{`parameter "manifest": is empty`}},
+		{"blank", "  \n", []string{`parameter "manifest": is empty`}},
 		{"only empty documents", "---\n# nothing\n---\n", []string{`parameter "manifest": holds no object`}},
 		{"malformed YAML", "apiVersion: v1\nkind: [ConfigMap\n", []string{`parameter "manifest": document 1 is not valid YAML or JSON`}},
 		{"malformed second document", deployment + "---\nkind: : x\n", []string{`parameter "manifest": document 2 is not valid YAML or JSON`}},

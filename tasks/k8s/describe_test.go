@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/executor/executortest"
+	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
 )
 
 func TestDescribe(t *testing.T) {
@@ -14,13 +15,30 @@ func TestDescribe(t *testing.T) {
 		executor     executor.TaskExecutor
 		wantParams   []string
 		wantRequired []string
+		// full is a valid value of every parameter the executor reads.
+		full map[string]string
 	}{
-		{Apply{}, []string{"manifest", "force"}, []string{"manifest"}},
-		{Wait{}, []string{"apiVersion", "kind", "name", "namespace", "condition", "jsonPath", "value", "timeout"}, []string{"apiVersion", "kind", "name"}},
+		{
+			Apply{}, []string{"manifest", "force"}, []string{"manifest"},
+			map[string]string{"manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", "force": "true"},
+		},
+		{
+			Wait{},
+			[]string{"apiVersion", "kind", "name", "namespace", "condition", "jsonPath", "value", "timeout"}, []string{"apiVersion", "kind", "name"},
+			// condition and jsonPath exclude each other, but each is a parameter it reads.
+			map[string]string{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "shop",
+				"condition": "Available", "jsonPath": "{.status.readyReplicas}", "value": "2", "timeout": "1m"},
+		},
+		{
+			Scale{},
+			[]string{"kind", "name", "namespace", "replicas", "timeout"}, []string{"name", "replicas"},
+			map[string]string{"kind": "StatefulSet", "name": "db", "namespace": "shop", "replicas": "3", "timeout": "1m"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.executor.Name(), func(t *testing.T) {
 			executortest.AssertBuiltInDescription(t, tt.executor, tt.wantParams, tt.wantRequired)
+			paramtest.AssertComplete(t, executor.Describe(tt.executor), tt.full)
 		})
 	}
 }

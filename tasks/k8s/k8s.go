@@ -18,6 +18,7 @@ package k8s
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,6 +54,17 @@ const ReasonInvalidParameter = "InvalidParameter"
 func invalidParam(param, format string, args ...any) error {
 	return contract.Permanent(ReasonInvalidParameter,
 		fmt.Errorf("parameter %q: %s", param, fmt.Sprintf(format, args...)))
+}
+
+// nonEmpty refuses a parameter set to nothing but spaces (say, a reference to an empty
+// output): the engine makes sure a required parameter is set, not that it says anything.
+func nonEmpty(req *executor.Request, names ...string) error {
+	for _, name := range names {
+		if strings.TrimSpace(req.String(name)) == "" {
+			return invalidParam(name, "is empty")
+		}
+	}
+	return nil
 }
 
 // clients returns the dynamic client and the mapper of the request.

@@ -25,8 +25,10 @@ type plannedObject struct {
 // parseManifest decodes the documents of the manifest parameter, skipping empty ones, and
 // checks that each is an object with apiVersion, kind and metadata.name.
 func parseManifest(manifest string) ([]*unstructured.Unstructured, error) {
+	// The engine made sure the parameter is set; a blank one (a reference to an empty
+	// output) holds nothing to apply either.
 	if strings.TrimSpace(manifest) == "" {
-		return nil, invalidParam("manifest", "is required: one or more YAML documents of Kubernetes objects")
+		return nil, invalidParam("manifest", "is empty: give one or more YAML documents of Kubernetes objects")
 	}
 	decoder := yaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
 	var objs []*unstructured.Unstructured

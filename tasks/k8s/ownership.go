@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,20 +90,6 @@ func leftMessage(left []string) string {
 		verb = "is"
 	}
 	return fmt.Sprintf("left %d %s that %s not this step's: %s", len(left), plural(len(left), "object"), verb, strings.Join(left, ", "))
-}
-
-// forceParam reads the parameter force: whether the step may take over objects and fields
-// that are not its own.
-func forceParam(params map[string]string) (bool, error) {
-	v := params["force"]
-	if v == "" {
-		return false, nil
-	}
-	force, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, invalidParam("force", "%q is not true or false", v)
-	}
-	return force, nil
 }
 
 // claim reads every object of the manifest that exists, before anything is applied, and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
 )
 
 const (
@@ -112,12 +113,23 @@ func TestApplyForceTakesAnObjectOver(t *testing.T) {
 	assert.False(t, exists(t, client, configMaps, pipelineNS, "prod-settings"))
 }
 
-func TestApplyRejectsABadForce(t *testing.T) {
-	client := newClient(t)
-	params := map[string]string{"manifest": prodSettings, "force": "yes"}
-	_, err := Apply{}.Create(t.Context(), newRequest(client, newMapper(), params, nil))
-	requirePermanent(t, err, ReasonInvalidParameter, `parameter "force": "yes" is not true or false`)
-	assert.Empty(t, writes(client))
+// TestApplyParametersTheEngineRefuses: what the declarations say (the manifest required,
+// force a bool, no other parameter) the engine checks before any hook.
+func TestApplyParametersTheEngineRefuses(t *testing.T) {
+	tests := []struct {
+		name   string
+		params map[string]string
+		want   string
+	}{
+		{"no manifest", map[string]string{"force": "true"}, `parameter "manifest" is required`},
+		{"force not a bool", map[string]string{"manifest": prodSettings, "force": "yes"}, `parameter "force" is "yes", not true or false`},
+		{"a parameter it does not take", map[string]string{"manifest": prodSettings, "prune": "false"}, `parameter "prune" is not a parameter of the executor, which takes manifest, force`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			paramtest.AssertRefused(t, Apply{}.Describe(), tc.params, tc.want)
+		})
+	}
 }
 
 func TestApplyNeedsThePipelineUID(t *testing.T) {

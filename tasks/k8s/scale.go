@@ -25,11 +25,12 @@ import (
 // Scale is k8s.scale: it scales a Deployment or a StatefulSet through its scale subresource
 // and waits until the workload is ready at the new count; its teardown scales it back.
 //
-// Parameters: kind (Deployment, the default, or StatefulSet, in any case), name, namespace
-// (default: the pipeline's), replicas (required, 0 or more) and timeout, a Go duration
-// (default 10m). It acts with the typed client of the Request, as the pipeline's
-// ServiceAccount, which needs get and update on deployments/scale (or statefulsets/scale)
-// and get on deployments (or statefulsets), whose status tells readiness.
+// Parameters: kind (Deployment, the default, or StatefulSet), name, namespace (default: the
+// pipeline's), replicas (required, 0 or more) and timeout, a positive Go duration (default
+// 10m); the engine checks them against Describe before any hook. It acts with the typed
+// client of the Request, as the pipeline's ServiceAccount, which needs get and update on
+// deployments/scale (or statefulsets/scale) and get on deployments (or statefulsets),
+// whose status tells readiness.
 //
 // # Create
 //
@@ -48,20 +49,19 @@ import (
 // available replicas all equal replicas; a StatefulSet once its status describes its
 // current generation, its ready replicas equal replicas and its pods are of its update
 // revision (currentRevision is updateRevision, or updatedReplicas equals replicas). Until
-// then it returns contract.Wait, with a message such as "2/5 replicas ready", and records
-// when the wait started in the output scaleStarted; past timeout the step fails for good
-// with reason Timeout, naming the replicas seen. Once ready, it is done with the outputs
-// previousReplicas and replicas, and clears scaleStarted, so that a later run waits from
-// its own start.
+// then it returns contract.Wait, with a message such as "2/5 replicas ready"; once timeout
+// has passed since the hook's first call (which the engine tells every call, the request's
+// HookStarted) the step fails for good with reason Timeout, naming the replicas seen. Once
+// ready, it is done with the outputs previousReplicas and replicas.
 //
 // # Teardown
 //
 // Delete sets the count previousReplicas recorded, whatever the count is now, and waits in
-// the same way (the output restoreStarted, the same timeout) until the workload is ready
-// at it. It then clears previousReplicas: the count is restored, and a later run of the
-// step (after an edit, perhaps of another workload) records its own. A step that never
-// recorded a count has nothing to restore, and a workload that is gone nothing to restore
-// to.
+// the same way (the same timeout, from the teardown hook's first call) until the workload
+// is ready at it. It then clears previousReplicas: the count is restored, and a later run
+// of the step (after an edit, perhaps of another workload) records its own. A step that
+// never recorded a count has nothing to restore, and a workload that is gone nothing to
+// restore to.
 //
 // API errors, Forbidden and NotFound among them, are returned wrapped, so that the engine
 // retries them with the API's reason; an invalid request is permanent. For the teardown,
@@ -81,10 +81,6 @@ const (
 	PreviousReplicasOutput = "previousReplicas"
 	// ReplicasOutput is the count the step scaled to.
 	ReplicasOutput = "replicas"
-	// ScaleStartedOutput is when Create's wait started (RFC 3339); empty once done.
-	ScaleStartedOutput = "scaleStarted"
-	// RestoreStartedOutput is when the teardown's wait started (RFC 3339); empty once done.
-	RestoreStartedOutput = "restoreStarted"
 )
 
 // Kinds k8s.scale scales.
@@ -97,9 +93,6 @@ const (
 // k8s.apply's: a manifest that sets the replicas of a workload a k8s.scale step scaled
 // then fails with a Conflict that names k8s.scale, rather than fighting it unseen.
 const ScaleFieldManager = "stepwise-scale"
-
-// DefaultScaleTimeout is the timeout of k8s.scale when none is given.
-const DefaultScaleTimeout = 10 * time.Minute
 
 // scalePoll is how often k8s.scale looks at the workload again while it waits.
 const scalePoll = 2 * time.Second
@@ -115,20 +108,16 @@ type scaleParams struct {
 	timeout   time.Duration
 }
 
-// parseScaleParams checks the parameters; every problem is a permanent error naming the
-// parameter.
-func parseScaleParams(params map[string]string) (*scaleParams, error) {
-	p := &scaleParams{name: params["name"], namespace: params["namespace"], timeout: DefaultScaleTimeout}
-	switch kind := params["kind"]; {
-	case kind == "", strings.EqualFold(kind, KindDeployment):
-		p.kind = KindDeployment
-	case strings.EqualFold(kind, KindStatefulSet):
+// parseScaleParams reads the parameters, which the engine checked against Describe before
+// the hook (required, types, the kind's values, defaults), and checks what their types do
+// not say; every problem is a permanent error naming the parameter.
+func parseScaleParams(req *executor.Request) (*scaleParams, error) {
+	p := &scaleParams{kind: KindDeployment, name: req.String("name"), namespace: req.String("namespace"), timeout: req.Duration("timeout")}
+	if req.String("kind") == KindStatefulSet {
 		p.kind = KindStatefulSet
-	default:
-		return nil, invalidParam("kind", "%q is neither %s nor %s", kind, KindDeployment, KindStatefulSet)
 	}
-	if p.name == "" {
-		return nil, invalidParam("name", "is required: the name of the %s to scale", p.kind)
+	if err := nonEmpty(req, "name"); err != nil {
+		return nil, err
 	}
 	if errs := validation.IsDNS1123Subdomain(p.name); len(errs) > 0 {
 		return nil, invalidParam("name", "%q is not a valid name: %s", p.name, strings.Join(errs, "; "))
@@ -138,27 +127,16 @@ func parseScaleParams(params map[string]string) (*scaleParams, error) {
 			return nil, invalidParam("namespace", "%q is not a valid namespace: %s", p.namespace, strings.Join(errs, "; "))
 		}
 	}
-	raw, ok := params["replicas"]
-	if !ok || raw == "" {
-		return nil, invalidParam("replicas", "is required: the number of replicas to scale to")
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 32)
-	if err != nil {
-		return nil, invalidParam("replicas", "%q is not a whole number from 0 to %d", raw, math.MaxInt32)
-	}
-	if n < 0 {
-		return nil, invalidParam("replicas", "%q must be 0 or more", raw)
+	n := req.Int("replicas")
+	switch {
+	case n < 0:
+		return nil, invalidParam("replicas", "%q must be 0 or more", req.String("replicas"))
+	case n > math.MaxInt32:
+		return nil, invalidParam("replicas", "%q is more than %d", req.String("replicas"), math.MaxInt32)
 	}
 	p.replicas = int32(n)
-	if t := params["timeout"]; t != "" {
-		d, err := time.ParseDuration(t)
-		if err != nil {
-			return nil, invalidParam("timeout", "%q is not a duration such as 90s or 10m", t)
-		}
-		if d <= 0 {
-			return nil, invalidParam("timeout", "%q must be positive", t)
-		}
-		p.timeout = d
+	if p.timeout <= 0 {
+		return nil, invalidParam("timeout", "%q must be positive", req.String("timeout"))
 	}
 	return p, nil
 }
@@ -181,14 +159,14 @@ func recordedReplicas(req *executor.Request) (int32, bool, error) {
 // PreCreate refuses bad parameters before anything is read: the step fails at its first
 // hook.
 func (Scale) PreCreate(_ context.Context, req *executor.Request) (contract.Result, error) {
-	if _, err := parseScaleParams(req.Params); err != nil {
+	if _, err := parseScaleParams(req); err != nil {
 		return contract.Result{}, err
 	}
 	return contract.Result{Done: true}, nil
 }
 
 func (s Scale) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
-	p, err := parseScaleParams(req.Params)
+	p, err := parseScaleParams(req)
 	if err != nil {
 		return contract.Result{}, err
 	}
@@ -222,15 +200,11 @@ func (s Scale) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	if err != nil {
 		return contract.Result{}, err
 	}
-	own := req.Outputs[req.Step]
 	if !ready {
-		return s.wait(p, p.replicas, own[ScaleStartedOutput], ScaleStartedOutput, outputs, w.what()+": ", state)
+		return s.wait(req, p, p.replicas, outputs, w.what()+": ", state)
 	}
 	outputs[PreviousReplicasOutput] = strconv.Itoa(int(previous))
 	outputs[ReplicasOutput] = strconv.Itoa(int(p.replicas))
-	if own[ScaleStartedOutput] != "" {
-		outputs[ScaleStartedOutput] = ""
-	}
 	message := fmt.Sprintf("%s: scaled from %d to %d replicas, %s", w.what(), previous, p.replicas, state)
 	if previous == p.replicas {
 		message = fmt.Sprintf("%s: already at %d replicas, %s", w.what(), p.replicas, state)
@@ -246,7 +220,7 @@ func (s Scale) Delete(ctx context.Context, req *executor.Request) (contract.Resu
 	if !recorded {
 		return contract.Done("nothing to restore: no replica count was recorded"), nil
 	}
-	p, err := parseScaleParams(req.Params)
+	p, err := parseScaleParams(req)
 	if err != nil {
 		return contract.Result{}, err
 	}
@@ -254,11 +228,7 @@ func (s Scale) Delete(ctx context.Context, req *executor.Request) (contract.Resu
 	if err != nil {
 		return contract.Result{}, err
 	}
-	own := req.Outputs[req.Step]
 	spent := map[string]string{PreviousReplicasOutput: ""}
-	if own[RestoreStartedOutput] != "" {
-		spent[RestoreStartedOutput] = ""
-	}
 	gone := contract.DoneWithOutputs(w.what()+" is gone: nothing to restore", spent)
 
 	current, err := w.replicas(ctx)
@@ -276,30 +246,26 @@ func (s Scale) Delete(ctx context.Context, req *executor.Request) (contract.Resu
 		return contract.Result{}, err
 	}
 	if !ready {
-		return s.wait(p, previous, own[RestoreStartedOutput], RestoreStartedOutput, nil,
-			fmt.Sprintf("%s: restoring %d replicas: ", w.what(), previous), state)
+		return s.wait(req, p, previous, nil, fmt.Sprintf("%s: restoring %d replicas: ", w.what(), previous), state)
 	}
 	return contract.DoneWithOutputs(fmt.Sprintf("%s: restored %d replicas, %s", w.what(), previous, state), spent), nil
 }
 
 // wait is the Result of a call that found the workload not ready at target, state telling
-// how far it is: ask again soon, with the message prefix+state, recording when the wait
-// started under key (with the outputs given), or fail with reason Timeout once it has
-// lasted longer than the timeout. recordedStart is what an earlier call recorded.
-func (s Scale) wait(p *scaleParams, target int32, recordedStart, key string, outputs map[string]string, prefix, state string) (contract.Result, error) {
+// how far it is: ask again soon, with the message prefix+state and the outputs given, or
+// fail with reason Timeout once the hook has lasted longer than the timeout. The engine
+// tells when the hook's first call was made; a request without it (from a caller other
+// than the engine) is a first call.
+func (s Scale) wait(req *executor.Request, p *scaleParams, target int32, outputs map[string]string, prefix, state string) (contract.Result, error) {
 	now := s.now()
-	started := now
-	if t, err := time.Parse(time.RFC3339, recordedStart); err == nil {
-		started = t
+	started := req.HookStarted
+	if started.IsZero() {
+		started = now
 	}
 	if now.Sub(started) > p.timeout {
 		return contract.Result{}, contract.Permanent(contract.ReasonTimeout,
 			fmt.Errorf("%s %s: not ready at %d replicas within %s (%s)", p.kind, p.name, target, p.timeout, state))
 	}
-	if outputs == nil {
-		outputs = map[string]string{}
-	}
-	outputs[key] = started.UTC().Format(time.RFC3339)
 	return contract.Result{RequeueAfter: scalePoll, Message: prefix + state, Outputs: outputs}, nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/executor/executortest"
+	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
 )
 
 var (
@@ -186,13 +187,17 @@ func scaleWith(changes map[string]string) map[string]string {
 	return p
 }
 
-func scaleRequest(client *kubefake.Clientset, hook contract.Hook, params, outputs map[string]string) *executor.Request {
+// scaleRequest is a request for a hook of k8s.scale with the parameters as the engine
+// hands them over (checked against its declarations, with their defaults) and the step's
+// outputs so far.
+func scaleRequest(t *testing.T, client *kubefake.Clientset, hook contract.Hook, params, outputs map[string]string) *executor.Request {
+	t.Helper()
 	req := &executor.Request{
 		Request: contract.Request{
 			Pipeline: contract.PipelineRef{Namespace: pipelineNS, Name: pipelineName, UID: pipelineUID, Generation: 1},
 			Step:     stepName,
 			Hook:     hook,
-			Params:   params,
+			Params:   paramtest.Checked(t, Scale{}.Describe(), params),
 			Outputs:  map[string]map[string]string{stepName: maps.Clone(outputs)},
 		},
 		Clients: &executor.Clients{Kube: client},
@@ -233,22 +238,44 @@ func scaleWrites(t *testing.T, client *kubefake.Clientset) []string {
 	return out
 }
 
+// TestScaleParametersTheEngineRefuses: what the declarations say (required, types, the
+// kind's values, no other parameter) the engine checks before any hook.
+func TestScaleParametersTheEngineRefuses(t *testing.T) {
+	tests := []struct {
+		name    string
+		changes map[string]string
+		want    string
+	}{
+		{"no name", map[string]string{"name": ""}, `parameter "name" is required`},
+		{"no replicas", map[string]string{"replicas": ""}, `parameter "replicas" is required`},
+		{"unknown kind", map[string]string{"kind": "DaemonSet"}, `parameter "kind" is "DaemonSet", not one of Deployment, StatefulSet`},
+		{"kind in lower case", map[string]string{"kind": "statefulset"}, `parameter "kind" is "statefulset", not one of Deployment, StatefulSet`},
+		{"replicas not a number", map[string]string{"replicas": "many"}, `parameter "replicas" is "many", not a whole number`},
+		{"replicas a fraction", map[string]string{"replicas": "1.5"}, `parameter "replicas" is "1.5", not a whole number`},
+		{"replicas with spaces", map[string]string{"replicas": " 0 "}, `parameter "replicas" is " 0 ", not a whole number`},
+		{"bad timeout", map[string]string{"timeout": "soon"}, `parameter "timeout" is "soon", not a duration`},
+		{"a parameter of k8s.wait", map[string]string{"condition": "Available"}, `parameter "condition" is not a parameter of the executor`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			paramtest.AssertRefused(t, Scale{}.Describe(), scaleWith(tc.changes), tc.want)
+		})
+	}
+}
+
+// TestScaleRejectsBadParameters: what the types cannot say, the hooks check, failing the
+// step at PreCreate, its first hook, before anything is read.
 func TestScaleRejectsBadParameters(t *testing.T) {
 	tests := []struct {
 		name    string
 		changes map[string]string
 		want    string
 	}{
-		{"no name", map[string]string{"name": ""}, `parameter "name": is required`},
+		{"blank name", map[string]string{"name": " "}, `parameter "name": is empty`},
 		{"bad name", map[string]string{"name": "Web_1"}, `parameter "name": "Web_1" is not a valid name`},
 		{"bad namespace", map[string]string{"namespace": "a.b"}, `parameter "namespace": "a.b" is not a valid namespace`},
-		{"unknown kind", map[string]string{"kind": "DaemonSet"}, `parameter "kind": "DaemonSet" is neither Deployment nor StatefulSet`},
-		{"no replicas", map[string]string{"replicas": ""}, `parameter "replicas": is required`},
-		{"replicas not a number", map[string]string{"replicas": "many"}, `parameter "replicas": "many" is not a whole number`},
-		{"replicas a fraction", map[string]string{"replicas": "1.5"}, `parameter "replicas": "1.5" is not a whole number`},
 		{"negative replicas", map[string]string{"replicas": "-1"}, `parameter "replicas": "-1" must be 0 or more`},
-		{"replicas beyond int32", map[string]string{"replicas": "3000000000"}, `parameter "replicas": "3000000000" is not a whole number`},
-		{"bad timeout", map[string]string{"timeout": "soon"}, `parameter "timeout": "soon" is not a duration`},
+		{"replicas beyond int32", map[string]string{"replicas": "3000000000"}, `parameter "replicas": "3000000000" is more than 2147483647`},
 		{"timeout zero", map[string]string{"timeout": "0s"}, `parameter "timeout": "0s" must be positive`},
 		{"negative timeout", map[string]string{"timeout": "-1m"}, `parameter "timeout": "-1m" must be positive`},
 	}
@@ -256,7 +283,7 @@ func TestScaleRejectsBadParameters(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := newKube(t, readyDeployment(2))
 			for _, hook := range []contract.Hook{contract.HookPreCreate, contract.HookCreate} {
-				_, err := call(t, Scale{}, scaleRequest(client, hook, scaleWith(tc.changes), nil))
+				_, err := call(t, Scale{}, scaleRequest(t, client, hook, scaleWith(tc.changes), nil))
 				requirePermanent(t, err, ReasonInvalidParameter, tc.want)
 			}
 			assert.Empty(t, client.Actions(), "nothing is read or written")
@@ -273,17 +300,17 @@ func TestScaleAcceptsParameters(t *testing.T) {
 		{"defaults", nil, scaleParams{kind: KindDeployment, name: "web", replicas: 5, timeout: 10 * time.Minute}},
 		{"StatefulSet, in another namespace", map[string]string{"kind": "StatefulSet", "namespace": "other", "timeout": "90s"},
 			scaleParams{kind: KindStatefulSet, name: "web", namespace: "other", replicas: 5, timeout: 90 * time.Second}},
-		{"kind in any case", map[string]string{"kind": "statefulset"}, scaleParams{kind: KindStatefulSet, name: "web", replicas: 5, timeout: 10 * time.Minute}},
-		{"zero replicas, spaces around", map[string]string{"replicas": " 0 ", "kind": "deployment"}, scaleParams{kind: KindDeployment, name: "web", replicas: 0, timeout: 10 * time.Minute}},
+		{"zero replicas, Deployment given", map[string]string{"replicas": "0", "kind": "Deployment"}, scaleParams{kind: KindDeployment, name: "web", replicas: 0, timeout: 10 * time.Minute}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseScaleParams(scaleWith(tc.changes))
+			client := newKube(t)
+			req := scaleRequest(t, client, contract.HookPreCreate, scaleWith(tc.changes), nil)
+			got, err := parseScaleParams(req)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, *got)
 
-			client := newKube(t)
-			res, err := call(t, Scale{}, scaleRequest(client, contract.HookPreCreate, scaleWith(tc.changes), nil))
+			res, err := call(t, Scale{}, req)
 			require.NoError(t, err)
 			assert.True(t, res.Done)
 			assert.Empty(t, client.Actions(), "PreCreate only checks the parameters")
@@ -346,7 +373,8 @@ func TestScaleCreateScalesAndWaits(t *testing.T) {
 			client := newKube(t, tc.obj)
 			clock := testingclock.NewFakePassiveClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 			s := Scale{Clock: clock}
-			req := scaleRequest(client, contract.HookCreate, tc.params, nil)
+			req := scaleRequest(t, client, contract.HookCreate, tc.params, nil)
+			req.HookStarted = clock.Now()
 
 			// Recorded before anything changes, so that no crash can lose the count.
 			res, err := call(t, s, req)
@@ -363,7 +391,7 @@ func TestScaleCreateScalesAndWaits(t *testing.T) {
 				assert.False(t, res.Done, "poll %d", i)
 				assert.Equal(t, want, res.Message, "poll %d", i)
 				assert.Equal(t, 2*time.Second, res.RequeueAfter)
-				assert.Equal(t, "2030-01-02T03:04:05Z", res.Outputs[ScaleStartedOutput], "the wait started at the first poll")
+				assert.Equal(t, map[string]string{}, res.Outputs, "the engine keeps when the hook started, not the outputs")
 				reconcile(t, client, tc.obj)
 				clock.SetTime(clock.Now().Add(time.Minute))
 			}
@@ -375,7 +403,6 @@ func TestScaleCreateScalesAndWaits(t *testing.T) {
 			assert.Equal(t, map[string]string{
 				PreviousReplicasOutput: fmt.Sprint(scaleOf(t, tc.obj).Spec.Replicas),
 				ReplicasOutput:         tc.params["replicas"],
-				ScaleStartedOutput:     "", // cleared: a later run waits from its own start
 			}, req.Outputs[stepName])
 		})
 	}
@@ -385,7 +412,7 @@ func TestScaleCreateScalesAndWaits(t *testing.T) {
 // first look, and a workload ready at it is done at once.
 func TestScaleCreateAtTheCountAlready(t *testing.T) {
 	client := newKube(t, readyDeployment(5))
-	req := scaleRequest(client, contract.HookCreate, scaleWith(nil), nil)
+	req := scaleRequest(t, client, contract.HookCreate, scaleWith(nil), nil)
 	res, err := call(t, Scale{}, req)
 	require.NoError(t, err)
 	assert.True(t, res.Done)
@@ -409,7 +436,7 @@ func TestScaleRerunKeepsTheFirstCount(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			client := newKube(t, readyDeployment(5)) // scaled from 2 by the first run
-			req := scaleRequest(client, contract.HookCreate, scaleWith(map[string]string{"replicas": tc.replicas}),
+			req := scaleRequest(t, client, contract.HookCreate, scaleWith(map[string]string{"replicas": tc.replicas}),
 				map[string]string{PreviousReplicasOutput: "2", ReplicasOutput: "5"})
 			res, err := call(t, Scale{}, req)
 			require.NoError(t, err)
@@ -435,7 +462,7 @@ func TestScaleRerunKeepsTheFirstCount(t *testing.T) {
 func TestScaleReSetsTheCount(t *testing.T) {
 	d := readyDeployment(3) // someone set 3 after the step set 5
 	client := newKube(t, d)
-	req := scaleRequest(client, contract.HookCreate, scaleWith(nil), map[string]string{PreviousReplicasOutput: "2"})
+	req := scaleRequest(t, client, contract.HookCreate, scaleWith(nil), map[string]string{PreviousReplicasOutput: "2"})
 	res, err := call(t, Scale{}, req)
 	require.NoError(t, err)
 	assert.False(t, res.Done)
@@ -513,7 +540,7 @@ func TestScaleTeardownRestores(t *testing.T) {
 			name:      "Deployment",
 			obj:       readyDeployment(5),
 			params:    scaleWith(nil),
-			outputs:   map[string]string{PreviousReplicasOutput: "3", ReplicasOutput: "5", ScaleStartedOutput: ""},
+			outputs:   map[string]string{PreviousReplicasOutput: "3", ReplicasOutput: "5"},
 			wantWrite: "deployments shop/web=3",
 			wantMessages: []string{
 				"Deployment web: restoring 3 replicas: 5/3 replicas ready (5 updated, 5 available; the controller has not observed generation 2 yet)",
@@ -538,14 +565,15 @@ func TestScaleTeardownRestores(t *testing.T) {
 			client := newKube(t, tc.obj)
 			clock := testingclock.NewFakePassiveClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 			s := Scale{Clock: clock}
-			req := scaleRequest(client, contract.HookDelete, tc.params, tc.outputs)
+			req := scaleRequest(t, client, contract.HookDelete, tc.params, tc.outputs)
+			req.HookStarted = clock.Now()
 			for i, want := range tc.wantMessages {
 				res, err := call(t, s, req)
 				require.NoError(t, err, "poll %d", i)
 				assert.False(t, res.Done)
 				assert.Equal(t, want, res.Message, "poll %d", i)
 				assert.Equal(t, 2*time.Second, res.RequeueAfter)
-				assert.Equal(t, "2030-01-02T03:04:05Z", res.Outputs[RestoreStartedOutput])
+				assert.Empty(t, res.Outputs, "the engine keeps when the hook started, not the outputs")
 				reconcile(t, client, tc.obj)
 				clock.SetTime(clock.Now().Add(time.Minute))
 			}
@@ -555,7 +583,6 @@ func TestScaleTeardownRestores(t *testing.T) {
 			assert.Equal(t, tc.wantDone, res.Message)
 			assert.Equal(t, []string{tc.wantWrite}, scaleWrites(t, client), "restored once")
 			assert.Empty(t, req.Outputs[stepName][PreviousReplicasOutput], "spent")
-			assert.Empty(t, req.Outputs[stepName][RestoreStartedOutput], "cleared")
 			assert.Equal(t, tc.outputs[ReplicasOutput], req.Outputs[stepName][ReplicasOutput])
 
 			// Called again (a hook runs at least once): nothing left to restore.
@@ -573,13 +600,14 @@ func TestScaleTeardownWithNothingToRestore(t *testing.T) {
 		outputs map[string]string
 	}{
 		{"no outputs", nil},
-		{"Create failed before it recorded a count", map[string]string{ScaleStartedOutput: "2030-01-02T03:04:05Z"}},
+		// An earlier version recorded when its wait started in the outputs.
+		{"Create of an earlier version failed before it recorded a count", map[string]string{"scaleStarted": "2030-01-02T03:04:05Z"}},
 		{"spent by an earlier teardown", map[string]string{PreviousReplicasOutput: "", ReplicasOutput: "5"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			client := newKube(t, readyDeployment(5))
-			res, err := call(t, Scale{}, scaleRequest(client, contract.HookDelete, scaleWith(nil), tc.outputs))
+			res, err := call(t, Scale{}, scaleRequest(t, client, contract.HookDelete, scaleWith(nil), tc.outputs))
 			require.NoError(t, err)
 			assert.True(t, res.Done)
 			assert.Equal(t, "nothing to restore: no replica count was recorded", res.Message)
@@ -593,7 +621,7 @@ func TestScaleTeardownWithNothingToRestore(t *testing.T) {
 // restore.
 func TestScaleWorkloadGone(t *testing.T) {
 	client := newKube(t)
-	_, err := call(t, Scale{}, scaleRequest(client, contract.HookCreate, scaleWith(nil), nil))
+	_, err := call(t, Scale{}, scaleRequest(t, client, contract.HookCreate, scaleWith(nil), nil))
 	require.Error(t, err)
 	assert.False(t, contract.IsPermanent(err))
 	assert.Equal(t, "NotFound", executor.ReasonFor(err))
@@ -601,7 +629,7 @@ func TestScaleWorkloadGone(t *testing.T) {
 
 	for _, kind := range []string{"Deployment", "StatefulSet"} {
 		client = newKube(t)
-		req := scaleRequest(client, contract.HookDelete, scaleWith(map[string]string{"kind": kind}), map[string]string{PreviousReplicasOutput: "3"})
+		req := scaleRequest(t, client, contract.HookDelete, scaleWith(map[string]string{"kind": kind}), map[string]string{PreviousReplicasOutput: "3"})
 		res, err := call(t, Scale{}, req)
 		require.NoError(t, err)
 		assert.True(t, res.Done)
@@ -617,7 +645,7 @@ func TestScaleWorkloadGone(t *testing.T) {
 		}
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web")
 	})
-	res, err := call(t, Scale{}, scaleRequest(client, contract.HookDelete, scaleWith(nil), map[string]string{PreviousReplicasOutput: "3"}))
+	res, err := call(t, Scale{}, scaleRequest(t, client, contract.HookDelete, scaleWith(nil), map[string]string{PreviousReplicasOutput: "3"}))
 	require.NoError(t, err)
 	assert.True(t, res.Done)
 	assert.Equal(t, "Deployment web is gone: nothing to restore", res.Message)
@@ -657,7 +685,7 @@ func TestScaleAPIErrors(t *testing.T) {
 				return true, nil, tc.err
 			})
 			// The count 3 is recorded already, so that each call gets as far as it can.
-			_, err := call(t, Scale{}, scaleRequest(client, tc.hook, scaleWith(nil), map[string]string{PreviousReplicasOutput: "2"}))
+			_, err := call(t, Scale{}, scaleRequest(t, client, tc.hook, scaleWith(nil), map[string]string{PreviousReplicasOutput: "2"}))
 			require.Error(t, err)
 			assert.Equal(t, tc.wantPermanent, contract.IsPermanent(err), "%v", err)
 			assert.Equal(t, tc.wantReason, executor.ReasonFor(err))
@@ -690,7 +718,8 @@ func TestScaleTimesOut(t *testing.T) {
 			client := newKube(t, readyDeployment(2))
 			clock := testingclock.NewFakePassiveClock(start)
 			s := Scale{Clock: clock}
-			req := scaleRequest(client, tc.hook, tc.params, tc.outputs)
+			req := scaleRequest(t, client, tc.hook, tc.params, tc.outputs)
+			req.HookStarted = start
 
 			res, err := call(t, s, req) // scales, and the wait starts
 			require.NoError(t, err)
@@ -715,11 +744,30 @@ func TestScaleTimesOut(t *testing.T) {
 	}
 }
 
+// TestScaleWithoutAHookStartStartsNow: a request without HookStarted (from a caller other
+// than the engine) is a first call, never past its timeout.
+func TestScaleWithoutAHookStartStartsNow(t *testing.T) {
+	for _, hook := range []contract.Hook{contract.HookCreate, contract.HookDelete} {
+		t.Run(string(hook), func(t *testing.T) {
+			client := newKube(t, readyDeployment(2))
+			clock := testingclock.NewFakePassiveClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+			s := Scale{Clock: clock}
+			req := scaleRequest(t, client, hook, scaleWith(map[string]string{"timeout": "1s"}), map[string]string{PreviousReplicasOutput: "4"})
+			for range 3 {
+				res, err := call(t, s, req)
+				require.NoError(t, err)
+				assert.False(t, res.Done)
+				clock.SetTime(clock.Now().Add(time.Hour))
+			}
+		})
+	}
+}
+
 func TestScaleRefusesMalformedRecord(t *testing.T) {
 	for _, hook := range []contract.Hook{contract.HookCreate, contract.HookDelete} {
 		t.Run(string(hook), func(t *testing.T) {
 			client := newKube(t, readyDeployment(5))
-			_, err := call(t, Scale{}, scaleRequest(client, hook, scaleWith(nil), map[string]string{PreviousReplicasOutput: "five"}))
+			_, err := call(t, Scale{}, scaleRequest(t, client, hook, scaleWith(nil), map[string]string{PreviousReplicasOutput: "five"}))
 			requirePermanent(t, err, "InvalidOutput", `output "previousReplicas" of step deploy: "five" is not a replica count`)
 			assert.Empty(t, scaleWrites(t, client))
 		})
@@ -727,7 +775,7 @@ func TestScaleRefusesMalformedRecord(t *testing.T) {
 }
 
 func TestScaleWithoutClient(t *testing.T) {
-	req := scaleRequest(nil, contract.HookCreate, scaleWith(nil), nil)
+	req := scaleRequest(t, nil, contract.HookCreate, scaleWith(nil), nil)
 	req.Clients = nil
 	_, err := call(t, Scale{}, req)
 	requirePermanent(t, err, "NoClient")

@@ -26,29 +26,24 @@ import (
 // pipeline's; ignored for cluster-scoped kinds); then either condition, e.g. Available,
 // met when .status.conditions[type=CONDITION].status is "True", or jsonPath (a template
 // such as {.status.readyReplicas}) and value, met when the template prints exactly value;
-// and timeout, a Go duration (default 5m). Secrets are refused (see secret.go): what
-// k8s.wait observes ends up in the pipeline's status.
+// and timeout, a positive Go duration (default 5m). The engine checks them against
+// Describe before any hook. Secrets are refused (see secret.go): what k8s.wait observes
+// ends up in the pipeline's status.
 //
 // A condition counts only once the status describes the object's current generation:
 // when .status.observedGeneration, or the condition's observedGeneration, is set and
 // older than .metadata.generation, the condition is not met yet.
 //
-// The executor keeps no state: its first call reports the output "waitStarted" (an
-// RFC 3339 time), which the engine hands back on later calls, and the step fails with
-// reason Timeout once the wait has lasted longer than timeout. When the condition is met,
-// Create is done with the output "observed": the condition's status, or the JSONPath's value.
+// The executor keeps no state: the wait starts at the hook's first call, which the engine
+// tells every call (the request's HookStarted), and the step fails with reason Timeout
+// once the wait has lasted longer than timeout. When the condition is met, Create is done
+// with the output "observed": the condition's status, or the JSONPath's value.
 type Wait struct{ executor.Base }
 
 func (Wait) Name() string { return "k8s.wait" }
 
-// Outputs of k8s.wait.
-const (
-	WaitStartedOutput = "waitStarted"
-	ObservedOutput    = "observed"
-)
-
-// DefaultWaitTimeout is the timeout of k8s.wait when none is given.
-const DefaultWaitTimeout = 5 * time.Minute
+// ObservedOutput is the output of k8s.wait: what it saw when the condition was met.
+const ObservedOutput = "observed"
 
 // waitPoll is how often k8s.wait looks at the object again.
 const waitPoll = 2 * time.Second
@@ -67,31 +62,26 @@ type waitParams struct {
 	timeout   time.Duration
 }
 
-// parseWaitParams checks the parameters; every problem is a permanent error naming the
-// parameter.
-func parseWaitParams(params map[string]string) (*waitParams, error) {
+// parseWaitParams reads the parameters, which the engine checked against Describe before
+// the hook (required, types, the timeout's default), and checks what their types do not
+// say; every problem is a permanent error naming the parameter.
+func parseWaitParams(req *executor.Request) (*waitParams, error) {
+	if err := nonEmpty(req, "apiVersion", "kind", "name"); err != nil {
+		return nil, err
+	}
 	p := &waitParams{
-		name:      params["name"],
-		namespace: params["namespace"],
-		condition: params["condition"],
-		jsonPath:  params["jsonPath"],
-		value:     params["value"],
-		timeout:   DefaultWaitTimeout,
+		name:      req.String("name"),
+		namespace: req.String("namespace"),
+		condition: req.String("condition"),
+		jsonPath:  req.String("jsonPath"),
+		value:     req.String("value"),
+		timeout:   req.Duration("timeout"),
 	}
-	apiVersion, kind := params["apiVersion"], params["kind"]
-	switch {
-	case apiVersion == "":
-		return nil, invalidParam("apiVersion", "is required, e.g. apps/v1")
-	case kind == "":
-		return nil, invalidParam("kind", "is required, e.g. Deployment")
-	case p.name == "":
-		return nil, invalidParam("name", "is required: the name of the object to wait for")
-	}
-	gv, err := schema.ParseGroupVersion(apiVersion)
+	gv, err := schema.ParseGroupVersion(req.String("apiVersion"))
 	if err != nil {
 		return nil, invalidParam("apiVersion", "%v", err)
 	}
-	p.gvk = gv.WithKind(kind)
+	p.gvk = gv.WithKind(req.String("kind"))
 	if isSecretKind(p.gvk.GroupKind()) {
 		return nil, errSecretRefused()
 	}
@@ -118,15 +108,8 @@ func parseWaitParams(params map[string]string) (*waitParams, error) {
 			return nil, invalidParam("jsonPath", "%q is not a JSONPath template such as {.status.readyReplicas}: %v", p.jsonPath, err)
 		}
 	}
-	if t := params["timeout"]; t != "" {
-		d, err := time.ParseDuration(t)
-		if err != nil {
-			return nil, invalidParam("timeout", "%q is not a duration such as 90s or 5m", t)
-		}
-		if d <= 0 {
-			return nil, invalidParam("timeout", "%q must be positive", t)
-		}
-		p.timeout = d
+	if p.timeout <= 0 {
+		return nil, invalidParam("timeout", "%q must be positive", req.String("timeout"))
 	}
 	return p, nil
 }
@@ -206,14 +189,14 @@ func int64Field(obj map[string]any, fields ...string) (int64, bool) {
 // PreCreate refuses bad parameters, a Secret among them, before Create reads anything:
 // the step fails at its first hook.
 func (Wait) PreCreate(_ context.Context, req *executor.Request) (contract.Result, error) {
-	if _, err := parseWaitParams(req.Params); err != nil {
+	if _, err := parseWaitParams(req); err != nil {
 		return contract.Result{}, err
 	}
 	return contract.Result{Done: true}, nil
 }
 
 func (Wait) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
-	p, err := parseWaitParams(req.Params)
+	p, err := parseWaitParams(req)
 	if err != nil {
 		return contract.Result{}, err
 	}
@@ -221,12 +204,12 @@ func (Wait) Create(ctx context.Context, req *executor.Request) (contract.Result,
 	if err != nil {
 		return contract.Result{}, err
 	}
+	// The engine tells when the wait's first call was made; a request without it (from a
+	// caller other than the engine) is a first call.
 	now := time.Now()
-	started := now
-	if s := req.Outputs[req.Step][WaitStartedOutput]; s != "" {
-		if t, err := time.Parse(time.RFC3339, s); err == nil {
-			started = t
-		}
+	started := req.HookStarted
+	if started.IsZero() {
+		started = now
 	}
 
 	mapping, err := (&mapper{m: restMapper}).mapping(p.gvk)
@@ -264,11 +247,7 @@ func (Wait) Create(ctx context.Context, req *executor.Request) (contract.Result,
 		return contract.Result{}, contract.Permanent(contract.ReasonTimeout,
 			fmt.Errorf("%s: %s not met within %s (%s)", what, p.goal(), p.timeout, state))
 	}
-	return contract.Result{
-		RequeueAfter: waitPoll,
-		Message:      fmt.Sprintf("%s: waiting for %s (%s)", what, p.goal(), state),
-		Outputs:      map[string]string{WaitStartedOutput: started.UTC().Format(time.RFC3339)},
-	}, nil
+	return contract.Wait(waitPoll, fmt.Sprintf("%s: waiting for %s (%s)", what, p.goal(), state)), nil
 }
 
 var _ executor.TaskExecutor = Wait{}

@@ -12,10 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
 )
 
 // waitParamsFor is a valid set of k8s.wait parameters with the changes given (an empty
@@ -32,30 +34,71 @@ func waitParamsFor(changes map[string]string) map[string]string {
 	return p
 }
 
-func TestWaitRejectsBadParameters(t *testing.T) {
+// waitRequest is a k8s.wait request with the parameters as the engine hands them over:
+// checked against its declarations, with their defaults.
+func waitRequest(t *testing.T, client *dynamicfake.FakeDynamicClient, mapper meta.RESTMapper, params map[string]string) *executor.Request {
+	t.Helper()
+	return newRequest(client, mapper, paramtest.Checked(t, Wait{}.Describe(), params), nil)
+}
+
+// TestWaitParametersTheEngineRefuses: what the declarations say (required, types, no other
+// parameter) the engine checks before any hook.
+func TestWaitParametersTheEngineRefuses(t *testing.T) {
 	tests := []struct {
 		name    string
 		changes map[string]string
 		want    string
 	}{
-		{"no apiVersion", map[string]string{"apiVersion": ""}, `parameter "apiVersion": is required`},
-		{"bad apiVersion", map[string]string{"apiVersion": "a/b/c"}, `parameter "apiVersion": `},
-		{"no kind", map[string]string{"kind": ""}, `parameter "kind": is required`},
-		{"no name", map[string]string{"name": ""}, `parameter "name": is required`},
-		{"neither condition nor jsonPath", map[string]string{"condition": ""}, `give either parameter "condition" (e.g. Available) or parameters "jsonPath" and "value"`},
-		{"both condition and jsonPath", map[string]string{"jsonPath": "{.status.readyReplicas}", "value": "2"}, `parameters "condition" and "jsonPath" exclude each other`},
-		{"jsonPath without value", map[string]string{"condition": "", "jsonPath": "{.status.readyReplicas}"}, `parameter "value": is required with "jsonPath"`},
-		{"value with condition", map[string]string{"value": "True"}, `parameter "value": goes with "jsonPath"`},
-		{"bad jsonPath", map[string]string{"condition": "", "jsonPath": "{.status[", "value": "1"}, `parameter "jsonPath": "{.status[" is not a JSONPath template`},
-		{"bad timeout", map[string]string{"timeout": "soon"}, `parameter "timeout": "soon" is not a duration`},
-		{"negative timeout", map[string]string{"timeout": "-1s"}, `parameter "timeout": "-1s" must be positive`},
-		{"unknown kind", map[string]string{"apiVersion": "example.com/v1", "kind": "Gadget"}, `parameter "kind": the API server serves no kind "Gadget" in "example.com/v1"`},
+		{"no apiVersion", map[string]string{"apiVersion": ""}, `parameter "apiVersion" is required`},
+		{"no kind", map[string]string{"kind": ""}, `parameter "kind" is required`},
+		{"no name", map[string]string{"name": ""}, `parameter "name" is required`},
+		{"bad timeout", map[string]string{"timeout": "soon"}, `parameter "timeout" is "soon", not a duration`},
+		{"a parameter it does not take", map[string]string{"replicas": "3"}, `parameter "replicas" is not a parameter of the executor`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			paramtest.AssertRefused(t, Wait{}.Describe(), waitParamsFor(tc.changes), tc.want)
+		})
+	}
+}
+
+// TestWaitRejectsBadParameters: what the types cannot say, the hooks check, failing the
+// step at PreCreate, its first hook, and at Create.
+func TestWaitRejectsBadParameters(t *testing.T) {
+	tests := []struct {
+		name    string
+		changes map[string]string
+		want    string
+		// atCreate: only Create, which asks the API server, can tell.
+		atCreate bool
+	}{
+		{"blank apiVersion", map[string]string{"apiVersion": " "}, `parameter "apiVersion": is empty`, false},
+		{"bad apiVersion", map[string]string{"apiVersion": "a/b/c"}, `parameter "apiVersion": `, false},
+		{"blank kind", map[string]string{"kind": " "}, `parameter "kind": is empty`, false},
+		{"blank name", map[string]string{"name": " "}, `parameter "name": is empty`, false},
+		{"neither condition nor jsonPath", map[string]string{"condition": ""}, `give either parameter "condition" (e.g. Available) or parameters "jsonPath" and "value"`, false},
+		{"both condition and jsonPath", map[string]string{"jsonPath": "{.status.readyReplicas}", "value": "2"}, `parameters "condition" and "jsonPath" exclude each other`, false},
+		{"jsonPath without value", map[string]string{"condition": "", "jsonPath": "{.status.readyReplicas}"}, `parameter "value": is required with "jsonPath"`, false},
+		{"value with condition", map[string]string{"value": "True"}, `parameter "value": goes with "jsonPath"`, false},
+		{"bad jsonPath", map[string]string{"condition": "", "jsonPath": "{.status[", "value": "1"}, `parameter "jsonPath": "{.status[" is not a JSONPath template`, false},
+		{"zero timeout", map[string]string{"timeout": "0s"}, `parameter "timeout": "0s" must be positive`, false},
+		{"negative timeout", map[string]string{"timeout": "-1s"}, `parameter "timeout": "-1s" must be positive`, false},
+		{"unknown kind", map[string]string{"apiVersion": "example.com/v1", "kind": "Gadget"}, `parameter "kind": the API server serves no kind "Gadget" in "example.com/v1"`, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			client := newClient(t)
-			_, err := Wait{}.Create(t.Context(), newRequest(client, newMapper(), waitParamsFor(tc.changes), nil))
+			req := waitRequest(t, client, newMapper(), waitParamsFor(tc.changes))
+			res, err := Wait{}.PreCreate(t.Context(), req)
+			if tc.atCreate {
+				require.NoError(t, err)
+				assert.True(t, res.Done)
+			} else {
+				requirePermanent(t, err, ReasonInvalidParameter, tc.want)
+			}
+			_, err = Wait{}.Create(t.Context(), req)
 			requirePermanent(t, err, ReasonInvalidParameter, tc.want)
+			assert.Empty(t, client.Actions(), "nothing is read")
 		})
 	}
 }
@@ -178,8 +221,9 @@ func TestWaitCreate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			client := newClient(t, tc.objs...)
-			before := time.Now().Truncate(time.Second)
-			res, err := Wait{}.Create(t.Context(), newRequest(client, newMapper(), waitParamsFor(tc.changes), nil))
+			req := waitRequest(t, client, newMapper(), waitParamsFor(tc.changes))
+			req.HookStarted = time.Now()
+			res, err := Wait{}.Create(t.Context(), req)
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantMessage, res.Message)
 			assert.Equal(t, tc.wantDone, res.Done)
@@ -188,43 +232,57 @@ func TestWaitCreate(t *testing.T) {
 				return
 			}
 			assert.Equal(t, 2*time.Second, res.RequeueAfter)
-			started, err := time.Parse(time.RFC3339, res.Outputs[WaitStartedOutput])
-			require.NoError(t, err, "the first call records when the wait started")
-			assert.WithinRange(t, started, before, time.Now())
+			assert.Empty(t, res.Outputs, "the engine keeps when the wait started, not the outputs")
+			assert.Empty(t, res.State)
 		})
 	}
 }
 
+// TestWaitTimesOutFromWhenItStarted: the timeout runs from the hook's first call, which
+// the engine tells every call (HookStarted).
 func TestWaitTimesOutFromWhenItStarted(t *testing.T) {
-	client := newClient(t, deployment(pipelineNS, map[string]any{"observedGeneration": int64(2)}))
-	params := waitParamsFor(map[string]string{"timeout": "2m"})
+	notReported := deployment(pipelineNS, map[string]any{"observedGeneration": int64(2)})
+	met := deployment(pipelineNS, map[string]any{"conditions": []any{available("True", nil)}})
+	tests := []struct {
+		name    string
+		obj     runtime.Object
+		timeout string // empty: the default
+		ago     time.Duration
+		// wantErr is the Timeout's message; empty: no error.
+		wantErr  string
+		wantDone bool
+	}{
+		{"within the timeout: still waiting", notReported, "2m", time.Minute, "", false},
+		{"past it: a Timeout naming what was awaited and what was seen", notReported, "2m", 3 * time.Minute,
+			"Deployment web: condition Available not met within 2m0s (not reported yet)", false},
+		{"within the default timeout of 5m", notReported, "", 4 * time.Minute, "", false},
+		{"past the default timeout", notReported, "", 6 * time.Minute, "not met within 5m0s", false},
+		{"met, even late: done", met, "", 6 * time.Minute, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := newClient(t, tc.obj)
+			req := waitRequest(t, client, newMapper(), waitParamsFor(map[string]string{"timeout": tc.timeout}))
+			req.HookStarted = time.Now().Add(-tc.ago)
+			res, err := Wait{}.Create(t.Context(), req)
+			if tc.wantErr != "" {
+				requirePermanent(t, err, "Timeout", tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantDone, res.Done)
+		})
+	}
+}
 
-	// Within the timeout: still waiting, and the start recorded earlier stays.
-	started := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	res, err := Wait{}.Create(t.Context(), newRequest(client, newMapper(), params, map[string]string{WaitStartedOutput: started}))
+// TestWaitWithoutAHookStartStartsNow: a request without HookStarted (from a caller other
+// than the engine) is a first call, never past its timeout.
+func TestWaitWithoutAHookStartStartsNow(t *testing.T) {
+	client := newClient(t, deployment(pipelineNS, map[string]any{"observedGeneration": int64(2)}))
+	req := waitRequest(t, client, newMapper(), waitParamsFor(map[string]string{"timeout": "1ns"}))
+	res, err := Wait{}.Create(t.Context(), req)
 	require.NoError(t, err)
 	assert.False(t, res.Done)
-	assert.Equal(t, started, res.Outputs[WaitStartedOutput])
-
-	// Past it: a permanent Timeout naming what was awaited and what was seen.
-	started = time.Now().Add(-3 * time.Minute).UTC().Format(time.RFC3339)
-	_, err = Wait{}.Create(t.Context(), newRequest(client, newMapper(), params, map[string]string{WaitStartedOutput: started}))
-	requirePermanent(t, err, "Timeout", "Deployment web: condition Available not met within 2m0s (not reported yet)")
-
-	// The default timeout is 5m.
-	params = waitParamsFor(nil)
-	started = time.Now().Add(-4 * time.Minute).UTC().Format(time.RFC3339)
-	_, err = Wait{}.Create(t.Context(), newRequest(client, newMapper(), params, map[string]string{WaitStartedOutput: started}))
-	require.NoError(t, err)
-	started = time.Now().Add(-6 * time.Minute).UTC().Format(time.RFC3339)
-	_, err = Wait{}.Create(t.Context(), newRequest(client, newMapper(), params, map[string]string{WaitStartedOutput: started}))
-	requirePermanent(t, err, "Timeout", "not met within 5m0s")
-
-	// Met, even late: done.
-	client = newClient(t, deployment(pipelineNS, map[string]any{"conditions": []any{available("True", nil)}}))
-	res, err = Wait{}.Create(t.Context(), newRequest(client, newMapper(), params, map[string]string{WaitStartedOutput: started}))
-	require.NoError(t, err)
-	assert.True(t, res.Done)
 }
 
 func TestWaitReportsAPIErrors(t *testing.T) {
@@ -232,7 +290,7 @@ func TestWaitReportsAPIErrors(t *testing.T) {
 	client.PrependReactor("get", "deployments", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("no RBAC"))
 	})
-	_, err := Wait{}.Create(t.Context(), newRequest(client, newMapper(), waitParamsFor(nil), nil))
+	_, err := Wait{}.Create(t.Context(), waitRequest(t, client, newMapper(), waitParamsFor(nil)))
 	require.Error(t, err)
 	assert.False(t, contract.IsPermanent(err))
 	assert.Equal(t, "Forbidden", executor.ReasonFor(err))
@@ -241,7 +299,7 @@ func TestWaitReportsAPIErrors(t *testing.T) {
 
 func TestWaitTeardownDoesNothing(t *testing.T) {
 	client := newClient(t)
-	req := newRequest(client, newMapper(), waitParamsFor(nil), nil)
+	req := waitRequest(t, client, newMapper(), waitParamsFor(nil))
 	for _, hook := range []func() (contract.Result, error){
 		func() (contract.Result, error) { return Wait{}.PreDelete(t.Context(), req) },
 		func() (contract.Result, error) { return Wait{}.Delete(t.Context(), req) },
@@ -290,7 +348,7 @@ func TestWaitRefusesSecrets(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			client := newClient(t, secret.DeepCopy())
-			req := newRequest(client, tc.mapper, waitParamsFor(tc.changes), nil)
+			req := waitRequest(t, client, tc.mapper, waitParamsFor(tc.changes))
 			res, err := Wait{}.PreCreate(t.Context(), req)
 			if tc.byKind {
 				requirePermanent(t, err, ReasonInvalidParameter, `parameter "kind": `, "Secret", "status")

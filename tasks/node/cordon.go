@@ -104,6 +104,6 @@ func (Cordon) Describe() contract.Description {
 	return contract.Description{
 		Description: "Marks the node unschedulable; outputs wasSchedulable and providerID. " +
 			"Teardown uncordons it only if this pipeline cordoned it.",
-		Parameters: []contract.Parameter{nodeParam},
+		Parameters: []contract.Parameter{nodeParam()},
 	}
 }

@@ -41,6 +41,6 @@ func (Delete) Create(ctx context.Context, req *executor.Request) (contract.Resul
 func (Delete) Describe() contract.Description {
 	return contract.Description{
 		Description: "Deletes the Node object; a node already gone is fine. Teardown does nothing.",
-		Parameters:  []contract.Parameter{nodeParam},
+		Parameters:  []contract.Parameter{nodeParam()},
 	}
 }

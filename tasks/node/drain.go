@@ -20,16 +20,18 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
+// OutputPodsEvicted is the output of node.drain that counts the pods it evicted (or, past
+// the timeout under policy Force, deleted).
+const OutputPodsEvicted = "podsEvicted"
+
 // Drain policies: what happens when the drain's timeout passes with pods left.
 const (
 	PolicyFail  = "Fail"  // the step fails, saying which pods are left and why
 	PolicyForce = "Force" // the pods left are deleted, ignoring PodDisruptionBudgets
 )
 
-const (
-	defaultDrainTimeout = 10 * time.Minute
-	drainPoll           = 5 * time.Second
-)
+// drainPoll is how often a drain looks at the pods left.
+const drainPoll = 5 * time.Second
 
 // evictionVersion is policy/v1, served by every supported Kubernetes version; asking
 // discovery on every call would cost a request for nothing.
@@ -38,9 +40,9 @@ var evictionVersion = schema.GroupVersion{Group: "policy", Version: "v1"}
 // Drain is node.drain: it evicts the node's pods with the Eviction API, so that
 // PodDisruptionBudgets are honoured, using kubectl's drain library. DaemonSet pods are
 // left alone. Each call evicts what it can and returns; until the node is empty the message
-// says how many pods are left and which budget blocks which pod. Parameters: node, timeout
-// (default 10m), policy (Fail or Force), podSelector, gracePeriodSeconds,
-// deleteEmptyDirData. Outputs: podsEvicted, drainStarted.
+// says how many pods are left and which budget blocks which pod. The timeout runs from the
+// hook's first call (the request's HookStarted). Parameters: see Describe. Output:
+// podsEvicted.
 type Drain struct {
 	executor.Base
 	// Clock tells the time; nil means the real clock.
@@ -58,41 +60,32 @@ type drainParams struct {
 	deleteEmptyDirData bool
 }
 
+// parseDrainParams reads the parameters, which the engine checked against Describe
+// before the hook (types, the policy's values, defaults), and checks what their types do
+// not say.
 func parseDrainParams(req *executor.Request) (drainParams, error) {
 	name, err := nodeName(req)
 	if err != nil {
 		return drainParams{}, err
 	}
-	p := drainParams{node: name, timeout: defaultDrainTimeout, policy: PolicyFail, gracePeriodSeconds: -1}
-	invalid := func(param string, err error) error {
-		return contract.Permanent("InvalidParameter", fmt.Errorf("parameter %q: %w", param, err))
+	p := drainParams{
+		node:               name,
+		timeout:            req.Duration("timeout"),
+		policy:             req.String("policy"),
+		podSelector:        req.String("podSelector"),
+		gracePeriodSeconds: int(req.Int("gracePeriodSeconds")),
+		deleteEmptyDirData: req.Bool("deleteEmptyDirData"),
 	}
-	if v := req.Params["timeout"]; v != "" {
-		if p.timeout, err = time.ParseDuration(v); err != nil || p.timeout <= 0 {
-			return p, invalid("timeout", fmt.Errorf("%q is not a positive duration such as 10m", v))
-		}
+	if _, set := req.Params["gracePeriodSeconds"]; !set {
+		// A grace period of 0 kills at once: a request without one (from a caller that
+		// skipped the engine's defaults) gets the pod's own, as the declared default says.
+		p.gracePeriodSeconds = -1
 	}
-	if v := req.Params["policy"]; v != "" {
-		if v != PolicyFail && v != PolicyForce {
-			return p, invalid("policy", fmt.Errorf("%q is neither %s nor %s", v, PolicyFail, PolicyForce))
-		}
-		p.policy = v
+	if p.timeout <= 0 {
+		return p, invalidParam("timeout", fmt.Errorf("is %q, not a positive duration such as 10m", req.String("timeout")))
 	}
-	if v := req.Params["podSelector"]; v != "" {
-		if _, err := labels.Parse(v); err != nil {
-			return p, invalid("podSelector", err)
-		}
-		p.podSelector = v
-	}
-	if v := req.Params["gracePeriodSeconds"]; v != "" {
-		if p.gracePeriodSeconds, err = strconv.Atoi(v); err != nil {
-			return p, invalid("gracePeriodSeconds", fmt.Errorf("%q is not a number", v))
-		}
-	}
-	if v := req.Params["deleteEmptyDirData"]; v != "" {
-		if p.deleteEmptyDirData, err = strconv.ParseBool(v); err != nil {
-			return p, invalid("deleteEmptyDirData", fmt.Errorf("%q is not true or false", v))
-		}
+	if _, err := labels.Parse(p.podSelector); err != nil {
+		return p, invalidParam("podSelector", fmt.Errorf("is not a label selector: %w", err))
 	}
 	return p, nil
 }
@@ -117,18 +110,16 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 		return contract.Result{}, err
 	}
 
-	// The executor keeps no memory: when the drain started and how many pods it evicted
-	// travel in the step's outputs, which the engine hands back on every call.
-	own := req.Outputs[req.Step]
-	started := d.now()
-	if v, ok := own["drainStarted"]; ok {
-		if t, err := time.Parse(time.RFC3339, v); err == nil {
-			started = t
-		}
+	// The executor keeps no memory: the engine says when the drain's first call was made,
+	// and hands back the step's outputs, with the count of pods evicted so far, on every
+	// call. A request without a start (a caller other than the engine) starts now.
+	started := req.HookStarted
+	if started.IsZero() {
+		started = d.now()
 	}
-	evicted, _ := strconv.Atoi(own["podsEvicted"])
+	evicted, _ := strconv.Atoi(req.Outputs[req.Step][OutputPodsEvicted])
 	outputs := func() map[string]string {
-		return map[string]string{"drainStarted": started.UTC().Format(time.RFC3339), "podsEvicted": strconv.Itoa(evicted)}
+		return map[string]string{OutputPodsEvicted: strconv.Itoa(evicted)}
 	}
 
 	helper := &drain.Helper{
@@ -228,18 +219,25 @@ func isAPIError(errs []error) bool {
 	return false
 }
 
-// Describe documents node.drain for the executor catalogue.
+// Describe documents node.drain for the executor catalogue; the engine checks a step's
+// parameters against it before any hook.
 func (Drain) Describe() contract.Description {
 	return contract.Description{
 		Description: "Evicts the node's pods with the Eviction API, honouring PodDisruptionBudgets " +
 			"(DaemonSet pods stay); outputs podsEvicted.",
 		Parameters: []contract.Parameter{
-			nodeParam,
-			{Name: "timeout", Description: "How long the drain may take, a Go duration (default 10m)."},
-			{Name: "policy", Description: "What happens when the timeout passes with pods left: Fail (default) fails the step, Force deletes them."},
-			{Name: "podSelector", Description: "Label selector: drain only the pods it matches."},
-			{Name: "gracePeriodSeconds", Description: "Grace period given to each pod; default: the pod's own."},
-			{Name: "deleteEmptyDirData", Description: "true: evict pods with emptyDir volumes too, losing their data."},
+			nodeParam(),
+			{Name: "timeout", Type: contract.ParamDuration, Default: "10m",
+				Description: "How long the drain may take, counted from its first call."},
+			{Name: "policy", Type: contract.ParamEnum, Values: []string{PolicyFail, PolicyForce}, Default: PolicyFail,
+				Description: "What happens when the timeout passes with pods left: Fail (default) fails the step, Force deletes them."},
+			{Name: "podSelector", Type: contract.ParamString,
+				Description: "Label selector: drain only the pods it matches."},
+			// -1 is kubectl's "the pod's own": a grace period of 0 would kill at once.
+			{Name: "gracePeriodSeconds", Type: contract.ParamInt, Default: "-1",
+				Description: "Grace period given to each pod; default: the pod's own."},
+			{Name: "deleteEmptyDirData", Type: contract.ParamBool, Default: "false",
+				Description: "true: evict pods with emptyDir volumes too, losing their data."},
 		},
 	}
 }

@@ -18,5 +18,7 @@ func Executors() []executor.TaskExecutor {
 // only that pipeline's teardown uncordons it, even if a retried hook saw it cordoned already.
 const CordonedByAnnotation = "stepwise.dev/cordoned-by"
 
-// nodeParam is the parameter every node executor takes.
-var nodeParam = contract.Parameter{Name: "node", Description: "Name of the Node.", Required: true}
+// nodeParam declares the parameter every node executor takes.
+func nodeParam() contract.Parameter {
+	return contract.Parameter{Name: "node", Description: "Name of the Node.", Required: true, Type: contract.ParamString}
+}

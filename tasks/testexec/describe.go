@@ -2,7 +2,14 @@ package testexec
 
 import "github.com/stepwise-dev/stepwise/pkg/contract"
 
-// Describe documents test.noop for the executor catalogue.
+// Values of test.record's parameter fail.
+const (
+	FailPermanent = "permanent"
+	FailRetryable = "retryable"
+)
+
+// Describe documents test.noop for the executor catalogue. It declares no parameter, so
+// the engine lets it take any.
 func (Noop) Describe() contract.Description {
 	return contract.Description{Description: "Does nothing, at once, in every hook (tests and demos)."}
 }
@@ -12,10 +19,10 @@ func (Record) Describe() contract.Description {
 	return contract.Description{
 		Description: "Appends STEP/HOOK to the key calls of a ConfigMap for every hook it runs (tests and demos).",
 		Parameters: []contract.Parameter{
-			{Name: "configMap", Description: "ConfigMap to write (default stepwise-record-PIPELINE)."},
-			{Name: "gate", Description: "true: Create waits until the ConfigMap has the key open.STEP."},
-			{Name: "fail", Description: "permanent or retryable: Create fails that way."},
-			{Name: "output", Description: "A value to report as the output value."},
+			{Name: "configMap", Type: contract.ParamString, Description: "ConfigMap to write (default stepwise-record-PIPELINE)."},
+			{Name: "gate", Type: contract.ParamBool, Default: "false", Description: "true: Create waits until the ConfigMap has the key open.STEP."},
+			{Name: "fail", Type: contract.ParamEnum, Values: []string{FailPermanent, FailRetryable}, Description: "permanent or retryable: Create fails that way."},
+			{Name: "output", Type: contract.ParamString, Description: "A value to report as the output value."},
 		},
 	}
 }

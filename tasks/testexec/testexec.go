@@ -5,9 +5,13 @@
 //   - test.record appends "STEP/HOOK" to the "calls" key of a ConfigMap in the pipeline's
 //     namespace, acting as the pipeline's ServiceAccount, so a test can observe the order
 //     of hooks and the engine's impersonation. Parameters: configMap (default
-//     "stepwise-record-PIPELINE"); gate ("true": Create waits until the ConfigMap has the key
+//     "stepwise-record-PIPELINE"); gate (true: Create waits until the ConfigMap has the key
 //     "open.STEP"); fail ("permanent" or "retryable": Create fails); output (a value to
-//     report as the output "value").
+//     report as the output "value"). The engine checks them against Describe before any
+//     hook.
+//
+// test.noop declares no parameter, so it takes any: tests and benchmarks give it what they
+// need to exercise the engine.
 package testexec
 
 import (
@@ -53,17 +57,18 @@ func (e Record) Create(ctx context.Context, req *executor.Request) (contract.Res
 	if err != nil {
 		return contract.Result{}, err
 	}
-	switch req.Params["fail"] {
-	case "permanent":
+	switch req.String("fail") {
+	case FailPermanent:
 		return contract.Result{}, contract.Permanent("TestFailure", errors.New("asked to fail permanently"))
-	case "retryable":
+	case FailRetryable:
 		return contract.Result{}, errors.New("asked to fail")
 	}
-	if req.Params["gate"] == "true" {
+	if req.Bool("gate") {
 		if _, open := cm.Data["open."+req.Step]; !open {
 			return contract.Wait(gatePoll, fmt.Sprintf("waiting for key open.%s in ConfigMap %s", req.Step, cm.Name)), nil
 		}
 	}
+	// An output set to nothing is reported too: a test may pass an empty value on.
 	var outputs map[string]string
 	if v, ok := req.Params["output"]; ok {
 		outputs = map[string]string{"value": v}
@@ -99,7 +104,8 @@ func (Record) recordCall(ctx context.Context, req *executor.Request) (*corev1.Co
 	if req.Clients == nil || req.Clients.Kube == nil {
 		return nil, contract.Permanent("NoClient", errors.New("test.record needs a Kubernetes client"))
 	}
-	name := req.Params["configMap"]
+	// The default names the pipeline, which a declared default cannot.
+	name := req.String("configMap")
 	if name == "" {
 		name = "stepwise-record-" + req.Pipeline.Name
 	}

@@ -199,13 +199,15 @@ func TestCLIExecutors(t *testing.T) {
 		assert.Equal(t, "built-in", rows[builtin][2], builtin)
 	}
 	require.Contains(t, rows, "example.greet", "plugins are listed too:\n%s", out)
-	assert.Equal(t, []string{"example.greet", "v0.1.0", "stepwise-plugin-example", "name*"}, rows["example.greet"][:4])
-	assert.Equal(t, "node*,timeout,policy,podSelector,gracePeriodSeconds,deleteEmptyDirData", rows["node.drain"][3])
+	assert.Equal(t, []string{"example.greet", "v0.1.0", "stepwise-plugin-example", "name*,salutation=Hello"}, rows["example.greet"][:4],
+		"the plugin's declarations, defaults included, crossed the protocol")
+	assert.Equal(t, "node*,timeout=10m,policy=Fail,podSelector,gracePeriodSeconds=-1,deleteEmptyDirData=false", rows["node.drain"][3])
 
 	code, out, errOut = stepwiseCLI(t, cluster.Kubeconfig, "executors", "k8s.wait", "--operator-namespace", framework.OperatorNamespace)
 	require.Equal(t, cli.ExitOK, code, errOut)
 	assert.Contains(t, out, "Executor:      k8s.wait\n")
-	assert.Contains(t, out, "  apiVersion   required   API version of the object, e.g. apps/v1.\n")
+	assert.Contains(t, out, "  apiVersion   string     yes        -         -        API version of the object, e.g. apps/v1.\n")
+	assert.Contains(t, out, "  timeout      duration   no         5m        -        How long to wait")
 }
 
 // TestKubectlFindsThePlugin runs the built binary as kubectl does with a plugin on the

@@ -111,7 +111,7 @@ func TestPluginExecutorMixedWithBuiltIn(t *testing.T) {
 	ready := meta.FindStatusCondition(failed.Status.Conditions, v1alpha1.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
-	assert.Contains(t, ready.Message, "parameter name is required")
+	assert.Contains(t, ready.Message, `parameter "name" is required`)
 	assert.Equal(t, int32(1), failed.Status.Steps[0].Attempts, "a permanent error is not retried")
 }
 

@@ -10,13 +10,18 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
+// TestPluginExecutorDescribesWhatThePluginSaid: the typed declarations (type, default)
+// cross the protocol.
 func TestPluginExecutorDescribesWhatThePluginSaid(t *testing.T) {
 	_, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-example"}, nil))
 
 	assert.Equal(t, contract.Description{
 		Version:     "v0.1.0",
 		Description: "Writes the output greeting from the parameter name.",
-		Parameters:  []contract.Parameter{{Name: "name", Description: "Who to greet.", Required: true}},
-		Plugin:      "stepwise-plugin-example",
+		Parameters: []contract.Parameter{
+			{Name: "name", Description: "Who to greet.", Required: true, Type: contract.ParamString},
+			{Name: "salutation", Description: "How to greet.", Type: contract.ParamString, Default: "Hello"},
+		},
+		Plugin: "stepwise-plugin-example",
 	}, executor.Describe(get(t, reg, "example.greet")))
 }

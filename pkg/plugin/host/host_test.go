@@ -148,13 +148,13 @@ var allHooks = []contract.Hook{
 
 func TestExamplePluginThroughTheHost(t *testing.T) {
 	h, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-example", "stepwise-plugin-test"}, nil))
-	assert.Equal(t, []string{"example.greet", "test.block", "test.echo", "test.environ", "test.fail", "test.hostile"}, reg.Names())
+	assert.Equal(t, []string{"example.greet", "test.block", "test.echo", "test.environ", "test.fail", "test.hostile", "test.logs"}, reg.Names())
 
 	greet := get(t, reg, "example.greet")
 	info := greet.(*pluginExecutor).Info()
 	assert.Equal(t, "v0.1.0", info.GetVersion())
 	assert.NotEmpty(t, info.GetDescription())
-	require.Len(t, info.GetParameters(), 1)
+	require.Len(t, info.GetParameters(), 2)
 	assert.Equal(t, "name", info.GetParameters()[0].GetName())
 	assert.True(t, info.GetParameters()[0].GetRequired())
 
@@ -173,7 +173,7 @@ func TestExamplePluginThroughTheHost(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, contract.IsPermanent(err))
 	assert.Equal(t, "InvalidParameter", executor.ReasonFor(err))
-	assert.Contains(t, err.Error(), "parameter name is required")
+	assert.Equal(t, `parameter "name" is required`, err.Error(), "checked by the SDK before the hook")
 
 	// Every field of the Request crosses the protocol.
 	res, err = get(t, reg, "test.echo").Create(ctx, request(contract.HookCreate, nil))
@@ -326,7 +326,7 @@ func TestWrongChecksumIsRefused(t *testing.T) {
 
 	var logs logSink
 	h, reg := startHost(t, logs.logger(), dir)
-	assert.Equal(t, []string{"test.block", "test.echo", "test.environ", "test.fail", "test.hostile"}, reg.Names(), "nothing of the refused plugins")
+	assert.Equal(t, []string{"test.block", "test.echo", "test.environ", "test.fail", "test.hostile", "test.logs"}, reg.Names(), "nothing of the refused plugins")
 	assert.True(t, logs.contains("does not match the checksum file"), "logs: %v", logs.lines)
 	assert.True(t, logs.contains("not listed in the checksum file"), "logs: %v", logs.lines)
 	assert.Len(t, h.PIDs(), 1)

@@ -1,8 +1,10 @@
 package host
 
 import (
+	"bytes"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"k8s.io/klog/v2"
@@ -34,17 +36,18 @@ func (w klogWriter) Write(b []byte) (int, error) {
 }
 
 // verbosity is the klog level of a line of go-plugin's logger. What the plugin itself
-// wrote to its stderr, which go-plugin logs through a logger named after the executable
-// ("plugin.stepwise-plugin-x: ..."), plain lines at DEBUG and sdk.Logger's at their level,
-// is shown at the default level: an author's fmt.Fprintln(os.Stderr, ...) in a hook must
-// not be lost. go-plugin's own chatter ("plugin: ...") is at V(2) for DEBUG and TRACE, V(1)
-// for INFO; warnings and errors of either always show.
+// wrote to its stderr before serving, which go-plugin logs through a logger named after
+// the executable ("plugin.stepwise-plugin-x: ..."), plain lines at DEBUG and sdk.Logger's
+// at their level, is shown at the default level (the SDK keeps go-plugin's own chatter in
+// the plugin at INFO and above). go-plugin's host-side chatter ("plugin: ...",
+// "plugin.stdio: ...") is at V(2) for DEBUG and TRACE, V(1) for INFO; warnings and errors
+// of either always show.
 func verbosity(line string) int {
 	level, rest, ok := strings.Cut(line, "]")
 	if !ok {
 		return 1
 	}
-	fromPlugin := strings.HasPrefix(strings.TrimLeft(rest, " "), "plugin.")
+	fromPlugin := strings.HasPrefix(strings.TrimLeft(rest, " "), "plugin."+Prefix)
 	switch level {
 	case "[ERROR", "[WARN":
 		return 0
@@ -58,4 +61,48 @@ func verbosity(line string) int {
 		return 2
 	}
 	return 1
+}
+
+// maxLine bounds a line kept while its end has not come.
+const maxLine = 64 << 10
+
+// lineLogger logs each line a plugin writes to one of its standard streams at the default
+// level, tagged with the plugin and the stream.
+type lineLogger struct {
+	logger klog.Logger
+	stream string
+
+	mu      sync.Mutex
+	partial []byte
+}
+
+func newLineLogger(logger klog.Logger, stream string) *lineLogger {
+	return &lineLogger{logger: logger, stream: stream}
+}
+
+// Write logs every whole line and keeps the rest for the next write (at most maxLine).
+func (l *lineLogger) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, b...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		l.log(l.partial[:i])
+		l.partial = l.partial[i+1:]
+	}
+	if len(l.partial) > maxLine {
+		l.log(l.partial)
+		l.partial = nil
+	}
+	l.partial = bytes.Clone(l.partial)
+	return len(b), nil
+}
+
+func (l *lineLogger) log(line []byte) {
+	if text := strings.TrimRight(string(line), "\r"); text != "" {
+		l.logger.Info("Plugin output", "stream", l.stream, "line", text)
+	}
 }

@@ -1,9 +1,13 @@
 package host
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2/textlogger"
 )
 
 func TestVerbosityOfPluginLines(t *testing.T) {
@@ -17,6 +21,7 @@ func TestVerbosityOfPluginLines(t *testing.T) {
 		{line: "[WARN]  plugin.stepwise-plugin-example: slow", want: 0},
 		{line: "[ERROR] plugin.stepwise-plugin-example: panic: boom", want: 0},
 		{line: "[DEBUG] plugin: starting plugin: path=/tmp/x", want: 2},
+		{line: "[DEBUG] plugin.stdio: received EOF, stopping recv loop", want: 2},
 		{line: "[INFO]  plugin: plugin process exited", want: 1},
 		{line: "[WARN]  plugin: plugin failed to exit gracefully", want: 0},
 		{line: "no level at all", want: 1},
@@ -24,4 +29,21 @@ func TestVerbosityOfPluginLines(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, verbosity(tt.line), tt.line)
 	}
+}
+
+func TestLineLoggerLogsWholeLines(t *testing.T) {
+	var buf bytes.Buffer
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf)))
+	w := newLineLogger(logger, "stderr")
+	for _, chunk := range []string{"first li", "ne\nsecond line\n\nthird", " line\n"} {
+		n, err := w.Write([]byte(chunk))
+		require.NoError(t, err)
+		assert.Equal(t, len(chunk), n)
+	}
+	out := buf.String()
+	assert.Equal(t, 3, strings.Count(out, `"Plugin output"`), out)
+	for _, line := range []string{`line="first line"`, `line="second line"`, `line="third line"`} {
+		assert.Contains(t, out, line)
+	}
+	assert.Contains(t, out, `stream="stderr"`)
 }

@@ -12,15 +12,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 )
-
-// messageOverhead is room for gRPC's framing above the codec's MaxMessageSize.
-const messageOverhead = 64 << 10
 
 // process is one plugin executable and, while it runs, its go-plugin client.
 type process struct {
@@ -30,8 +26,8 @@ type process struct {
 	exe string
 	// reattach, for a plugin a developer started, is how to reach it; nil for the others.
 	reattach *plugin.ReattachConfig
-	logger klog.Logger
-	host   *Host
+	logger   klog.Logger
+	host     *Host
 
 	mu     sync.Mutex
 	client *plugin.Client
@@ -122,8 +118,9 @@ func (p *process) start() error {
 // attach connects to a plugin a developer started. p.mu is held.
 func (p *process) attach() error {
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  proto.Handshake,
-		VersionedPlugins: proto.VersionedPlugins(nil),
+		HandshakeConfig: proto.Handshake,
+		// A reattached client dispenses from Plugins, never VersionedPlugins.
+		Plugins:          proto.VersionedPlugins(nil)[p.reattach.ProtocolVersion],
 		Reattach:         p.reattach,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           newLogger(p.logger),
@@ -156,12 +153,14 @@ func (p *process) newClient(exe string) *plugin.Client {
 		// credentials): only Options.Env and go-plugin's handshake variables.
 		SkipHostEnv: true,
 		// Set after go-plugin's own (unbounded) call options, so these win.
-		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(proto.MaxMessageSize+messageOverhead),
-			grpc.MaxCallSendMsgSize(proto.MaxMessageSize+messageOverhead),
-		)},
-		StartTimeout: p.host.opts.StartTimeout,
-		Logger:       newLogger(p.logger),
+		GRPCDialOptions: proto.DialOptions(),
+		StartTimeout:    p.host.opts.StartTimeout,
+		Logger:          newLogger(p.logger),
+		// go-plugin's server sends what a plugin writes to os.Stdout and os.Stderr after
+		// it started serving (a hook's fmt.Fprintln) over its stdio stream, not its stderr:
+		// logged, not dropped.
+		SyncStdout: newLineLogger(p.logger, "stdout"),
+		SyncStderr: newLineLogger(p.logger, "stderr"),
 	})
 }
 

@@ -22,6 +22,10 @@ import (
 // an oversized message into a permanent MessageTooLarge error before it is sent.
 const MaxMessageSize = 4 << 20
 
+// MaxGRPCMessageSize is the gRPC message limit both ends set: MaxMessageSize and room for
+// gRPC's framing.
+const MaxGRPCMessageSize = MaxMessageSize + 64<<10
+
 // MaxErrorMessage bounds the text of an error a plugin returns; the engine keeps less.
 const MaxErrorMessage = 16 << 10
 

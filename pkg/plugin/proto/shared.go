@@ -64,3 +64,12 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc
 func PluginSet(server ExecutorServer) plugin.PluginSet {
 	return plugin.PluginSet{PluginName: &GRPCPlugin{Impl: server}}
 }
+
+// DialOptions are the gRPC options of a host's client: go-plugin's own call options leave
+// messages unbounded, these come after them and win.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(
+		grpc.MaxCallRecvMsgSize(MaxGRPCMessageSize),
+		grpc.MaxCallSendMsgSize(MaxGRPCMessageSize),
+	)}
+}

@@ -1,11 +1,17 @@
 // Package plugintest runs a plugin's executors through the real gRPC path of the plugin
-// protocol inside `go test`, and checks the contract every executor must keep.
+// protocol inside `go test`, drives hooks that wait as the engine does, and checks the
+// contract every executor must keep.
 //
 //	func TestGreet(t *testing.T) {
 //		c := plugintest.Serve(t, greet{})
-//		res, err := c.Run(ctx, "example.greet", sdk.HookCreate, &sdk.Request{Params: ...})
+//		res, err := c.Run(ctx, "example.greet", sdk.HookCreate, plugintest.Request(sdk.HookCreate, "uid", params))
+//		d := plugintest.Drive(t, c, "example.greet", sdk.HookCreate, plugintest.Request(sdk.HookCreate, "uid", params))
 //		plugintest.Conformance(t, greet{}, map[string]string{"name": "Ada"})
 //	}
+//
+// The plugin is served as sdk.Serve serves it (go-plugin's gRPC server, the SDK's checks
+// and redaction), in the test's process; its Logger lines and go-plugin's warnings go to
+// the test's log, shown when a test fails or with -v.
 package plugintest
 
 import (
@@ -13,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
@@ -20,23 +27,62 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 )
 
+// Runner runs one hook of an executor: a *Client over gRPC, or InProcess.
+type Runner interface {
+	Run(ctx context.Context, executor string, hook sdk.Hook, req *sdk.Request) (sdk.Result, error)
+}
+
 // Client calls executors served over gRPC.
 type Client struct {
 	rpc proto.ExecutorClient
 }
 
-// Serve serves the executors on a test listener with go-plugin's gRPC server and returns
-// a client of it; both are stopped when the test ends.
+var _ Runner = (*Client)(nil)
+
+// stopTimeout bounds how long the end of a test waits for the plugin to stop.
+const stopTimeout = 10 * time.Second
+
+// Serve serves the executors as sdk.Serve does, in go-plugin's test mode in this process,
+// and returns a client of them attached as the operator attaches (go-plugin's client,
+// protocol versions negotiated); both stop when the test ends.
 func Serve(t testing.TB, executors ...sdk.Executor) *Client {
 	t.Helper()
-	client, server := plugin.TestPluginGRPCConn(t, false, proto.PluginSet(sdk.NewServer(executors...)))
-	t.Cleanup(func() {
-		// Stop the server first: closing the client asks the server to stop too, and two
-		// concurrent Stops race inside go-plugin.
-		server.Stop()
-		_ = client.Close()
+	logs := newTestLog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	reattach, stopped, err := sdk.ServeInProcess(ctx, logs, executors...)
+	if err != nil {
+		cancel()
+		t.Fatalf("serve the executors: %v", err)
+	}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig: proto.Handshake,
+		// A client that attaches takes the plugin's version as it is, and the set of
+		// Plugins (not VersionedPlugins): the operator's, for that version.
+		Plugins:          proto.VersionedPlugins(nil)[reattach.ProtocolVersion],
+		Reattach:         reattach,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		// go-plugin's own debug lines would drown a failing test's output.
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "plugintest", Level: hclog.Warn, Output: logs}),
 	})
-	raw, err := client.Dispense(proto.PluginName)
+	t.Cleanup(func() {
+		// Closing the client asks the server to stop (one Stop: two concurrent ones race
+		// inside go-plugin); cancelling is for a server that did not hear it.
+		if rpc, err := client.Client(); err == nil {
+			_ = rpc.Close()
+		}
+		select {
+		case <-stopped:
+		case <-time.After(stopTimeout):
+			cancel()
+			<-stopped
+		}
+		cancel()
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		t.Fatalf("connect to the executors: %v", err)
+	}
+	raw, err := rpc.Dispense(proto.PluginName)
 	if err != nil {
 		t.Fatalf("dispense: %v", err)
 	}
@@ -55,9 +101,7 @@ var Hooks = []sdk.Hook{sdk.HookPreCreate, sdk.HookCreate, sdk.HookPostCreate, sd
 // Run runs one hook of the named executor. An error the executor returned comes back as
 // an *sdk.Error (Permanent, Reason); a transport error as it is.
 func (c *Client) Run(ctx context.Context, executor string, hook sdk.Hook, req *sdk.Request) (sdk.Result, error) {
-	r := *req
-	r.Hook = hook
-	in, err := proto.EncodeRequest(executor, &r)
+	in, err := encode(executor, hook, req)
 	if err != nil {
 		return sdk.Result{}, err
 	}
@@ -68,99 +112,43 @@ func (c *Client) Run(ctx context.Context, executor string, hook sdk.Hook, req *s
 	return proto.DecodeOutcome(resp)
 }
 
-// Request returns a request for a hook of a made-up pipeline.
+// InProcess runs the executors' hooks in the calling goroutine, through the SDK's server
+// and the protocol's codec but without gRPC: what a hook does with its context is seen
+// as it is (over gRPC, the client returns at cancellation whatever the hook does). The
+// hooks' Logger writes to the test's log.
+func InProcess(t testing.TB, executors ...sdk.Executor) Runner {
+	return inProcess{server: sdk.NewServerWithLogs(newTestLog(t), executors...)}
+}
+
+type inProcess struct{ server proto.ExecutorServer }
+
+func (p inProcess) Run(ctx context.Context, executor string, hook sdk.Hook, req *sdk.Request) (sdk.Result, error) {
+	in, err := encode(executor, hook, req)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	resp, err := p.server.RunHook(ctx, in)
+	if err != nil {
+		return sdk.Result{}, err
+	}
+	return proto.DecodeOutcome(resp)
+}
+
+// encode is the protocol's request to run hook with req.
+func encode(executor string, hook sdk.Hook, req *sdk.Request) (*proto.RunHookRequest, error) {
+	r := *req
+	r.Hook = hook
+	return proto.EncodeRequest(executor, &r)
+}
+
+// Request returns the request of the first call of a hook of a made-up pipeline, started
+// now.
 func Request(hook sdk.Hook, uid string, params map[string]string) *sdk.Request {
 	return &sdk.Request{
 		Pipeline: sdk.PipelineRef{Namespace: "default", Name: "conformance", UID: uid, Generation: 1},
 		Step:     "step", Hook: hook, Params: params, Attempt: 1,
 		IdempotencyKey: contract.IdempotencyKey(uid, "step", hook),
 		Outputs:        map[string]map[string]string{},
+		HookStarted:    time.Now(),
 	}
-}
-
-// Option tunes Conformance.
-type Option func(*conformance)
-
-type conformance struct {
-	secrets map[string][]byte
-}
-
-// WithSecrets hands every hook this Secret data, as the operator does for an executor
-// whose credentialsSecret (or other *Secret parameter) names a Secret.
-func WithSecrets(secrets map[string][]byte) Option {
-	return func(c *conformance) { c.secrets = secrets }
-}
-
-// Conformance checks, through gRPC, what the engine relies on from every executor:
-// Create twice is harmless (same outcome, no error the second time); teardown of
-// something never created succeeds; a cancelled context makes every hook return promptly.
-// params are valid parameters for the executor.
-func Conformance(t *testing.T, exec sdk.Executor, params map[string]string, opts ...Option) {
-	t.Helper()
-	var cfg conformance
-	for _, o := range opts {
-		o(&cfg)
-	}
-	c := Serve(t, exec)
-	name := exec.Name()
-	request := func(hook sdk.Hook, uid string) *sdk.Request {
-		req := Request(hook, uid, params)
-		req.Secrets = cfg.secrets
-		return req
-	}
-
-	t.Run("DescribeNamesTheExecutor", func(t *testing.T) {
-		infos, err := c.Describe(context.Background())
-		if err != nil || len(infos) != 1 || infos[0].GetName() != name {
-			t.Fatalf("Describe = %v, %v; want one executor %q", infos, err, name)
-		}
-	})
-
-	t.Run("CreateTwiceIsHarmless", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, hook := range []sdk.Hook{sdk.HookPreCreate, sdk.HookCreate, sdk.HookPostCreate} {
-			first, err := c.Run(ctx, name, hook, request(hook, "conformance-create"))
-			if err != nil {
-				t.Fatalf("first %s: %v", hook, err)
-			}
-			second, err := c.Run(ctx, name, hook, request(hook, "conformance-create"))
-			if err != nil {
-				t.Fatalf("second %s: %v (hooks run at least once: a repeat must succeed)", hook, err)
-			}
-			if first.Done && !second.Done {
-				t.Errorf("%s: the first call was done, the repeat is not: %+v", hook, second)
-			}
-		}
-	})
-
-	t.Run("DeleteOfSomethingNeverCreatedSucceeds", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
-			if _, err := c.Run(ctx, name, hook, request(hook, "conformance-never-created")); err != nil {
-				t.Errorf("%s of something never created: %v", hook, err)
-			}
-		}
-	})
-
-	// In process: over gRPC the client returns at cancellation whatever the executor does,
-	// so this checks the executor itself.
-	t.Run("CancelledContextReturnsPromptly", func(t *testing.T) {
-		for _, hook := range Hooks {
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_, _ = sdk.RunHook(ctx, exec, request(hook, "conformance-cancel"))
-			}()
-			time.Sleep(10 * time.Millisecond)
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				t.Errorf("%s did not return within 5s of its context being cancelled", hook)
-			}
-		}
-	})
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -109,6 +110,19 @@ func (environ) Create(context.Context, *sdk.Request) (sdk.Result, error) {
 	return sdk.DoneWithOutputs("environ", map[string]string{"names": strings.Join(names, ",")}), nil
 }
 
+// logs: Create writes a plain line to stderr and one through sdk.Logger that holds the
+// Secret "token", and a line to stdout.
+type logs struct{ sdk.Base }
+
+func (logs) Name() string { return "test.logs" }
+
+func (logs) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	fmt.Fprintln(os.Stderr, "plain line from step", req.Step)
+	fmt.Println("stdout line from step", req.Step)
+	sdk.Logger(ctx).Info("structured line", "token", string(req.Secrets["token"]))
+	return sdk.Done("logged"), nil
+}
+
 func main() {
 	// A crash while starting, once: the file named by STEPWISE_TEST_CRASH_ONCE is removed
 	// and the process dies before the handshake, as one killed at that moment would.
@@ -117,5 +131,5 @@ func main() {
 			os.Exit(3)
 		}
 	}
-	sdk.Serve(block{}, fail{}, echo{}, hostile{}, environ{})
+	sdk.Serve(block{}, fail{}, echo{}, hostile{}, environ{}, logs{})
 }

@@ -1,0 +1,118 @@
+package plugintest_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
+)
+
+// token is the Secret value the executors below leak, each in its own way.
+const token = "whsec-test-key-0123456789"
+
+// leaky leaks token in the way its mode says.
+type leaky struct {
+	sdk.Base
+	mode string
+}
+
+func (leaky) Name() string { return "test.leaky" }
+
+func (l leaky) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	secret := string(req.Secrets["token"])
+	switch l.mode {
+	case "as it is":
+		// The SDK's server removes it: nothing reaches the engine.
+		return sdk.DoneWithOutputs("using "+secret, map[string]string{"token": secret}), nil
+	case "base64":
+		return sdk.DoneWithOutputs("done", map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(secret))}), nil
+	case "cut":
+		return sdk.Done("using key " + secret[:16] + "..."), nil
+	case "by parameter":
+		return sdk.Done("key " + hex.EncodeToString(req.Secret("credentialsSecret")["token"])), nil
+	case "when unreachable":
+		httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, req.Params["url"], nil)
+		if err != nil {
+			return sdk.Result{}, err
+		}
+		resp, err := http.DefaultClient.Do(httpReq)
+		if err != nil {
+			return sdk.Result{}, fmt.Errorf("no answer for key %s...", secret[:14])
+		}
+		_ = resp.Body.Close()
+		return sdk.Done("called"), nil
+	case "after waiting", "after waiting, called once":
+		if time.Since(req.HookStarted) < 20*time.Second {
+			return sdk.Wait(10*time.Second, "waiting"), nil
+		}
+		return sdk.Done("key " + base64.RawURLEncoding.EncodeToString([]byte(secret))), nil
+	}
+	return sdk.Done("done"), nil
+}
+
+// helperEnv names, in a test process of its own, the mode of the leaky executor whose
+// Conformance TestConformanceHelper runs: a failing Conformance fails that process, which
+// TestConformanceFindsLeaks reads.
+const helperEnv = "PLUGINTEST_CONFORMANCE_HELPER"
+
+func TestConformanceHelper(t *testing.T) {
+	mode := os.Getenv(helperEnv)
+	if mode == "" {
+		return // only in the process TestConformanceFindsLeaks starts
+	}
+	receiver := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(receiver.Close)
+	params := map[string]string{"url": receiver.URL + "/hook"}
+	secrets := map[string][]byte{"token": []byte(token + "\n")} // as Secrets often end
+	opts := []plugintest.Option{plugintest.WithSecrets(secrets)}
+	switch mode {
+	case "by parameter":
+		opts = []plugintest.Option{plugintest.WithSecretParam("credentialsSecret", secrets)}
+	case "after waiting":
+		opts = append(opts, plugintest.WithWaits(10))
+	}
+	plugintest.Conformance(t, leaky{mode: mode}, params, opts...)
+}
+
+func TestConformanceFindsLeaks(t *testing.T) {
+	tests := []struct {
+		mode     string
+		wantFail string // in the output of the failing Conformance; empty: it passes
+	}{
+		{mode: "none"},
+		{mode: "as it is"},
+		{mode: "base64", wantFail: `Create, call 1: output "auth" carries the value of Secret key "token", base64-encoded`},
+		{mode: "cut", wantFail: `Create, call 1: the message carries the value of Secret key "token", its first half`},
+		{mode: "by parameter", wantFail: `the message carries the value of Secret key "credentialsSecret/token", hex-encoded`},
+		{mode: "when unreachable", wantFail: "--- FAIL: TestConformanceHelper/NoSecretWhenEndpointsAreUnreachable"},
+		{mode: "after waiting", wantFail: `Create, call 3: the message carries the value of Secret key "token", base64-encoded`},
+		{mode: "after waiting, called once"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestConformanceHelper$", "-test.v", "-test.timeout=2m")
+			cmd.Env = append(os.Environ(), helperEnv+"="+tt.mode)
+			out, err := cmd.CombinedOutput()
+			if tt.wantFail == "" {
+				require.NoError(t, err, "%s", out)
+				return
+			}
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "%s", out)
+			assert.Contains(t, string(out), tt.wantFail)
+			assert.NotContains(t, string(out), token[:8], "a failure never prints the Secret")
+		})
+	}
+}

@@ -1,0 +1,24 @@
+package sdkhttp
+
+import (
+	"net/http"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
+)
+
+// Client is an HTTP client for the endpoints a step names: it connects only where the
+// operator's egress policy allows (egress.FromEnvironment: public addresses and the ranges
+// of --plugin-allowed-cidrs), through no proxy, and follows no redirect (Result maps a 3xx
+// to a permanent Redirected error). A request is bounded by its context: the hook's
+// deadline. The operator checks --plugin-allowed-cidrs when it starts; should the variable
+// not parse, the client allows public addresses only, the narrower policy.
+func Client() *http.Client {
+	policy, err := egress.FromEnvironment()
+	if err != nil {
+		policy = egress.New()
+	}
+	return &http.Client{
+		Transport:     policy.Transport(nil),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
