@@ -238,3 +238,14 @@ func (s *server) RunHook(ctx context.Context, in *proto.RunHookRequest) (*proto.
 func RunHook(ctx context.Context, e Executor, req *Request) (Result, error) {
 	return runHook(ctx, e, req, stderr)
 }
+
+// The plan types: an executor that implements Planner tells what its creation hooks
+// would do, without doing it (a Pipeline with spec.dryRun, kubectl stepwise plan).
+type (
+	// Plan is what a step would do.
+	Plan = contract.Plan
+	// PlanItem is one thing a step would touch.
+	PlanItem = contract.PlanItem
+	// Planner is implemented by an executor that can plan.
+	Planner = contract.Planner[*Request]
+)

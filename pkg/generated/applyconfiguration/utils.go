@@ -54,10 +54,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.PipelineTriggerSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PipelineTriggerStatus"):
 		return &stepwisev1alpha1.PipelineTriggerStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlanItem"):
+		return &stepwisev1alpha1.PlanItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RetryPolicy"):
 		return &stepwisev1alpha1.RetryPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Step"):
 		return &stepwisev1alpha1.StepApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("StepPlan"):
+		return &stepwisev1alpha1.StepPlanApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StepRun"):
 		return &stepwisev1alpha1.StepRunApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StepStatus"):

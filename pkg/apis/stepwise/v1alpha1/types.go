@@ -90,6 +90,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.updatePolicy) && oldSelf.updatePolicy == 'Rerun') || (has(self.steps) == has(oldSelf.steps) && (!has(self.steps) || self.steps == oldSelf.steps) && has(self.templateRef) == has(oldSelf.templateRef) && (!has(self.templateRef) || self.templateRef == oldSelf.templateRef) && has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params) && has(self.serviceAccountName) == has(oldSelf.serviceAccountName) && (!has(self.serviceAccountName) || self.serviceAccountName == oldSelf.serviceAccountName))",message="the steps, templateRef, params and serviceAccountName of a pipeline with updatePolicy Immutable cannot change (only suspend can): run it again as a new Pipeline, e.g. kubectl stepwise rerun NAME"
 // +kubebuilder:validation:XValidation:rule="has(self.steps) != has(self.templateRef)",message="a pipeline has either steps or a templateRef"
+// +kubebuilder:validation:XValidation:rule="(has(self.dryRun) && self.dryRun) == (has(oldSelf.dryRun) && oldSelf.dryRun)",message="dryRun cannot change: plan again with a new dry-run Pipeline, or create one without dryRun to run"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, self.steps.exists_one(t, t.name == s.name))",message="step names must be unique"
 type PipelineSpec struct {
 	// ServiceAccountName is the ServiceAccount, in the pipeline's namespace, whose
@@ -108,6 +109,13 @@ type PipelineSpec struct {
 	// Suspend stops the pipeline before its next hook; the hook already running finishes.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// DryRun plans the pipeline instead of running it: for each step, in order, the engine
+	// asks its executor what it would do, from the cluster as it is now and acting as the
+	// ServiceAccount, touching nothing, and writes the plan into the step's status; the
+	// pipeline ends in phase Planned. Deleting it runs no teardown. It cannot change.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
 
 	// UpdatePolicy says what an edit of the steps, params or serviceAccountName does:
 	// Immutable (the default) refuses it; Rerun runs the steps again.
@@ -205,7 +213,7 @@ type Backoff struct {
 }
 
 // PipelinePhase summarises where a pipeline is.
-// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Suspended;Deleting
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Suspended;Deleting;Planned
 type PipelinePhase string
 
 // The phases of a pipeline.
@@ -216,10 +224,12 @@ const (
 	PipelineFailed    PipelinePhase = "Failed"
 	PipelineSuspended PipelinePhase = "Suspended"
 	PipelineDeleting  PipelinePhase = "Deleting"
+	// PipelinePlanned: a dry run's every step was planned; nothing ran.
+	PipelinePlanned PipelinePhase = "Planned"
 )
 
 // StepPhase summarises where a step is.
-// +kubebuilder:validation:Enum=Pending;Running;Waiting;Succeeded;Failed;Deleting;Deleted
+// +kubebuilder:validation:Enum=Pending;Running;Waiting;Succeeded;Failed;Deleting;Deleted;Planned
 type StepPhase string
 
 // The phases of a step.
@@ -238,6 +248,8 @@ const (
 	StepDeleting StepPhase = "Deleting"
 	// StepDeleted: every teardown hook is done.
 	StepDeleted StepPhase = "Deleted"
+	// StepPlanned: in a dry run, the step's plan is in its status.
+	StepPlanned StepPhase = "Planned"
 )
 
 // Hook names one of the six hooks of a TaskExecutor.
@@ -374,6 +386,10 @@ type StepStatus struct {
 	// +kubebuilder:validation:MaxProperties=16
 	HookState map[string]string `json:"hookState,omitempty"`
 
+	// Plan is what the step would do, in a dry run (spec.dryRun).
+	// +optional
+	Plan *StepPlan `json:"plan,omitempty"`
+
 	// Message is the executor's or the engine's last word on the step.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
@@ -444,4 +460,40 @@ type PipelineList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 
 	Items []Pipeline `json:"items"`
+}
+
+// StepPlan is what a step would do, found out without doing it.
+type StepPlan struct {
+	// Summary says it in a line.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Summary string `json:"summary,omitempty"`
+	// Details are the things it would touch, one row each.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=101
+	Details []PlanItem `json:"details,omitempty"`
+	// Warnings are what would block or fail it.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=512
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// PlanItem is one thing a step would touch.
+type PlanItem struct {
+	// Kind of the thing: Node, Pod, Deployment, VirtualMachine...
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Name of the thing; namespace/name for a namespaced object.
+	// +kubebuilder:validation:MaxLength=512
+	Name string `json:"name"`
+	// Action is what would be done to it: create, change, unchanged, evict, skip, delete...
+	// +kubebuilder:validation:MaxLength=63
+	Action string `json:"action"`
+	// Note says more: the fields that change, the budget that blocks it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Note string `json:"note,omitempty"`
 }

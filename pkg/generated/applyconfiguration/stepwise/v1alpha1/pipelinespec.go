@@ -34,6 +34,11 @@ type PipelineSpecApplyConfiguration struct {
 	Params map[string]string `json:"params,omitempty"`
 	// Suspend stops the pipeline before its next hook; the hook already running finishes.
 	Suspend *bool `json:"suspend,omitempty"`
+	// DryRun plans the pipeline instead of running it: for each step, in order, the engine
+	// asks its executor what it would do, from the cluster as it is now and acting as the
+	// ServiceAccount, touching nothing, and writes the plan into the step's status; the
+	// pipeline ends in phase Planned. Deleting it runs no teardown. It cannot change.
+	DryRun *bool `json:"dryRun,omitempty"`
 	// UpdatePolicy says what an edit of the steps, params or serviceAccountName does:
 	// Immutable (the default) refuses it; Rerun runs the steps again.
 	UpdatePolicy *stepwisev1alpha1.UpdatePolicy `json:"updatePolicy,omitempty"`
@@ -84,6 +89,14 @@ func (b *PipelineSpecApplyConfiguration) WithParams(entries map[string]string) *
 // If called multiple times, the Suspend field is set to the value of the last call.
 func (b *PipelineSpecApplyConfiguration) WithSuspend(value bool) *PipelineSpecApplyConfiguration {
 	b.Suspend = &value
+	return b
+}
+
+// WithDryRun sets the DryRun field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DryRun field is set to the value of the last call.
+func (b *PipelineSpecApplyConfiguration) WithDryRun(value bool) *PipelineSpecApplyConfiguration {
+	b.DryRun = &value
 	return b
 }
 

@@ -57,6 +57,8 @@ type StepStatusApplyConfiguration struct {
 	// operation ID, a phase): private to the executor, not an output; dropped once the
 	// hook is done.
 	HookState map[string]string `json:"hookState,omitempty"`
+	// Plan is what the step would do, in a dry run (spec.dryRun).
+	Plan *StepPlanApplyConfiguration `json:"plan,omitempty"`
 	// Message is the executor's or the engine's last word on the step.
 	Message *string `json:"message,omitempty"`
 	// Ran records what the step's Create hook was called with. Its teardown runs from this
@@ -177,6 +179,14 @@ func (b *StepStatusApplyConfiguration) WithHookState(entries map[string]string) 
 	for k, v := range entries {
 		b.HookState[k] = v
 	}
+	return b
+}
+
+// WithPlan sets the Plan field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Plan field is set to the value of the last call.
+func (b *StepStatusApplyConfiguration) WithPlan(value *StepPlanApplyConfiguration) *StepStatusApplyConfiguration {
+	b.Plan = value
 	return b
 }
 
