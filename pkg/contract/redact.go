@@ -109,6 +109,30 @@ func (r Redactor) Result(res Result) Result {
 	return res
 }
 
+// Plan returns p without any secret value.
+func (r Redactor) Plan(p Plan) Plan {
+	if r.Empty() {
+		return p
+	}
+	p.Summary = r.String(p.Summary)
+	details := make([]PlanItem, len(p.Details))
+	for i, d := range p.Details {
+		details[i] = PlanItem{Kind: r.String(d.Kind), Name: r.String(d.Name), Action: r.String(d.Action), Note: r.String(d.Note)}
+	}
+	if p.Details != nil {
+		p.Details = details
+	}
+	if p.Warnings != nil {
+		warnings := make([]string, len(p.Warnings))
+		for i, w := range p.Warnings {
+			warnings[i] = r.String(w)
+		}
+		p.Warnings = warnings
+	}
+	p.Outputs = r.Map(p.Outputs)
+	return p
+}
+
 // Error returns err without any secret value in its text, keeping its reason and whether
 // it is permanent (what the engine reads of it); err itself when its text has none.
 func (r Redactor) Error(err error) error {

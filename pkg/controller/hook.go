@@ -83,32 +83,41 @@ func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.Ta
 	}, nil
 }
 
-// callHook runs one hook with the attempt's deadline, turning a panic into an error so
-// that one bad executor cannot take the operator down, and removes the values of the
-// step's Secrets from what it returns, whoever the executor is: the status, Events and
+// callHook runs one hook with the attempt's deadline (guarded), and removes the values of
+// the step's Secrets from what it returns, whoever the executor is: the status, Events and
 // the log never see them.
-func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor, req *executor.Request, deadline time.Time) (res contract.Result, err error) {
+func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor, req *executor.Request, deadline time.Time) (contract.Result, error) {
+	start := time.Now()
+	res, err := guarded(ctx, exec, deadline, func(ctx context.Context) (contract.Result, error) {
+		return executor.RunHook(ctx, exec, req)
+	})
+	redact := req.Redactor()
+	res, err = redact.Result(res), redact.Error(err)
+	result := metrics.HookDone
+	switch {
+	case err != nil:
+		result = metrics.HookError
+	case !res.Done:
+		result = metrics.HookWait
+	}
+	ps.c.metrics.ObserveHook(exec.Name(), string(req.Hook), result, time.Since(start))
+	klog.FromContext(ctx).V(4).Info("Hook called", "hook", req.Hook, "attempt", req.Attempt,
+		"result", result, "duration", time.Since(start), "err", err)
+	return res, err
+}
+
+// guarded calls f with a context ending at deadline, turning a panic into an error so
+// that one bad executor cannot take the operator down.
+func guarded[T any](ctx context.Context, exec executor.TaskExecutor, deadline time.Time, f func(context.Context) (T, error)) (out T, err error) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
-			res, err = contract.Result{}, fmt.Errorf("executor %s panicked: %v", exec.Name(), p)
+			var zero T
+			out, err = zero, fmt.Errorf("executor %s panicked: %v", exec.Name(), p)
 		}
-		redact := req.Redactor()
-		res, err = redact.Result(res), redact.Error(err)
-		result := metrics.HookDone
-		switch {
-		case err != nil:
-			result = metrics.HookError
-		case !res.Done:
-			result = metrics.HookWait
-		}
-		ps.c.metrics.ObserveHook(exec.Name(), string(req.Hook), result, time.Since(start))
-		klog.FromContext(ctx).V(4).Info("Hook called", "hook", req.Hook, "attempt", req.Attempt,
-			"result", result, "duration", time.Since(start), "err", err)
 	}()
-	return executor.RunHook(ctx, exec, req)
+	return f(ctx)
 }
 
 // paramTypes are the declared types of parameters, by name.

@@ -33,6 +33,9 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 		return 0, fmt.Errorf("pipeline %s: unexpected %T in the cache", key, obj)
 	}
 
+	if p.Spec.DryRun {
+		return c.syncPlan(ctx, p)
+	}
 	if p.DeletionTimestamp != nil {
 		if !slices.Contains(p.Finalizers, v1alpha1.Finalizer) {
 			return 0, nil

@@ -16,27 +16,47 @@ import (
 // from the answer, error text included, before it leaves the plugin.
 func runHook(ctx context.Context, e Executor, req *Request, logs io.Writer) (Result, error) {
 	redactor := req.Redactor()
-	res, err := callHook(ctx, e, req, logs, redactor)
+	res, err := guarded(ctx, e, req, logs, redactor, paramsFor, func(ctx context.Context, req *Request) (Result, error) {
+		return contract.RunHook[*Request](ctx, e, req.Hook, req)
+	})
 	return redactor.Result(res), redactor.Error(err)
 }
 
-// callHook checks the parameters and calls the hook, recovering from its panic.
-func callHook(ctx context.Context, e Executor, req *Request, logs io.Writer, redactor Redactor) (res Result, err error) {
+// runPlan asks e what its creation hooks would do, as runHook runs a hook: the parameters
+// checked as for Create, a Logger, a panic turned into an error, the Secrets removed. An
+// executor that cannot plan answers contract.NoPlan.
+func runPlan(ctx context.Context, e Executor, req *Request, logs io.Writer) (Plan, error) {
+	redactor := req.Redactor()
+	checkAsCreate := func(decl []Parameter, req *Request) (map[string]string, error) { return contract.CheckParams(decl, req.Params) }
+	plan := func(ctx context.Context, req *Request) (Plan, error) {
+		if planner, ok := e.(Planner); ok {
+			return planner.Plan(ctx, req)
+		}
+		return contract.NoPlan(), nil
+	}
+	p, err := guarded(ctx, e, req, logs, redactor, checkAsCreate, plan)
+	return redactor.Plan(p), redactor.Error(err)
+}
+
+// guarded calls f with req's parameters as params gives them and a Logger in its
+// context, recovering from its panic; the caller's request stays as it was.
+func guarded[T any](ctx context.Context, e Executor, req *Request, logs io.Writer, redactor Redactor,
+	params func([]Parameter, *Request) (map[string]string, error), f func(context.Context, *Request) (T, error)) (out T, err error) {
 	logger := newHookLogger(logs, redactor, e.Name(), req)
 	defer func() {
 		if p := recover(); p != nil {
 			// The error goes to the step's status; the stack only to the log.
 			logger.Error("hook panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			res, err = Result{}, fmt.Errorf("executor %s panicked: %v", e.Name(), p)
+			var zero T
+			out, err = zero, fmt.Errorf("executor %s panicked: %v", e.Name(), p)
 		}
 	}()
-	params, err := paramsFor(e.Describe().Parameters, req)
-	if err != nil {
-		return Result{}, err
+	checked := *req
+	if checked.Params, err = params(e.Describe().Parameters, req); err != nil {
+		var zero T
+		return zero, err
 	}
-	checked := *req // the caller's request stays as it was
-	checked.Params = params
-	return contract.RunHook[*Request](withLogger(ctx, logger), e, checked.Hook, &checked)
+	return f(withLogger(ctx, logger), &checked)
 }
 
 // paramsFor is what the hook of req sees of its parameters, as the engine gives them: a

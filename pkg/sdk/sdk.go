@@ -232,6 +232,19 @@ func (s *server) RunHook(ctx context.Context, in *proto.RunHookRequest) (*proto.
 	return proto.EncodeOutcome(runHook(ctx, e, req, s.logs)), nil
 }
 
+func (s *server) Plan(ctx context.Context, in *proto.RunHookRequest) (*proto.PlanResponse, error) {
+	e, ok := s.executors[in.GetExecutor()]
+	if !ok {
+		return proto.EncodePlanOutcome(Plan{}, Permanent(contract.ReasonUnknownExecutor,
+			fmt.Errorf("this plugin serves no executor %q", in.GetExecutor()))), nil
+	}
+	req, err := proto.DecodeRequest(in)
+	if err != nil {
+		return proto.EncodePlanOutcome(Plan{}, err), nil
+	}
+	return proto.EncodePlanOutcome(runPlan(ctx, e, req, s.logs)), nil
+}
+
 // RunHook runs the hook of e that req.Hook names as a plugin's server does (runHook): the
 // parameters checked against e's declarations, a Logger writing to the process's standard
 // error, a panic turned into an error and the call's Secrets removed from the answer.

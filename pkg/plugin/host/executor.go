@@ -22,7 +22,10 @@ type pluginExecutor struct {
 	info *proto.ExecutorInfo
 }
 
-var _ executor.TaskExecutor = (*pluginExecutor)(nil)
+var (
+	_ executor.TaskExecutor = (*pluginExecutor)(nil)
+	_ executor.Planner      = (*pluginExecutor)(nil)
+)
 
 func newPluginExecutor(proc *process, info *proto.ExecutorInfo) *pluginExecutor {
 	e := &pluginExecutor{proc: proc, info: info}
@@ -84,4 +87,30 @@ func (e *pluginExecutor) callError(ctx context.Context, rpc proto.ExecutorClient
 	}
 	// The process serves on: this call alone failed, the same way each time it is made.
 	return contract.Permanent(ReasonPluginProtocolError, fmt.Errorf("plugin %s: executor %s: %s", e.proc.name, e.info.GetName(), st.Message()))
+}
+
+// Plan asks the plugin what the executor's creation hooks would do. A plugin of a protocol
+// before version 3 cannot say: it would run, with no details.
+func (e *pluginExecutor) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
+	in, err := proto.EncodeRequest(e.info.GetName(), &req.Request)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	rpc, err := e.proc.conn()
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	if e.proc.protocolVersion() < proto.Version3 {
+		return contract.NoPlan(), nil
+	}
+	resp, err := rpc.Plan(ctx, in)
+	if err != nil {
+		return contract.Plan{}, e.callError(ctx, rpc, err)
+	}
+	e.proc.ok()
+	p, err := proto.DecodePlanOutcome(resp)
+	if errors.Is(err, proto.ErrNoOutcome) {
+		return contract.Plan{}, contract.Retryable(ReasonPluginProtocolError, fmt.Errorf("plugin %s: %w", e.proc.name, err))
+	}
+	return p, err
 }

@@ -246,3 +246,10 @@ func (p *process) kill() {
 		p.client, p.rpc = nil, nil
 	}
 }
+
+// protocolVersion is the protocol version the running process speaks.
+func (p *process) protocolVersion() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.version
+}

@@ -96,10 +96,11 @@ func EncodeRequest(executor string, req *contract.Request) (*RunHookRequest, err
 }
 
 // DecodeRequest is the contract's request of a protocol request. A hook it does not know
-// is a permanent UnknownHook error, as contract.RunHook gives in process.
+// is a permanent UnknownHook error, as contract.RunHook gives in process; none (a Plan's
+// request) is the empty hook.
 func DecodeRequest(in *RunHookRequest) (*contract.Request, error) {
 	hook, ok := hooks[in.GetHook()]
-	if !ok {
+	if !ok && in.GetHook() != Hook_HOOK_UNSPECIFIED {
 		return nil, contract.Permanent(contract.ReasonUnknownHook, fmt.Errorf("unknown hook %v", in.GetHook()))
 	}
 	req := &contract.Request{
@@ -145,6 +146,11 @@ func EncodeOutcome(res contract.Result, err error) *RunHookResponse {
 }
 
 func encodeError(err error) *RunHookResponse {
+	return &RunHookResponse{Outcome: &RunHookResponse_Error{Error: errorOf(err)}}
+}
+
+// errorOf is the protocol's error of err: its reason and permanence, its text bounded.
+func errorOf(err error) *Error {
 	out := &Error{
 		Reason:    contract.ReasonHookFailed,
 		Message:   contract.Truncate(err.Error(), MaxErrorMessage),
@@ -153,7 +159,7 @@ func encodeError(err error) *RunHookResponse {
 	if reason := contract.OwnReason(err); reason != "" {
 		out.Reason = contract.Truncate(reason, MaxErrorMessage)
 	}
-	return &RunHookResponse{Outcome: &RunHookResponse_Error{Error: out}}
+	return out
 }
 
 // validMap returns m, or a copy with keys and values made valid UTF-8 when one is not.
@@ -199,17 +205,59 @@ func DecodeOutcome(resp *RunHookResponse) (contract.Result, error) {
 			Outputs: r.GetOutputs(), Message: r.GetMessage(), State: r.GetState(),
 		}, nil
 	case *RunHookResponse_Error:
-		reason := out.Error.GetReason()
-		if reason == "" {
-			reason = contract.ReasonHookFailed
-		}
-		cause := errors.New(contract.Truncate(out.Error.GetMessage(), MaxErrorMessage))
-		if out.Error.GetPermanent() {
-			return contract.Result{}, contract.Permanent(reason, cause)
-		}
-		return contract.Result{}, contract.Retryable(reason, cause)
+		return contract.Result{}, errorFrom(out.Error)
 	default:
 		return contract.Result{}, ErrNoOutcome
+	}
+}
+
+// errorFrom is the contract's error of a protocol error, keeping its reason and
+// permanence.
+func errorFrom(e *Error) error {
+	reason := e.GetReason()
+	if reason == "" {
+		reason = contract.ReasonHookFailed
+	}
+	cause := errors.New(contract.Truncate(e.GetMessage(), MaxErrorMessage))
+	if e.GetPermanent() {
+		return contract.Permanent(reason, cause)
+	}
+	return contract.Retryable(reason, cause)
+}
+
+// EncodePlanOutcome is the protocol's answer for what Plan returned, bounded as a status
+// keeps a plan.
+func EncodePlanOutcome(p contract.Plan, err error) *PlanResponse {
+	if err != nil {
+		return &PlanResponse{Outcome: &PlanResponse_Error{Error: errorOf(err)}}
+	}
+	p = p.Bounded()
+	out := &Plan{Summary: contract.ValidUTF8(p.Summary), Outputs: validMap(p.Outputs)}
+	for _, d := range p.Details {
+		out.Details = append(out.Details, &PlanItem{Kind: d.Kind, Name: d.Name, Action: d.Action, Note: d.Note})
+	}
+	out.Warnings = p.Warnings
+	resp := &PlanResponse{Outcome: &PlanResponse_Plan{Plan: out}}
+	if size := protobuf.Size(resp); size > MaxMessageSize {
+		return &PlanResponse{Outcome: &PlanResponse_Error{Error: errorOf(contract.Permanent(ReasonMessageTooLarge, fmt.Errorf(
+			"the plan is %d bytes, larger than the plugin protocol's limit of %d", size, MaxMessageSize)))}}
+	}
+	return resp
+}
+
+// DecodePlanOutcome is the contract's plan or error of a protocol answer.
+func DecodePlanOutcome(resp *PlanResponse) (contract.Plan, error) {
+	switch out := resp.GetOutcome().(type) {
+	case *PlanResponse_Plan:
+		p := contract.Plan{Summary: out.Plan.GetSummary(), Warnings: out.Plan.GetWarnings(), Outputs: out.Plan.GetOutputs()}
+		for _, d := range out.Plan.GetDetails() {
+			p.Details = append(p.Details, contract.PlanItem{Kind: d.GetKind(), Name: d.GetName(), Action: d.GetAction(), Note: d.GetNote()})
+		}
+		return p.Bounded(), nil
+	case *PlanResponse_Error:
+		return contract.Plan{}, errorFrom(out.Error)
+	default:
+		return contract.Plan{}, ErrNoOutcome
 	}
 }
 

@@ -28,13 +28,15 @@ const (
 	// Version2 adds typed parameters, Secrets by parameter, a hook's state and start
 	// time; a plugin of version 1 ignores them and never returns state.
 	Version2 = 2
+	// Version3 adds Plan; the host plans an executor of an older plugin as contract.NoPlan.
+	Version3 = 3
 	// Latest is what this SDK serves.
-	Latest = Version2
+	Latest = Version3
 )
 
 // VersionedPlugins is the plugin set under every version the host speaks.
 func VersionedPlugins(server ExecutorServer) map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{Version1: PluginSet(server), Version2: PluginSet(server)}
+	return map[int]plugin.PluginSet{Version1: PluginSet(server), Version2: PluginSet(server), Version3: PluginSet(server)}
 }
 
 // PluginName is the name of the one go-plugin plugin a Stepwise plugin binary serves.

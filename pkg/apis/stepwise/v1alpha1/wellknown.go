@@ -44,6 +44,8 @@ const (
 	// A trigger counts a pipeline torn down after its failure as finished.
 	ReasonTearingDownAfterFailure = "TearingDownAfterFailure"
 	ReasonTornDownAfterFailure    = "TornDownAfterFailure"
+	// ReasonPlanned: a dry run planned every step (spec.dryRun); nothing ran.
+	ReasonPlanned = "Planned"
 )
 
 // Failed tells whether the pipeline has failed: a step failed and waits for a retry, or

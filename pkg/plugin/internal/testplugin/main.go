@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -55,6 +56,19 @@ func (fail) PostDelete(context.Context, *sdk.Request) (sdk.Result, error) {
 type echo struct{ sdk.Base }
 
 func (echo) Name() string { return "test.echo" }
+
+// Plan says what Create would echo: a row per parameter, the Secret "token" in a warning
+// (which the SDK must remove), and the step as an output.
+func (echo) Plan(_ context.Context, req *sdk.Request) (sdk.Plan, error) {
+	p := sdk.Plan{Summary: "would echo " + strconv.Itoa(len(req.Params)) + " parameters", Outputs: map[string]string{"step": req.Step}}
+	for _, k := range slices.Sorted(maps.Keys(req.Params)) {
+		p.Details = append(p.Details, sdk.PlanItem{Kind: "Parameter", Name: k, Action: "echo", Note: req.Params[k]})
+	}
+	if token := req.Secrets["token"]; token != nil {
+		p.Warnings = append(p.Warnings, "the token is "+string(token))
+	}
+	return p, nil
+}
 
 func (echo) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
 	var keys []string

@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+// maxPlanDuration bounds how long one step's plan may take: a plan reads, it never waits
+// for anything to happen.
+const maxPlanDuration = time.Minute
+
+// syncPlan plans a dry-run pipeline (spec.dryRun): for every step in order it asks the
+// executor what it would do, with a request built as for Create (parameters resolved and
+// checked, Secrets read as the ServiceAccount, the planned outputs of the earlier steps),
+// and writes the plan into the step's status; the pipeline ends Planned, or Failed at the
+// first step that cannot be planned, as a run would fail. It runs no hook, records no run
+// and puts no finalizer: deleting a dry run tears nothing down. A plan is made once per
+// generation.
+func (c *Controller) syncPlan(ctx context.Context, p *v1alpha1.Pipeline) (time.Duration, error) {
+	if p.DeletionTimestamp != nil {
+		if slices.Contains(p.Finalizers, v1alpha1.Finalizer) { // an object admitted before dryRun was known
+			return 0, c.removeFinalizer(ctx, p)
+		}
+		return 0, nil
+	}
+	done := p.Status.Phase == v1alpha1.PipelinePlanned || p.Status.Phase == v1alpha1.PipelineFailed
+	if done && p.Status.ObservedGeneration == p.Generation {
+		return 0, nil
+	}
+	ps := c.newPipelineSync(p)
+	ps.status.ObservedGeneration = p.Generation
+	if p.Spec.TemplateRef != nil && !ps.takeTemplate(true) {
+		return 0, c.finish(ctx, ps, false)
+	}
+	for i := range ps.status.Steps {
+		if !ps.planStep(ctx, ps.specStep(i)) {
+			break
+		}
+	}
+	ps.summarizePlan()
+	return 0, c.finish(ctx, ps, false)
+}
+
+// planStep plans step r and tells whether the next step may be planned.
+func (ps *pipelineSync) planStep(ctx context.Context, r stepRef) bool {
+	s := r.s
+	s.Phase, s.Plan, s.Outputs, s.Message, s.StartTime = v1alpha1.StepRunning, nil, nil, "", ps.timeNow()
+	exec, ok := ps.c.executors.Get(r.step.Executor)
+	if !ok {
+		return ps.failPlan(s, contract.Permanent(contract.ReasonUnknownExecutor, ps.c.executors.Missing(r.step.Executor)))
+	}
+	req, err := ps.request(ctx, r, exec, createDirection)
+	if err != nil {
+		return ps.failPlan(s, err)
+	}
+	deadline := ps.now().Add(min(r.step.EffectiveTimeout(), maxPlanDuration))
+	plan, err := guarded(ctx, exec, deadline, func(ctx context.Context) (contract.Plan, error) {
+		return executor.Plan(ctx, exec, req)
+	})
+	redact := req.Redactor()
+	if err != nil {
+		return ps.failPlan(s, redact.Error(err))
+	}
+	plan = redact.Plan(plan).Bounded()
+	if err := mergeOutputs(s, plan.Outputs); err != nil {
+		return ps.failPlan(s, err)
+	}
+	s.Phase, s.Plan, s.CompletionTime = v1alpha1.StepPlanned, stepPlan(plan), ps.timeNow()
+	s.Message = contract.Truncate(plan.Summary, v1alpha1.MaxStepMessageLength)
+	ps.setStepCondition(s, metav1.ConditionTrue, v1alpha1.ReasonPlanned, s.Message)
+	return true
+}
+
+// failPlan records that step s cannot be planned, as a run would fail it.
+func (ps *pipelineSync) failPlan(s *v1alpha1.StepStatus, err error) bool {
+	s.Phase, s.CompletionTime = v1alpha1.StepFailed, ps.timeNow()
+	s.Message = contract.Truncate(err.Error(), v1alpha1.MaxStepMessageLength)
+	ps.setStepCondition(s, metav1.ConditionFalse, executor.ReasonFor(err), s.Message)
+	ps.warningEvent("PlanFailed", "Step %q cannot be planned: %s", s.Name, s.Message)
+	return false
+}
+
+// summarizePlan sets the dry run's phase and Ready condition from its steps.
+func (ps *pipelineSync) summarizePlan() {
+	st := ps.status
+	if i := ps.failedStep(); i >= 0 {
+		s := &st.Steps[i]
+		st.Phase, st.CurrentStep = v1alpha1.PipelineFailed, s.Name
+		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepFailed, fmt.Sprintf("step %s cannot be planned: %s", s.Name, s.Message))
+		return
+	}
+	warnings := 0
+	for _, s := range st.Steps {
+		if s.Plan != nil {
+			warnings += len(s.Plan.Warnings)
+		}
+	}
+	st.Phase, st.CurrentStep, st.CompletionTime = v1alpha1.PipelinePlanned, "", ps.timeNow()
+	msg := fmt.Sprintf("planned %d steps, %d warnings; nothing ran (dry run)", len(st.Steps), warnings)
+	ps.setReady(metav1.ConditionTrue, v1alpha1.ReasonPlanned, msg)
+	ps.normalEvent(v1alpha1.ReasonPlanned, "Planned %d steps, %d warnings; nothing ran", len(st.Steps), warnings)
+}
+
+// stepPlan is the status's form of a plan.
+func stepPlan(p contract.Plan) *v1alpha1.StepPlan {
+	out := &v1alpha1.StepPlan{Summary: p.Summary, Warnings: p.Warnings}
+	for _, d := range p.Details {
+		out.Details = append(out.Details, v1alpha1.PlanItem{Kind: d.Kind, Name: d.Name, Action: d.Action, Note: d.Note})
+	}
+	return out
+}
