@@ -61,6 +61,7 @@ func (ps *pipelineSync) planStep(ctx context.Context, r stepRef) bool {
 	if err != nil {
 		return ps.failPlan(s, err)
 	}
+	req.Pipeline = ps.planAs()
 	deadline := ps.now().Add(min(r.step.EffectiveTimeout(), maxPlanDuration))
 	plan, err := guarded(ctx, exec, deadline, func(ctx context.Context) (contract.Plan, error) {
 		return executor.Plan(ctx, exec, req)
@@ -77,6 +78,23 @@ func (ps *pipelineSync) planStep(ctx context.Context, r stepRef) bool {
 	s.Message = contract.Truncate(plan.Summary, v1alpha1.MaxStepMessageLength)
 	ps.setStepCondition(s, metav1.ConditionTrue, v1alpha1.ReasonPlanned, s.Message)
 	return true
+}
+
+// planAs is the pipeline the dry run plans for: the one PlanAsAnnotation names, with its
+// UID when it exists (from the cache), or the dry run itself.
+func (ps *pipelineSync) planAs() contract.PipelineRef {
+	ref := contract.PipelineRef{Namespace: ps.p.Namespace, Name: ps.p.Name, UID: string(ps.p.UID), Generation: ps.p.Generation}
+	name := ps.p.Annotations[v1alpha1.PlanAsAnnotation]
+	if name == "" || name == ps.p.Name {
+		return ref
+	}
+	ref.Name, ref.UID, ref.Generation = name, "", 0
+	if obj, exists, err := ps.c.pipelines.GetByKey(ps.p.Namespace + "/" + name); err == nil && exists {
+		if other, ok := obj.(*v1alpha1.Pipeline); ok {
+			ref.UID, ref.Generation = string(other.UID), other.Generation
+		}
+	}
+	return ref
 }
 
 // failPlan records that step s cannot be planned, as a run would fail it.

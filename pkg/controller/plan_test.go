@@ -151,3 +151,26 @@ func TestDryRunPlanHoldsNoSecret(t *testing.T) {
 	assert.Equal(t, "log in with [redacted]", a.Plan.Summary)
 	assert.Equal(t, "[redacted]", a.Plan.Details[0].Name)
 }
+
+// TestDryRunPlansAsThePipelineItNames: with stepwise.dev/plan-as, the steps see the named
+// pipeline's name and UID (what k8s.apply's ownership labels carry), or its name alone
+// when it does not exist.
+func TestDryRunPlansAsThePipelineItNames(t *testing.T) {
+	real := newPipeline(v1alpha1.Step{Name: "a", Executor: "test.record"})
+	real.Name, real.UID, real.Generation = "webapp", "uid-webapp", 4
+	plan := dryRun(v1alpha1.Step{Name: "a", Executor: "test.plan"})
+	plan.Annotations = map[string]string{v1alpha1.PlanAsAnnotation: "webapp"}
+	f := newFixture(t, real, plan)
+	pl := f.withPlanner(func(*executor.Request) (contract.Plan, error) { return contract.Plan{Summary: "ok"}, nil })
+	f.syncUntilIdle("p")
+	require.Len(t, pl.requests, 1)
+	assert.Equal(t, contract.PipelineRef{Namespace: "ns", Name: "webapp", UID: "uid-webapp", Generation: 4}, pl.requests[0].Pipeline)
+
+	gone := dryRun(v1alpha1.Step{Name: "a", Executor: "test.plan"})
+	gone.Annotations = map[string]string{v1alpha1.PlanAsAnnotation: "not-yet"}
+	g := newFixture(t, gone)
+	pg := g.withPlanner(func(*executor.Request) (contract.Plan, error) { return contract.Plan{Summary: "ok"}, nil })
+	g.syncUntilIdle("p")
+	require.Len(t, pg.requests, 1)
+	assert.Equal(t, contract.PipelineRef{Namespace: "ns", Name: "not-yet"}, pg.requests[0].Pipeline)
+}

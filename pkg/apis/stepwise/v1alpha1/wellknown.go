@@ -17,6 +17,11 @@ const (
 	// of a teardown that can never succeed. The engine says in a Warning Event which steps it
 	// skipped, and the API server's audit log says who set the annotation.
 	TeardownPolicyAnnotation = "stepwise.dev/teardown-policy"
+	// PlanAsAnnotation on a dry run names the pipeline, in its namespace, whose run it
+	// plans: its steps see that pipeline's name, and UID when it exists, so that a plan of
+	// an edited copy of a pipeline finds the objects that pipeline owns ("unchanged",
+	// "change") rather than objects of another owner. kubectl stepwise plan -f sets it.
+	PlanAsAnnotation = "stepwise.dev/plan-as"
 	// TeardownOrphan is the value of TeardownPolicyAnnotation that skips the teardown.
 	TeardownOrphan = "Orphan"
 )
