@@ -88,7 +88,9 @@ func (ps *pipelineSync) planAs() contract.PipelineRef {
 	if name == "" || name == ps.p.Name {
 		return ref
 	}
-	ref.Name, ref.UID, ref.Generation = name, "", 0
+	// Not there yet: the objects it would own do not exist either, so the dry run's own UID
+	// plans the same.
+	ref.Name = name
 	if obj, exists, err := ps.c.pipelines.GetByKey(ps.p.Namespace + "/" + name); err == nil && exists {
 		if other, ok := obj.(*v1alpha1.Pipeline); ok {
 			ref.UID, ref.Generation = string(other.UID), other.Generation

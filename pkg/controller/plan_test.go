@@ -153,8 +153,8 @@ func TestDryRunPlanHoldsNoSecret(t *testing.T) {
 }
 
 // TestDryRunPlansAsThePipelineItNames: with stepwise.dev/plan-as, the steps see the named
-// pipeline's name and UID (what k8s.apply's ownership labels carry), or its name alone
-// when it does not exist.
+// pipeline's name and UID (what k8s.apply's ownership labels carry), or its name and the
+// dry run's UID when it does not exist.
 func TestDryRunPlansAsThePipelineItNames(t *testing.T) {
 	real := newPipeline(v1alpha1.Step{Name: "a", Executor: "test.record"})
 	real.Name, real.UID, real.Generation = "webapp", "uid-webapp", 4
@@ -172,5 +172,6 @@ func TestDryRunPlansAsThePipelineItNames(t *testing.T) {
 	pg := g.withPlanner(func(*executor.Request) (contract.Plan, error) { return contract.Plan{Summary: "ok"}, nil })
 	g.syncUntilIdle("p")
 	require.Len(t, pg.requests, 1)
-	assert.Equal(t, contract.PipelineRef{Namespace: "ns", Name: "not-yet"}, pg.requests[0].Pipeline)
+	assert.Equal(t, contract.PipelineRef{Namespace: "ns", Name: "not-yet", UID: "uid-1", Generation: 1}, pg.requests[0].Pipeline,
+		"its own UID: the named pipeline owns nothing yet")
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -43,6 +44,8 @@ type fakeEC2 struct {
 
 type fakeInstance struct {
 	state string
+	// name is the value of its Name tag; empty: no tag.
+	name string
 	// shutdownPolls is how many DescribeInstances after a TerminateInstances still show
 	// shutting-down before the instance is terminated, as a real shutdown takes a while.
 	shutdownPolls int
@@ -65,6 +68,13 @@ func (f *fakeEC2) addInstance(id, state string, shutdownPolls int) {
 	f.instances[id] = &fakeInstance{state: state, shutdownPolls: shutdownPolls}
 }
 
+// nameInstance gives the instance a Name tag.
+func (f *fakeEC2) nameInstance(id, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.instances[id].name = name
+}
+
 func (f *fakeEC2) fail(status int, code string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -75,6 +85,13 @@ func (f *fakeEC2) count(action string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[action]
+}
+
+// actions are the actions requested, and how many times each.
+func (f *fakeEC2) actions() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.calls)
 }
 
 func (f *fakeEC2) serve(w http.ResponseWriter, r *http.Request) {
@@ -119,7 +136,7 @@ func (f *fakeEC2) serve(w http.ResponseWriter, r *http.Request) {
 				inst.state = "terminated"
 			}
 		}
-		writeXML(w, describeResponse(id, inst.state))
+		writeXML(w, describeResponse(id, inst.state, inst.name))
 	case "TerminateInstances":
 		previous := inst.state
 		if previous != "terminated" {
@@ -189,12 +206,21 @@ type instanceState struct {
 
 func state(name string) instanceState { return instanceState{Code: stateCodes[name], Name: name} }
 
-func describeResponse(id, s string) any {
+func describeResponse(id, s, name string) any {
+	type tag struct {
+		Key   string `xml:"key"`
+		Value string `xml:"value"`
+	}
 	type instance struct {
 		InstanceID       string        `xml:"instanceId"`
 		InstanceType     string        `xml:"instanceType"`
 		InstanceState    instanceState `xml:"instanceState"`
 		AvailabilityZone string        `xml:"placement>availabilityZone"`
+		Tags             []tag         `xml:"tagSet>item"`
+	}
+	var tags []tag
+	if name != "" {
+		tags = []tag{{Key: "Name", Value: name}}
 	}
 	type reservation struct {
 		ReservationID string     `xml:"reservationId"`
@@ -207,7 +233,7 @@ func describeResponse(id, s string) any {
 		Reservations []reservation `xml:"reservationSet>item"`
 	}{Xmlns: ec2Namespace, RequestID: "req-describe", Reservations: []reservation{{
 		ReservationID: "r-0123456789abcdef0",
-		Instances:     []instance{{InstanceID: id, InstanceType: "m5.large", InstanceState: state(s), AvailabilityZone: "us-east-1a"}},
+		Instances:     []instance{{InstanceID: id, InstanceType: "m5.large", InstanceState: state(s), AvailabilityZone: "us-east-1a", Tags: tags}},
 	}}}
 }
 

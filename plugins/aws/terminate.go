@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -108,57 +109,81 @@ func (*terminateInstance) Describe() sdk.Description {
 // Create is idempotent: an instance that is terminated (or unknown to EC2) is done, one
 // shutting down is waited for, any other is terminated.
 func (t *terminateInstance) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	tgt, err := parseTarget(req)
+	l, err := t.lookup(ctx, req)
 	if err != nil {
 		return sdk.Result{}, err
 	}
-	client, err := t.client(req.Secret(paramCredentialsSecret), tgt)
-	if err != nil {
-		return sdk.Result{}, err
+	id := l.instanceID
+	gone := sdk.DoneWithOutputs(fmt.Sprintf("instance %s is terminated", id), l.outputs)
+	if l.instance == nil {
+		return gone, nil
 	}
-
-	// What this step saw first is kept in its outputs across the polls of a termination.
-	recorded := req.Outputs[req.Step][outPreviousPowerState]
-	outputs := map[string]string{outInstanceID: tgt.instanceID, outPreviousPowerState: recorded}
-	if recorded == "" {
-		outputs[outPreviousPowerState] = unknownState
-	}
-	gone := sdk.DoneWithOutputs(fmt.Sprintf("instance %s is terminated", tgt.instanceID), outputs)
-
-	state, err := describeState(ctx, client, tgt.instanceID)
-	if err != nil {
-		if isNotFound(err) {
-			return gone, nil
-		}
-		return sdk.Result{}, classify(fmt.Sprintf("describe instance %s", tgt.instanceID), err)
-	}
-	if recorded == "" {
-		outputs[outPreviousPowerState] = string(state)
-	}
+	state := l.instance.State.Name
 	switch state {
 	case types.InstanceStateNameTerminated:
 		return gone, nil
 	case types.InstanceStateNameShuttingDown:
-		return waitResult(tgt.instanceID, state, outputs), nil
+		return waitResult(id, state, l.outputs), nil
 	}
 
-	out, err := client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{tgt.instanceID}})
+	out, err := l.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
 		if isNotFound(err) {
 			return gone, nil
 		}
-		return sdk.Result{}, classify(fmt.Sprintf("terminate instance %s", tgt.instanceID), err)
+		return sdk.Result{}, classify(fmt.Sprintf("terminate instance %s", id), err)
 	}
 	current := types.InstanceStateNameShuttingDown
 	for _, change := range out.TerminatingInstances {
-		if aws.ToString(change.InstanceId) == tgt.instanceID && change.CurrentState != nil {
+		if aws.ToString(change.InstanceId) == id && change.CurrentState != nil {
 			current = change.CurrentState.Name
 		}
 	}
 	if current == types.InstanceStateNameTerminated {
 		return gone, nil
 	}
-	return waitResult(tgt.instanceID, current, outputs), nil
+	return waitResult(id, current, l.outputs), nil
+}
+
+// lookup is what Create and Plan both start from: the instance the parameters name, as
+// EC2 describes it with the Secret's key in its region, and the step's outputs for it.
+type lookup struct {
+	target
+	client *ec2.Client
+	// instance is nil when EC2 does not know the instance (any more); otherwise its State
+	// is set.
+	instance *types.Instance
+	outputs  map[string]string
+}
+
+// lookup finds the step's instance: the one definition of which instance the step is
+// about, so that a plan names the very instance a run would terminate, and fails where the
+// run would (a malformed providerID, a Secret without a key, a key EC2 refuses).
+func (t *terminateInstance) lookup(ctx context.Context, req *sdk.Request) (lookup, error) {
+	tgt, err := parseTarget(req)
+	if err != nil {
+		return lookup{}, err
+	}
+	client, err := t.client(req.Secret(paramCredentialsSecret), tgt)
+	if err != nil {
+		return lookup{}, err
+	}
+	// What this step saw first is kept in its outputs across the polls of a termination.
+	recorded := req.Outputs[req.Step][outPreviousPowerState]
+	l := lookup{target: tgt, client: client,
+		outputs: map[string]string{outInstanceID: tgt.instanceID, outPreviousPowerState: cmp.Or(recorded, unknownState)}}
+
+	l.instance, err = describeInstance(ctx, client, tgt.instanceID)
+	switch {
+	case isNotFound(err):
+		return l, nil
+	case err != nil:
+		return lookup{}, classify(fmt.Sprintf("describe instance %s", tgt.instanceID), err)
+	}
+	if recorded == "" {
+		l.outputs[outPreviousPowerState] = string(l.instance.State.Name)
+	}
+	return l, nil
 }
 
 func waitResult(instanceID string, state types.InstanceStateName, outputs map[string]string) sdk.Result {
@@ -167,21 +192,21 @@ func waitResult(instanceID string, state types.InstanceStateName, outputs map[st
 	return r
 }
 
-// describeState returns the instance's state; an instance EC2 no longer lists is
-// reported as InvalidInstanceID.NotFound, as EC2 does.
-func describeState(ctx context.Context, client *ec2.Client, instanceID string) (types.InstanceStateName, error) {
+// describeInstance returns the instance, with its state; an instance EC2 no longer lists
+// is reported as InvalidInstanceID.NotFound, as EC2 does.
+func describeInstance(ctx context.Context, client *ec2.Client, instanceID string) (*types.Instance, error) {
 	out, err := client.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{instanceID}})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	for _, r := range out.Reservations {
-		for _, i := range r.Instances {
-			if aws.ToString(i.InstanceId) == instanceID && i.State != nil {
-				return i.State.Name, nil
+		for i := range r.Instances {
+			if aws.ToString(r.Instances[i].InstanceId) == instanceID && r.Instances[i].State != nil {
+				return &r.Instances[i], nil
 			}
 		}
 	}
-	return "", errNotListed
+	return nil, errNotListed
 }
 
 // errNotListed is an answer without the instance asked for: it is gone.

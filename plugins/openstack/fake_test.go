@@ -27,6 +27,8 @@ type fakeCloud struct {
 	calls map[string]int
 	// bodies are the request bodies Keystone received (to check what was sent).
 	bodies []string
+	// requests are all the requests received, "METHOD /path", those no route serves too.
+	requests []string
 }
 
 type fakeServer struct {
@@ -47,7 +49,12 @@ func newFakeCloud(t *testing.T, password string) *fakeCloud {
 	mux.HandleFunc("POST /v3/auth/tokens", f.token)
 	mux.HandleFunc("GET /compute/v2.1/servers/{id}", f.getServer)
 	mux.HandleFunc("DELETE /compute/v2.1/servers/{id}", f.deleteServer)
-	f.Server = httptest.NewServer(mux) // listens on 127.0.0.1
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.requests = append(f.requests, r.Method+" "+r.URL.Path)
+		f.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	})) // listens on 127.0.0.1
 	t.Cleanup(f.Close)
 	return f
 }
@@ -70,6 +77,20 @@ func (f *fakeCloud) count(call string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[call]
+}
+
+// deleting tells whether the server is there, being deleted.
+func (f *fakeCloud) deleting(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.servers[id]
+	return ok && s.deleting
+}
+
+func (f *fakeCloud) received() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.requests...)
 }
 
 func (f *fakeCloud) keystoneBodies() []string {

@@ -98,13 +98,49 @@ func (*terminateServer) Describe() sdk.Description {
 // Create is idempotent: a server that Nova no longer knows is done, a server being
 // deleted is waited for, any other server is deleted.
 func (t *terminateServer) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	target, err := parseTarget(req)
+	l, err := t.lookup(ctx, req)
 	if err != nil {
 		return sdk.Result{}, err
 	}
+	id := l.serverID
+	if l.server == nil {
+		return sdk.DoneWithOutputs(fmt.Sprintf("server %s is gone", id), l.outputs), nil
+	}
+	if beingDeleted(l.server) {
+		return waitResult(id, l.outputs), nil
+	}
+	err = servers.Delete(ctx, l.compute, id).ExtractErr()
+	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return sdk.DoneWithOutputs(fmt.Sprintf("server %s is gone", id), l.outputs), nil
+	}
+	if err != nil {
+		return sdk.Result{}, classify(fmt.Sprintf("delete server %s", id), err)
+	}
+	return waitResult(id, l.outputs), nil
+}
+
+// lookup is what Create and Plan both start from: the server the parameters name, as Nova
+// shows it to the Secret's credentials in its region, and the step's outputs for it.
+type lookup struct {
+	target
+	compute *gophercloud.ServiceClient
+	// server is nil when Nova does not know the server (any more).
+	server  *servers.Server
+	outputs map[string]string
+}
+
+// lookup finds the step's server: the one definition of which server the step is about,
+// so that a plan names the very server a run would delete, and fails where the run would
+// (a malformed providerID, a Secret without a key, credentials Keystone refuses, a region
+// without Nova).
+func (t *terminateServer) lookup(ctx context.Context, req *sdk.Request) (lookup, error) {
+	target, err := parseTarget(req)
+	if err != nil {
+		return lookup{}, err
+	}
 	creds, err := parseCredentials(req.Secret(paramCredentialsSecret))
 	if err != nil {
-		return sdk.Result{}, err
+		return lookup{}, err
 	}
 	if target.region != "" {
 		// openstack://<region>/<id> says where the server is; the Secret's region is
@@ -113,42 +149,36 @@ func (t *terminateServer) Create(ctx context.Context, req *sdk.Request) (sdk.Res
 	}
 	compute, err := t.computeClient(ctx, creds)
 	if err != nil {
-		return sdk.Result{}, err
+		return lookup{}, err
 	}
 
 	// What this step saw first is kept in its outputs across the polls of a deletion.
 	recorded := req.Outputs[req.Step]
-	outputs := map[string]string{
+	l := lookup{target: target, compute: compute, outputs: map[string]string{
 		outInstanceID:         target.serverID,
 		outPreviousPowerState: recordedOr(recorded, outPreviousPowerState, unknownState),
 		outPreviousStatus:     recordedOr(recorded, outPreviousStatus, unknownState),
-	}
+	}}
 
 	server, err := servers.Get(ctx, compute, target.serverID).Extract()
 	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return sdk.DoneWithOutputs(fmt.Sprintf("server %s is gone", target.serverID), outputs), nil
+		return l, nil
 	}
 	if err != nil {
-		return sdk.Result{}, classify(fmt.Sprintf("get server %s", target.serverID), err)
+		return lookup{}, classify(fmt.Sprintf("get server %s", target.serverID), err)
 	}
+	l.server = server
 	if recorded[outPreviousStatus] == "" {
-		outputs[outPreviousPowerState] = powerState(server)
-		outputs[outPreviousStatus] = server.Status
+		l.outputs[outPreviousPowerState] = powerState(server)
+		l.outputs[outPreviousStatus] = server.Status
 	}
+	return l, nil
+}
 
-	// A server Nova is already deleting needs no second request; Nova answers 404 once
-	// it is done.
-	if server.Status == "DELETED" || server.TaskState == "deleting" {
-		return waitResult(target.serverID, outputs), nil
-	}
-	err = servers.Delete(ctx, compute, target.serverID).ExtractErr()
-	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return sdk.DoneWithOutputs(fmt.Sprintf("server %s is gone", target.serverID), outputs), nil
-	}
-	if err != nil {
-		return sdk.Result{}, classify(fmt.Sprintf("delete server %s", target.serverID), err)
-	}
-	return waitResult(target.serverID, outputs), nil
+// beingDeleted tells whether Nova is deleting the server already: it needs no second
+// request, and Nova answers 404 once it is done.
+func beingDeleted(s *servers.Server) bool {
+	return s.Status == "DELETED" || s.TaskState == "deleting"
 }
 
 func waitResult(serverID string, outputs map[string]string) sdk.Result {

@@ -101,35 +101,70 @@ func (v *vm) id() string {
 
 func (v *vm) String() string { return fmt.Sprintf("VM %q (%s)", v.name, v.id()) }
 
-func (e *terminateVM) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+// found is what Create and Plan both start from: the parameters, the step's own outputs
+// from earlier calls, a session with vCenter (the caller logs out) and the VM, nil when it
+// is gone.
+type found struct {
+	p      params
+	host   string
+	own    map[string]string
+	vc     *vcenter
+	target *vm
+}
+
+// find logs in to vCenter and finds the step's VM: the one definition of which VM the step
+// is about, so that a plan names the very VM a run would destroy, and fails where the run
+// would (a refused login, an unknown datacenter, an ambiguous name).
+func (e *terminateVM) find(ctx context.Context, req *sdk.Request) (*found, error) {
 	p, err := parseParams(req)
 	if err != nil {
-		return sdk.Result{}, err
+		return nil, err
 	}
 	creds, err := parseCredentials(req.Secret(paramCredentialsSecret), p.secret)
 	if err != nil {
-		return sdk.Result{}, err
+		return nil, err
 	}
 	own := req.Outputs[req.Step]
 
 	vc, err := login(ctx, creds, e.policy, e.limiter, p.secret)
 	if err != nil {
-		return sdk.Result{}, err
+		return nil, err
 	}
-	defer vc.logout(ctx)
-
 	target, err := vc.findVM(ctx, p, own[outInstanceID])
+	if err != nil {
+		vc.logout(ctx)
+		return nil, err
+	}
+	return &found{p: p, host: creds.url.Host, own: own, vc: vc, target: target}, nil
+}
+
+// outputs are the step's outputs for the VM found.
+func (f *found) outputs() map[string]string {
+	out := map[string]string{outInstanceID: f.target.id(), outPreviousPowerState: string(f.target.powerState)}
+	if v := f.own[outPreviousPowerState]; v != "" {
+		out[outPreviousPowerState] = v // the state before this step touched the VM
+	}
+	return out
+}
+
+// shutdownFirst tells whether the VM's guest is asked to shut down before any power-off:
+// it runs, with VMware Tools to ask, and shutdownTimeout gives it time.
+func shutdownFirst(target *vm, p params) bool {
+	return target.powerState == types.VirtualMachinePowerStatePoweredOn && p.shutdownTimeout > 0 && target.toolsRunning
+}
+
+func (e *terminateVM) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
+	f, err := e.find(ctx, req)
 	if err != nil {
 		return sdk.Result{}, err
 	}
+	defer f.vc.logout(ctx)
+	p, vc, target := f.p, f.vc, f.target
 	if target == nil {
-		return sdk.DoneWithOutputs(goneMessage(p, own, creds.url.Host), own), nil
+		return sdk.DoneWithOutputs(goneMessage(p, f.own, f.host), f.own), nil
 	}
 
-	out := map[string]string{outInstanceID: target.id(), outPreviousPowerState: string(target.powerState)}
-	if v := own[outPreviousPowerState]; v != "" {
-		out[outPreviousPowerState] = v // the state before this step touched the VM
-	}
+	out := f.outputs()
 	who := fmt.Sprintf("pipeline %s/%s step %s", req.Pipeline.Namespace, req.Pipeline.Name, req.Step)
 
 	// The guest has until shutdownTimeout after the hook's first call to stop.
@@ -137,7 +172,7 @@ func (e *terminateVM) Create(ctx context.Context, req *sdk.Request) (sdk.Result,
 	deadline := e.hookStarted(req).Add(p.shutdownTimeout)
 	if target.powerState == types.VirtualMachinePowerStatePoweredOn {
 		switch {
-		case !asked && p.shutdownTimeout > 0 && target.toolsRunning:
+		case !asked && shutdownFirst(target, p):
 			res, ok, err := e.shutdownGuest(ctx, vc, target, deadline, out, who)
 			if ok || err != nil {
 				return res, err

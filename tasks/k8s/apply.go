@@ -104,7 +104,7 @@ func (Apply) Create(ctx context.Context, req *executor.Request) (contract.Result
 		return contract.Result{}, err
 	}
 	m := &mapper{m: restMapper}
-	planned, err := plan(req, m, me, objs)
+	planned, err := plan(req, m, me, objs, false)
 	if err != nil {
 		return contract.Result{}, err
 	}
@@ -121,8 +121,7 @@ func (Apply) Create(ctx context.Context, req *executor.Request) (contract.Result
 	}
 
 	for i, p := range planned {
-		_, err := resourceFor(client, p.mapping, p.ref.Namespace).Apply(ctx, p.ref.Name, p.obj,
-			metav1.ApplyOptions{FieldManager: FieldManager, Force: force})
+		_, err := resourceFor(client, p.mapping, p.ref.Namespace).Apply(ctx, p.ref.Name, p.obj, applyOptions(force))
 		if err != nil {
 			return recordOrFail(previous, refs[:i], fmt.Sprintf("applied %d of %d objects", i, len(planned)), applyError(p.ref, err))
 		}
@@ -145,6 +144,12 @@ func (Apply) Create(ctx context.Context, req *executor.Request) (contract.Result
 	}
 	return contract.DoneWithOutputs(contract.Truncate(strings.Join(message, "; "), messageSize),
 		map[string]string{ObjectsOutput: FormatObjectRefs(refs)}), nil
+}
+
+// applyOptions are the options of Create's server-side applies (Plan's are the same, dry
+// run): as field manager stepwise, taking fields over from other managers only when forced.
+func applyOptions(force bool) metav1.ApplyOptions {
+	return metav1.ApplyOptions{FieldManager: FieldManager, Force: force}
 }
 
 // recordOrFail ends a Create that failed with err after it applied the objects applied

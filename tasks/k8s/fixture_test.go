@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,8 +69,11 @@ func (m *resettableMapper) Reset() {
 // newClient is a fake dynamic client holding objs, that also serves server-side apply.
 //
 // The fake's own apply only patches objects that exist, so a reactor stands in for the
-// API server: it stores the applied object as is (creating or replacing it). Merging and
-// field ownership are left to the e2e tests, against a real API server.
+// API server: it stores the applied object as is (creating or replacing it). A dry run
+// (dryRun=All) stores nothing: it answers with the applied fields merged into the object
+// that exists (see mergeApplied), or the applied object when there is none. Field
+// ownership, list merging and removing the fields a manager no longer applies are left to
+// the e2e tests, against a real API server.
 func newClient(t *testing.T, objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -92,7 +96,18 @@ func newClient(t *testing.T, objs ...runtime.Object) *dynamicfake.FakeDynamicCli
 			return true, nil, err
 		}
 		gvr, ns, tracker := patch.GetResource(), patch.GetNamespace(), client.Tracker()
-		_, err := tracker.Get(gvr, ns, patch.GetName())
+		live, err := tracker.Get(gvr, ns, patch.GetName())
+		if slices.Contains(patch.PatchOptions.DryRun, metav1.DryRunAll) {
+			switch {
+			case apierrors.IsNotFound(err):
+				return true, obj, nil
+			case err != nil:
+				return true, nil, err
+			}
+			merged := live.(*unstructured.Unstructured).DeepCopy()
+			mergeApplied(merged.Object, obj.Object)
+			return true, merged, nil
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			err = tracker.Create(gvr, obj, ns)
@@ -106,6 +121,20 @@ func newClient(t *testing.T, objs ...runtime.Object) *dynamicfake.FakeDynamicCli
 		return true, stored, err
 	})
 	return client
+}
+
+// mergeApplied merges the applied fields into live: maps field by field, any other value
+// (lists too) replaced.
+func mergeApplied(live, applied map[string]any) {
+	for k, v := range applied {
+		if sub, ok := v.(map[string]any); ok {
+			if liveSub, ok := live[k].(map[string]any); ok {
+				mergeApplied(liveSub, sub)
+				continue
+			}
+		}
+		live[k] = runtime.DeepCopyJSONValue(v)
+	}
 }
 
 func newRequest(client *dynamicfake.FakeDynamicClient, mapper meta.RESTMapper, params, outputs map[string]string) *executor.Request {

@@ -20,6 +20,9 @@ type plannedObject struct {
 	obj     *unstructured.Unstructured
 	mapping *meta.RESTMapping
 	ref     ObjectRef
+	// unserved is why there is no mapping: the API server serves no such kind (now). Only
+	// a plan keeps such an object (see plan).
+	unserved error
 }
 
 // parseManifest decodes the documents of the manifest parameter, skipping empty ones, and
@@ -88,25 +91,32 @@ func parseManifest(manifest string) ([]*unstructured.Unstructured, error) {
 }
 
 // plan maps each object to its resource, puts it in its namespace and gives it the owner
-// labels of me. It applies nothing.
-func plan(req *executor.Request, m *mapper, me owner, objs []*unstructured.Unstructured) ([]plannedObject, error) {
+// labels of me. It applies nothing. A kind the API server does not serve fails, unless
+// keepUnserved (a plan: an earlier step may install its CRD before Create runs); such an
+// object is then kept without a mapping, in the namespace it names or else the pipeline's,
+// as most custom resources are namespaced.
+func plan(req *executor.Request, m *mapper, me owner, objs []*unstructured.Unstructured, keepUnserved bool) ([]plannedObject, error) {
 	planned := make([]plannedObject, 0, len(objs))
 	seen := make(map[ObjectRef]int, len(objs))
 	for i, obj := range objs {
 		gvk := obj.GroupVersionKind()
+		var unserved error
 		mapping, err := m.mapping(gvk)
 		if meta.IsNoMatchError(err) {
-			return nil, invalidParam("manifest", "object %d (%s %s): the API server serves no kind %q in %q",
+			unserved = invalidParam("manifest", "object %d (%s %s): the API server serves no kind %q in %q",
 				i+1, gvk.Kind, obj.GetName(), gvk.Kind, gvk.GroupVersion().String())
-		}
-		if err != nil {
+			if !keepUnserved {
+				return nil, unserved
+			}
+		} else if err != nil {
 			return nil, fmt.Errorf("look up kind %s of %s: %w", gvk.Kind, obj.GetName(), err)
 		}
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		switch {
+		case mapping == nil || mapping.Scope.Name() == meta.RESTScopeNameNamespace:
 			if obj.GetNamespace() == "" {
 				obj.SetNamespace(req.Pipeline.Namespace)
 			}
-		} else {
+		default:
 			obj.SetNamespace("")
 		}
 		me.label(obj)
@@ -116,7 +126,7 @@ func plan(req *executor.Request, m *mapper, me owner, objs []*unstructured.Unstr
 			return nil, invalidParam("manifest", "object %d (%s) is also object %d: each object may appear once", i+1, ref.describe(), j+1)
 		}
 		seen[ref] = i
-		planned = append(planned, plannedObject{obj: obj, mapping: mapping, ref: ref})
+		planned = append(planned, plannedObject{obj: obj, mapping: mapping, ref: ref, unserved: unserved})
 	}
 	return planned, nil
 }

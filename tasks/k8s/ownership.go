@@ -107,17 +107,31 @@ func claim(ctx context.Context, client dynamic.Interface, me owner, planned []pl
 		if err != nil {
 			return nil, fmt.Errorf("read %s before applying it: %w", p.ref.describe(), err)
 		}
-		holder := ownerOf(live)
-		if me.owns(holder, indexOf(previous, p.ref) >= 0) {
+		holder, ok := me.mine(live, p.ref, previous)
+		if ok {
 			continue
 		}
 		if !force {
-			return nil, contract.Permanent(ReasonNotOwned, fmt.Errorf(
-				"%s exists and is not this step's (%s): set force: \"true\" on the step to take it over, "+
-					"and its teardown will then delete it; or leave it out of the manifest",
-				p.ref.describe(), holder))
+			return nil, errNotOwned(p.ref, holder)
 		}
 		takeovers = append(takeovers, p.ref.describe())
 	}
 	return takeovers, nil
+}
+
+// mine tells whether live, the object ref names as it exists, is the step me's own to
+// apply onto, its inventory (previous) listing it or not; else it returns who its labels
+// name.
+func (o owner) mine(live metav1.Object, ref ObjectRef, previous []ObjectRef) (owner, bool) {
+	holder := ownerOf(live)
+	return holder, o.owns(holder, indexOf(previous, ref) >= 0)
+}
+
+// errNotOwned is the error of a Create whose manifest names ref, which exists and is not
+// the step's own: holder's, as its labels say.
+func errNotOwned(ref ObjectRef, holder owner) error {
+	return contract.Permanent(ReasonNotOwned, fmt.Errorf(
+		"%s exists and is not this step's (%s): set force: \"true\" on the step to take it over, "+
+			"and its teardown will then delete it; or leave it out of the manifest",
+		ref.describe(), holder))
 }

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -21,6 +22,9 @@ const (
 	removalDeleting
 	// removalNotOurs: left alone, for its labels name another owner.
 	removalNotOurs
+	// removalDue: its labels name the step and no deletion is under way: remove deletes
+	// it (examine only tells).
+	removalDue
 )
 
 // remove deletes the object ref names if its owner labels still name the step me; else it
@@ -30,32 +34,14 @@ const (
 // UID it read as a precondition, so that it never deletes an object created under the
 // same name since.
 func remove(ctx context.Context, client dynamic.Interface, m *mapper, me owner, ref ObjectRef) (removal, owner, error) {
-	mapping, err := m.mapping(ref.GroupVersionKind)
-	if meta.IsNoMatchError(err) {
-		return removalGone, owner{}, nil // The kind is no longer served (its CRD went), and its objects with it.
+	e, err := examine(ctx, client, m, me, ref)
+	if err != nil || e.what != removalDue {
+		return e.what, e.holder, err
 	}
-	if err != nil {
-		return 0, owner{}, fmt.Errorf("look up its kind: %w", err)
-	}
-	resource := resourceFor(client, mapping, ref.Namespace)
-	obj, err := resource.Get(ctx, ref.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return removalGone, owner{}, nil
-	}
-	if err != nil {
-		return 0, owner{}, fmt.Errorf("get: %w", err)
-	}
-	if holder := ownerOf(obj); !me.owns(holder, true) {
-		return removalNotOurs, holder, nil
-	}
-	if obj.GetDeletionTimestamp() != nil {
-		return removalDeleting, owner{}, nil
-	}
-	uid := obj.GetUID()
 	propagation := metav1.DeletePropagationForeground
-	err = resource.Delete(ctx, ref.Name, metav1.DeleteOptions{
+	err = e.resource.Delete(ctx, ref.Name, metav1.DeleteOptions{
 		PropagationPolicy: &propagation,
-		Preconditions:     &metav1.Preconditions{UID: &uid},
+		Preconditions:     &metav1.Preconditions{UID: &e.uid},
 	})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -65,4 +51,41 @@ func remove(ctx context.Context, client dynamic.Interface, m *mapper, me owner, 
 	default:
 		return 0, owner{}, err
 	}
+}
+
+// examined is what remove found of an object before deleting it.
+type examined struct {
+	what removal
+	// holder is who its labels name, when it is removalNotOurs.
+	holder owner
+	// resource and uid reach it, when it is removalDue.
+	resource dynamic.ResourceInterface
+	uid      types.UID
+}
+
+// examine reads the object ref names and tells what remove does with it, deleting
+// nothing: the first half of remove, and all of a plan's.
+func examine(ctx context.Context, client dynamic.Interface, m *mapper, me owner, ref ObjectRef) (examined, error) {
+	mapping, err := m.mapping(ref.GroupVersionKind)
+	if meta.IsNoMatchError(err) {
+		return examined{what: removalGone}, nil // The kind is no longer served (its CRD went), and its objects with it.
+	}
+	if err != nil {
+		return examined{}, fmt.Errorf("look up its kind: %w", err)
+	}
+	resource := resourceFor(client, mapping, ref.Namespace)
+	obj, err := resource.Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return examined{what: removalGone}, nil
+	}
+	if err != nil {
+		return examined{}, fmt.Errorf("get: %w", err)
+	}
+	if holder := ownerOf(obj); !me.owns(holder, true) {
+		return examined{what: removalNotOurs, holder: holder}, nil
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return examined{what: removalDeleting}, nil
+	}
+	return examined{what: removalDue, resource: resource, uid: obj.GetUID()}, nil
 }

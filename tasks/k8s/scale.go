@@ -418,4 +418,65 @@ func progressState(ready, target int32, notes []string) string {
 	return state
 }
 
-var _ executor.TaskExecutor = Scale{}
+// Plan tells what Create would do: it reads the workload's count through the scale
+// subresource, as Create does, and compares it with replicas. It writes nothing. A
+// workload that does not exist, or that the ServiceAccount may not read, is a warning.
+// Its outputs are those of Create: replicas, and previousReplicas, the count the step's
+// first run recorded or else the count now.
+func (Scale) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
+	p, err := parseScaleParams(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	w, err := newWorkload(req, p, "scale")
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	previous, recorded, err := recordedReplicas(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	outputs := map[string]string{ReplicasOutput: strconv.Itoa(int(p.replicas))}
+	if recorded {
+		outputs[PreviousReplicasOutput] = strconv.Itoa(int(previous))
+	}
+
+	current, err := w.replicas(ctx)
+	var unread string
+	switch {
+	case apierrors.IsNotFound(err):
+		unread = "does not exist now"
+	case apierrors.IsForbidden(err):
+		unread = "cannot get its scale: Forbidden"
+	case err != nil:
+		return contract.Plan{}, err
+	}
+	if unread != "" {
+		return contract.Plan{
+			Summary:  fmt.Sprintf("scale %s to %d replicas: %s", w.what(), p.replicas, unread),
+			Details:  []contract.PlanItem{planItem(w.kind, w.ns, w.name, actionScale, unread)},
+			Warnings: []string{failure(err)},
+			Outputs:  outputs,
+		}, nil
+	}
+	if !recorded {
+		outputs[PreviousReplicasOutput] = strconv.Itoa(int(current))
+	}
+	if current == p.replicas {
+		return contract.Plan{
+			Summary: fmt.Sprintf("%s is at %d replicas already", w.what(), current),
+			Details: []contract.PlanItem{planItem(w.kind, w.ns, w.name, actionUnchanged, fmt.Sprintf("at %d already", current))},
+			Outputs: outputs,
+		}, nil
+	}
+	return contract.Plan{
+		Summary: fmt.Sprintf("scale %s from %d to %d replicas", w.what(), current, p.replicas),
+		Details: []contract.PlanItem{planItem(w.kind, w.ns, w.name, actionScale, fmt.Sprintf("%d → %d", current, p.replicas))},
+		Outputs: outputs,
+	}, nil
+}
+
+var (
+	_ executor.TaskExecutor = Scale{}
+	_ executor.Planner      = Scale{}
+)

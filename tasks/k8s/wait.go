@@ -132,7 +132,7 @@ func (p *waitParams) check(obj *unstructured.Unstructured) (met bool, observed, 
 		}
 		got := strings.TrimSpace(buf.String())
 		if got == strings.TrimSpace(p.value) {
-			return true, contract.Truncate(got, maxObserved), ""
+			return true, p.observedWhenMet(), ""
 		}
 		if got == "" {
 			return false, "", "not set"
@@ -155,7 +155,7 @@ func (p *waitParams) check(obj *unstructured.Unstructured) (met bool, observed, 
 			return false, "", fmt.Sprintf("now %s for generation %d, the object is at %d", status, og, generation)
 		}
 		if status == string(metav1.ConditionTrue) {
-			return true, status, ""
+			return true, p.observedWhenMet(), ""
 		}
 		state := "now " + status
 		if msg, _ := cond["message"].(string); msg != "" {
@@ -164,6 +164,15 @@ func (p *waitParams) check(obj *unstructured.Unstructured) (met bool, observed, 
 		return false, "", state
 	}
 	return false, "", "not reported yet"
+}
+
+// observedWhenMet is what check observes when the condition is met: the "observed"
+// output, known before the wait.
+func (p *waitParams) observedWhenMet() string {
+	if p.template == nil {
+		return string(metav1.ConditionTrue)
+	}
+	return contract.Truncate(strings.TrimSpace(p.value), maxObserved)
 }
 
 // int64Field reads an integer field, whichever way it was decoded.
@@ -250,4 +259,68 @@ func (Wait) Create(ctx context.Context, req *executor.Request) (contract.Result,
 	return contract.Wait(waitPoll, fmt.Sprintf("%s: waiting for %s (%s)", what, p.goal(), state)), nil
 }
 
-var _ executor.TaskExecutor = Wait{}
+// Plan tells what Create would wait for and how the object is now: met already, not met
+// (what it shows instead), or not there yet, which an earlier step may change. It reads
+// the object and nothing else. A kind the API server does not serve now, or an object the
+// ServiceAccount may not read, is a warning. Its output is what Create outputs once the
+// condition is met: "True", or the value waited for.
+func (Wait) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
+	p, err := parseWaitParams(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	client, restMapper, err := clients(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	ns := p.namespace
+	if ns == "" {
+		ns = req.Pipeline.Namespace
+	}
+	what := kindName(p.gvk.Kind, "", p.name)
+	// result is the plan for the object as it is now: state says it in the summary, note
+	// in the row.
+	result := func(state, note string, warnings ...string) contract.Plan {
+		return contract.Plan{
+			Summary:  fmt.Sprintf("wait up to %s for %s: %s (%s)", p.timeout, what, p.goal(), state),
+			Details:  []contract.PlanItem{planItem(p.gvk.Kind, ns, p.name, actionWait, note)},
+			Warnings: warnings,
+			Outputs:  map[string]string{ObservedOutput: p.observedWhenMet()},
+		}
+	}
+
+	mapping, err := (&mapper{m: restMapper}).mapping(p.gvk)
+	if meta.IsNoMatchError(err) {
+		err = invalidParam("kind", "the API server serves no kind %q in %q", p.gvk.Kind, p.gvk.GroupVersion().String())
+		return result("kind not served now", "its kind is not served now", failure(err)+" (now: an earlier step may install it)"), nil
+	}
+	if err != nil {
+		return contract.Plan{}, fmt.Errorf("look up kind %s: %w", p.gvk.Kind, err)
+	}
+	if isSecretResource(mapping.Resource.GroupResource()) {
+		return contract.Plan{}, errSecretRefused()
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		ns = ""
+	}
+	obj, err := resourceFor(client, mapping, ns).Get(ctx, p.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return result("does not exist yet", "does not exist yet"), nil
+	case apierrors.IsForbidden(err):
+		err = fmt.Errorf("wait for %s: get: %w", kindName(p.gvk.Kind, ns, p.name), err)
+		return result("cannot get it", "cannot get it: Forbidden", failure(err)), nil
+	case err != nil:
+		return contract.Plan{}, fmt.Errorf("wait for %s: get: %w", kindName(p.gvk.Kind, ns, p.name), err)
+	}
+	met, observed, state := p.check(obj)
+	if met {
+		return result("met now", fmt.Sprintf("met now (%s)", observed)), nil
+	}
+	return result(state, p.goal()+": "+state), nil
+}
+
+var (
+	_ executor.TaskExecutor = Wait{}
+	_ executor.Planner      = Wait{}
+)

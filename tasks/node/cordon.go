@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,17 +38,62 @@ func (Cordon) Create(ctx context.Context, req *executor.Request) (contract.Resul
 	if err != nil {
 		return contract.Result{}, err
 	}
-	ours := node.Annotations[CordonedByAnnotation] == string(req.Pipeline.UID)
+	outputs := cordonOutputs(node, req.Pipeline.UID)
 	if node.Spec.Unschedulable {
 		// Cordoned already: by us on an earlier attempt, or by someone else.
-		return contract.DoneWithOutputs("node was already cordoned",
-			map[string]string{"wasSchedulable": strconv.FormatBool(ours), "providerID": node.Spec.ProviderID}), nil
+		return contract.DoneWithOutputs("node was already cordoned", outputs), nil
 	}
-	if err := patchCordon(ctx, client, name, true, string(req.Pipeline.UID)); err != nil {
+	if err := patchCordon(ctx, client, name, true, req.Pipeline.UID); err != nil {
 		return contract.Result{}, err
 	}
-	return contract.DoneWithOutputs("node cordoned",
-		map[string]string{"wasSchedulable": "true", "providerID": node.Spec.ProviderID}), nil
+	return contract.DoneWithOutputs("node cordoned", outputs), nil
+}
+
+// Plan reads the node as Create does and tells whether Create would cordon it, with the
+// outputs it would give.
+func (Cordon) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
+	client, err := kubeClient(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	name, err := nodeName(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	node, err := getNode(ctx, client, name)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	outputs := cordonOutputs(node, req.Pipeline.UID)
+	if node.Spec.Unschedulable {
+		note := "cordoned by someone else: teardown leaves it cordoned"
+		if cordonedBy(node, req.Pipeline.UID) {
+			note = "cordoned by this pipeline already"
+		}
+		return contract.Plan{
+			Summary: fmt.Sprintf("node %s is already cordoned", name),
+			Details: []contract.PlanItem{{Kind: "Node", Name: name, Action: "unchanged", Note: note}},
+			Outputs: outputs,
+		}, nil
+	}
+	return contract.Plan{
+		Summary: "cordon node " + name,
+		Details: []contract.PlanItem{{Kind: "Node", Name: name, Action: "cordon", Note: "teardown uncordons it"}},
+		Outputs: outputs,
+	}, nil
+}
+
+// cordonedBy tells whether the pipeline with the given UID cordoned node.
+func cordonedBy(node *corev1.Node, pipelineUID string) bool {
+	return node.Annotations[CordonedByAnnotation] == pipelineUID
+}
+
+// cordonOutputs are node.cordon's outputs, from the node as it was before the cordon: a
+// node cordoned already counts as schedulable only if this pipeline cordoned it (an
+// earlier attempt), so that the output does not change between attempts.
+func cordonOutputs(node *corev1.Node, pipelineUID string) map[string]string {
+	was := !node.Spec.Unschedulable || cordonedBy(node, pipelineUID)
+	return map[string]string{"wasSchedulable": strconv.FormatBool(was), "providerID": node.Spec.ProviderID}
 }
 
 func (Cordon) Delete(ctx context.Context, req *executor.Request) (contract.Result, error) {
@@ -66,7 +112,7 @@ func (Cordon) Delete(ctx context.Context, req *executor.Request) (contract.Resul
 	if err != nil {
 		return contract.Result{}, fmt.Errorf("get node %q: %w", name, err)
 	}
-	if node.Annotations[CordonedByAnnotation] != string(req.Pipeline.UID) {
+	if !cordonedBy(node, req.Pipeline.UID) {
 		return contract.Done("left as it was: this pipeline did not cordon it"), nil
 	}
 	if err := patchCordon(ctx, client, name, false, ""); err != nil {

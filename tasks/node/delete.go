@@ -37,6 +37,43 @@ func (Delete) Create(ctx context.Context, req *executor.Request) (contract.Resul
 	return contract.DoneWithOutputs("node deleted", map[string]string{"deleted": "true"}), nil
 }
 
+// Plan tells whether Create would find a Node to delete. Reading it takes the right to get
+// Nodes, which the delete itself does not: a plan that may not look says so in a warning
+// instead of failing a step that would succeed.
+func (Delete) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
+	client, err := kubeClient(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	name, err := nodeName(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	_, err = client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return contract.Plan{
+			Summary: fmt.Sprintf("node %s is already gone", name),
+			Details: []contract.PlanItem{{Kind: "Node", Name: name, Action: "unchanged", Note: "already gone"}},
+			Outputs: map[string]string{"deleted": "false"},
+		}, nil
+	case apierrors.IsForbidden(err):
+		// Whether it is there is unknown, and so is the output.
+		return contract.Plan{
+			Summary:  "delete node " + name,
+			Details:  []contract.PlanItem{{Kind: "Node", Name: name, Action: "delete", Note: "not read: it may be gone already"}},
+			Warnings: []string{fmt.Sprintf("cannot read node %s: %v", name, err)},
+		}, nil
+	case err != nil:
+		return contract.Plan{}, fmt.Errorf("get node %q: %w", name, err)
+	}
+	return contract.Plan{
+		Summary: "delete node " + name,
+		Details: []contract.PlanItem{{Kind: "Node", Name: name, Action: "delete"}},
+		Outputs: map[string]string{"deleted": "true"},
+	}, nil
+}
+
 // Describe documents node.delete for the executor catalogue.
 func (Delete) Describe() contract.Description {
 	return contract.Description{

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/utils/clock"
 
@@ -122,24 +123,13 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 		return map[string]string{OutputPodsEvicted: strconv.Itoa(evicted)}
 	}
 
-	helper := &drain.Helper{
-		Ctx:                 ctx,
-		Client:              client,
-		Force:               p.policy == PolicyForce,
-		GracePeriodSeconds:  p.gracePeriodSeconds,
-		IgnoreAllDaemonSets: true,
-		DeleteEmptyDirData:  p.deleteEmptyDirData,
-		PodSelector:         p.podSelector,
-		Out:                 io.Discard,
-		ErrOut:              io.Discard,
+	helper := p.helper(ctx, client)
+	list, refused, err := podsToDrain(helper, p.node)
+	if err != nil {
+		return contract.Result{}, err
 	}
-	list, errs := helper.GetPodsForDeletion(p.node)
-	if len(errs) > 0 {
-		joined := errors.Join(errs...)
-		if isAPIError(errs) {
-			return contract.Result{}, fmt.Errorf("list pods of node %q: %w", p.node, joined)
-		}
-		return contract.Result{}, contract.Permanent("DrainBlocked", fmt.Errorf("cannot drain node %q: %w", p.node, joined))
+	if len(refused) > 0 {
+		return contract.Result{}, contract.Permanent("DrainBlocked", fmt.Errorf("cannot drain node %q: %w", p.node, errors.Join(refused...)))
 	}
 	pods := list.Pods()
 	if len(pods) == 0 {
@@ -177,6 +167,66 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	}
 	return contract.Result{RequeueAfter: drainPoll, Message: describeLeft(pods, blocked), Outputs: outputs()}, nil
 }
+
+// Plan tells which pods Create would evict and which it would leave, as kubectl's drain
+// rules sort the pods on the node now, and which PodDisruptionBudget would hold an eviction
+// back; see planDrain.
+func (Drain) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
+	client, err := kubeClient(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	p, err := parseDrainParams(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	if _, err := getNode(ctx, client, p.node); err != nil {
+		return contract.Plan{}, err
+	}
+	seen := &podRecorder{Interface: client}
+	list, refused, err := podsToDrain(p.helper(ctx, seen), p.node)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	return planDrain(ctx, client, p, seen.pods, list, refused)
+}
+
+// helper is kubectl's drain as node.drain runs it, acting through client.
+func (p drainParams) helper(ctx context.Context, client kubernetes.Interface) *drain.Helper {
+	return &drain.Helper{
+		Ctx:                 ctx,
+		Client:              client,
+		Force:               p.policy == PolicyForce,
+		GracePeriodSeconds:  p.gracePeriodSeconds,
+		IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData:  p.deleteEmptyDirData,
+		PodSelector:         p.podSelector,
+		Out:                 io.Discard,
+		ErrOut:              io.Discard,
+	}
+}
+
+// podsToDrain lists the node's pods as kubectl's drain sorts them. refused are the pods
+// its rules refuse to drain (unmanaged pods, local storage), which need a change of
+// parameters, each error naming them; err is a failure to list them, worth a retry.
+func podsToDrain(helper *drain.Helper, node string) (list *drain.PodDeleteList, refused []error, err error) {
+	list, errs := helper.GetPodsForDeletion(node)
+	// No list at all is a selector that did not parse, which parseDrainParams rules out.
+	if isAPIError(errs) || list == nil {
+		return nil, nil, fmt.Errorf("list pods of node %q: %w", node, errors.Join(errs...))
+	}
+	for _, err := range errs {
+		refused = append(refused, errors.New(inStepTerms.Replace(err.Error())))
+	}
+	return list, refused, nil
+}
+
+// inStepTerms turns the kubectl flags its drain's messages suggest into the parameters
+// of a step that set them.
+var inStepTerms = strings.NewReplacer(
+	"use --delete-emptydir-data", "set deleteEmptyDirData: true",
+	"use --force", "set policy: Force",
+)
 
 // describeLeft says how many pods are left and what blocks each blocked one.
 func describeLeft(pods []corev1.Pod, blocked map[string]string) string {

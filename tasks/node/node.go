@@ -14,6 +14,9 @@ func Executors() []executor.TaskExecutor {
 	return []executor.TaskExecutor{Cordon{}, Drain{}, Delete{}}
 }
 
+// Each node executor tells what it would do (spec.dryRun).
+var _ = []executor.Planner{Cordon{}, Drain{}, Delete{}}
+
 // CordonedByAnnotation marks a node this engine cordoned, with the pipeline's UID, so that
 // only that pipeline's teardown uncordons it, even if a retried hook saw it cordoned already.
 const CordonedByAnnotation = "stepwise.dev/cordoned-by"

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/sdk"
+)
+
+// planRequest is what the engine hands Plan: the parameters checked as for Create (the SDK
+// runs contract.CheckParams before a hook), the Secret's data, the planned outputs of the
+// earlier steps, and no hook.
+func planRequest(t *testing.T, params map[string]string, secrets map[string][]byte) *sdk.Request {
+	t.Helper()
+	checked, err := contract.CheckParams(newTestServer().Describe().Parameters, params)
+	require.NoError(t, err)
+	return withSecret(&sdk.Request{
+		Pipeline: sdk.PipelineRef{Namespace: "default", Name: "retire-k8s-node-3", UID: "uid-1", Generation: 1},
+		Step:     "terminate", Params: checked, Attempt: 1,
+		Outputs: map[string]map[string]string{"cordon": {"providerID": "openstack:///" + serverID}},
+	}, secrets)
+}
+
+// planTexts is the text of a plan a person reads.
+func planTexts(p sdk.Plan) []string {
+	texts := append([]string{p.Summary}, p.Warnings...)
+	for _, d := range p.Details {
+		texts = append(texts, d.Kind, d.Name, d.Action, d.Note)
+	}
+	for k, v := range p.Outputs {
+		texts = append(texts, k, v)
+	}
+	return texts
+}
+
+func TestPlan(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(f *fakeCloud)
+		params  map[string]string         // nil: providerID openstack:///serverID
+		secrets func(s map[string][]byte) // changes the valid password credentials
+		// want is the plan; wantReason an error's, which must be Create's.
+		want       sdk.Plan
+		wantReason string
+	}{
+		{
+			name:  "active and running: delete",
+			setup: func(f *fakeCloud) { f.addServer(serverID, "ACTIVE", 1, 0) },
+			want: sdk.Plan{
+				Summary: "delete server k8s-node-3 (8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01), ACTIVE, power state RUNNING",
+				Details: []sdk.PlanItem{{Kind: "Server", Name: "k8s-node-3 (8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01)", Action: "delete",
+					Note: "ACTIVE, power state RUNNING"}},
+				Outputs: map[string]string{outInstanceID: serverID, outPreviousPowerState: "RUNNING", outPreviousStatus: "ACTIVE"},
+			},
+		},
+		{
+			name:   "shut off, by serverID: delete",
+			setup:  func(f *fakeCloud) { f.addServer(serverID, "SHUTOFF", 4, 0) },
+			params: map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"},
+			want: sdk.Plan{
+				Summary: "delete server k8s-node-3 (8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01), SHUTOFF, power state SHUTDOWN",
+				Details: []sdk.PlanItem{{Kind: "Server", Name: "k8s-node-3 (8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01)", Action: "delete",
+					Note: "SHUTOFF, power state SHUTDOWN"}},
+				Outputs: map[string]string{outInstanceID: serverID, outPreviousPowerState: "SHUTDOWN", outPreviousStatus: "SHUTOFF"},
+			},
+		},
+		{
+			name: "being deleted already: wait",
+			setup: func(f *fakeCloud) {
+				f.addServer(serverID, "ACTIVE", 1, 10)
+				f.servers[serverID].deleting = true
+			},
+			want: sdk.Plan{
+				Summary: "server k8s-node-3 (8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01) is being deleted already: wait until Nova no longer knows it",
+				Details: []sdk.PlanItem{{Kind: "Server", Name: "k8s-node-3 (8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01)", Action: "wait",
+					Note: "ACTIVE, power state RUNNING, task deleting"}},
+				Outputs: map[string]string{outInstanceID: serverID, outPreviousPowerState: "RUNNING", outPreviousStatus: "ACTIVE"},
+			},
+		},
+		{
+			name: "gone: nothing to do",
+			want: sdk.Plan{
+				Summary: "server 8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01 is gone already: nothing to do",
+				Details: []sdk.PlanItem{{Kind: "Server", Name: serverID, Action: "unchanged", Note: "Nova does not know it (any more)"}},
+				Outputs: map[string]string{outInstanceID: serverID, outPreviousPowerState: unknownState, outPreviousStatus: unknownState},
+			},
+		},
+		{
+			name:       "wrong password: Create's error",
+			setup:      func(f *fakeCloud) { f.addServer(serverID, "ACTIVE", 1, 0) },
+			secrets:    func(s map[string][]byte) { s[keyPassword] = []byte("wrong-" + password) },
+			wantReason: "InvalidCredentials",
+		},
+		{
+			name:  "wrong application credential secret: Create's error",
+			setup: func(f *fakeCloud) { f.addServer(serverID, "ACTIVE", 1, 0) },
+			secrets: func(s map[string][]byte) {
+				s[keyAppCredentialID], s[keyAppCredentialSecret] = []byte("ac1"), []byte("wrong-"+password)
+			},
+			wantReason: "InvalidCredentials",
+		},
+		{
+			name:       "Secret without a password: Create's error",
+			setup:      func(f *fakeCloud) { f.addServer(serverID, "ACTIVE", 1, 0) },
+			secrets:    func(s map[string][]byte) { delete(s, keyPassword) },
+			wantReason: "MissingCredentials",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeCloud(t, password)
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			params := tt.params
+			if params == nil {
+				params = map[string]string{"providerID": "openstack:///" + serverID, "credentialsSecret": "os-creds"}
+			}
+			secrets := validSecrets(f.authURL())
+			if tt.secrets != nil {
+				tt.secrets(secrets)
+			}
+			wasDeleting := f.deleting(serverID)
+			e := newTestServer(loopback)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+
+			got, err := e.Plan(ctx, planRequest(t, params, secrets))
+			texts := planTexts(got)
+			if tt.wantReason != "" {
+				var se *sdk.Error
+				require.ErrorAs(t, err, &se)
+				assert.Equal(t, tt.wantReason, se.Reason)
+				assert.True(t, se.Permanent)
+				// Create's error names Keystone's URL (without user info and query), never a
+				// password.
+				assert.NotContains(t, err.Error(), password)
+				// The engine fails the step as a run would: with Create's very error.
+				req := planRequest(t, params, secrets)
+				req.Hook = sdk.HookCreate
+				_, createErr := e.Create(ctx, req)
+				require.Error(t, createErr)
+				assert.Equal(t, createErr.Error(), err.Error())
+				assert.Equal(t, contract.OwnReason(createErr), contract.OwnReason(err))
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, got)
+				assert.Equal(t, got, got.Bounded(), "within what a step's status keeps")
+			}
+			forbidden := []string{password, "wrong-" + password}
+			for _, v := range secrets {
+				if v := strings.TrimSpace(string(v)); len(v) >= contract.MinRedactedLength {
+					forbidden = append(forbidden, v)
+				}
+			}
+			for _, text := range texts {
+				for _, secret := range forbidden {
+					assert.NotContains(t, text, secret, "a Secret's value in the plan")
+				}
+			}
+
+			// Nothing changed: the cloud got token requests and GETs of the server only,
+			// and the server is as it was.
+			assert.Zero(t, f.count("DELETE /servers/{id}"), "DELETE requests")
+			for _, r := range f.received() {
+				method, _, _ := strings.Cut(r, " ")
+				assert.True(t, r == "POST /v3/auth/tokens" || method == http.MethodGet, "Plan sent %s, not a read", r)
+			}
+			assert.Equal(t, wasDeleting, f.deleting(serverID), "the server is not being deleted unless it was")
+		})
+	}
+}
+
+// TestPlanNamesTheServerCreateDeletes: Plan and Create look the server up by the same
+// code, so a plan's outputs are those of the run that follows it.
+func TestPlanNamesTheServerCreateDeletes(t *testing.T) {
+	f := newFakeCloud(t, password)
+	f.addServer(serverID, "ACTIVE", 1, 0)
+	e := newTestServer(loopback)
+	params := map[string]string{"providerID": "openstack:///" + serverID, "credentialsSecret": "os-creds"}
+
+	plan, err := e.Plan(t.Context(), planRequest(t, params, validSecrets(f.authURL())))
+	require.NoError(t, err)
+	assert.Zero(t, f.count("DELETE /servers/{id}"))
+	req := planRequest(t, params, validSecrets(f.authURL()))
+	req.Hook = sdk.HookCreate
+	res, err := e.Create(t.Context(), req)
+	require.NoError(t, err)
+	assert.Equal(t, plan.Outputs, res.Outputs)
+	assert.Equal(t, 1, f.count("DELETE /servers/{id}"))
+}
