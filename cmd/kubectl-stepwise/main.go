@@ -1,6 +1,6 @@
 // Command kubectl-stepwise is a kubectl plugin: with it on the PATH, `kubectl stepwise`
 // shows the steps of Stepwise Pipelines and steers them (status, watch, retry, suspend,
-// resume, executors...), and writes executor plugins and runs their hooks locally
+// resume, plan, executors...), and writes executor plugins and runs their hooks locally
 // (plugin init, plugin run). The commands live in pkg/cli.
 package main
 

@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
 )
 
 func newRetryCommand(o *options) *cobra.Command {
@@ -35,27 +32,9 @@ has recorded the retry.`,
 			if err != nil {
 				return err
 			}
-			pipelines := c.Stepwise.StepwiseV1alpha1().Pipelines(ns)
-			// Read only to refuse what the engine would ignore; the write is a patch of
-			// one annotation.
-			p, err := pipelines.Get(cmd.Context(), args[0], metav1.GetOptions{})
+			p, err := pipelineops.Retry(cmd.Context(), c.Stepwise, ns, args[0], step)
 			if err != nil {
-				return fmt.Errorf("get pipeline %s/%s: %w", ns, args[0], err)
-			}
-			if step != "" && !slices.ContainsFunc(p.Spec.Steps, func(s v1alpha1.Step) bool { return s.Name == step }) {
-				return fmt.Errorf("pipeline %s/%s has no step %q", ns, p.Name, step)
-			}
-			if !p.Failed() {
-				return fmt.Errorf("pipeline %s/%s has not failed (phase %s): there is nothing to retry", ns, p.Name, p.Status.Phase)
-			}
-			patch, err := json.Marshal(map[string]any{
-				"metadata": map[string]any{"annotations": map[string]string{v1alpha1.RetryAnnotation: step}},
-			})
-			if err != nil {
-				return fmt.Errorf("encode patch: %w", err)
-			}
-			if _, err := pipelines.Patch(cmd.Context(), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-				return fmt.Errorf("annotate pipeline %s/%s for a retry: %w", ns, p.Name, err)
+				return err
 			}
 			from := "its failed step " + p.Status.CurrentStep
 			if step != "" {
@@ -92,12 +71,9 @@ func newSuspendCommand(o *options, suspend bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// A merge patch of the one field: no read-modify-write race with the operator
-			// or another user.
-			patch := fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, suspend)
-			p, err := c.Stepwise.StepwiseV1alpha1().Pipelines(ns).Patch(cmd.Context(), args[0], types.MergePatchType, patch, metav1.PatchOptions{})
+			p, err := pipelineops.SetSuspend(cmd.Context(), c.Stepwise, ns, args[0], suspend)
 			if err != nil {
-				return fmt.Errorf("set spec.suspend=%t on pipeline %s/%s: %w", suspend, ns, args[0], err)
+				return err
 			}
 			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s %s\n", oneLine(p.Name, 0), done)
 			return nil

@@ -1,7 +1,7 @@
 // Package cli is kubectl-stepwise, a kubectl plugin (kubectl stepwise ...) to look at and
-// steer Pipelines: status, watch, retry, suspend, resume, and the executors the running
-// operator offers; and, with no cluster, to write executor plugins and run their hooks
-// (plugin init, plugin run). cmd/kubectl-stepwise only calls Execute.
+// steer Pipelines: status, watch, retry, suspend, resume, plan (a dry run), and the
+// executors the running operator offers; and, with no cluster, to write executor plugins
+// and run their hooks (plugin init, plugin run). cmd/kubectl-stepwise only calls Execute.
 package cli
 
 import (
@@ -11,8 +11,10 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
@@ -25,7 +27,7 @@ const (
 	// a watch that timed out).
 	ExitError = 1
 	// ExitPipelineFailed: the command worked, and the pipeline it looked at has failed
-	// (a step failed, or its teardown is blocked).
+	// (a step failed, or its teardown is blocked), or a plan failed.
 	ExitPipelineFailed = 2
 	// ExitHookFailed: plugin run worked, and the hook failed (or the engine would refuse
 	// its parameters). The same code as ExitPipelineFailed: what was run failed.
@@ -48,6 +50,10 @@ var (
 type Clients struct {
 	Stepwise clientset.Interface
 	Kube     kubernetes.Interface
+	// Dynamic and Mapper read objects of any kind, as plan --trigger reads the objects a
+	// trigger watches.
+	Dynamic dynamic.Interface
+	Mapper  meta.RESTMapper
 }
 
 // options are shared by every command.
@@ -80,7 +86,16 @@ func (o *options) restClients() (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create kubernetes client: %w", err)
 	}
-	return &Clients{Stepwise: sw, Kube: kube}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create dynamic client: %w", err)
+	}
+	// Deferred: discovery runs only when a command maps a kind.
+	mapper, err := o.configFlags.ToRESTMapper()
+	if err != nil {
+		return nil, fmt.Errorf("create REST mapper: %w", err)
+	}
+	return &Clients{Stepwise: sw, Kube: kube, Dynamic: dyn, Mapper: mapper}, nil
 }
 
 // NewCommand returns the root command. clients, when not nil, replaces the clients built
@@ -97,8 +112,11 @@ func NewCommand(streams genericiooptions.IOStreams, clients func() (*Clients, er
 		Long: `kubectl stepwise shows the steps of Stepwise Pipelines and steers them. Its plugin
 commands write executor plugins and run their hooks, with no cluster.
 
-Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch) or the hook failed
-(plugin run), 3 the hook is waiting (plugin run).`,
+Plan before you run: kubectl stepwise plan shows what a pipeline, a template or a trigger
+would do, step by step, without doing it.
+
+Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch), the plan failed
+(plan) or the hook failed (plugin run), 3 the hook is waiting (plugin run).`,
 		Annotations: map[string]string{
 			// Usage and help say "kubectl stepwise", as kubectl plugins do.
 			cobra.CommandDisplayNameAnnotation: "kubectl stepwise",
@@ -122,6 +140,7 @@ Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch) or the hoo
 		newExecutorsCommand(o),
 		newTemplatesCommand(o),
 		newRunCommand(o),
+		newPlanCommand(o),
 		newTriggersCommand(o),
 		newPluginCommand(o),
 	)

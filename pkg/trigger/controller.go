@@ -209,7 +209,7 @@ func byTriggerLabel(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	return []string{tr.Namespace + "/" + triggerLabelValue(tr.Name)}, nil
+	return []string{tr.Namespace + "/" + LabelValueOf(tr.Name)}, nil
 }
 
 // byTemplate indexes a trigger by its template.

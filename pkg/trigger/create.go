@@ -58,7 +58,7 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 func (ts *triggerSync) unfinished() int {
 	n := 0
 	for _, p := range ts.pipelines {
-		if !finished(p) {
+		if !Finished(p) {
 			n++
 		}
 	}
@@ -103,7 +103,7 @@ func (ts *triggerSync) newPipeline(obj *unstructured.Unstructured, params map[st
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        pipelineName(trig.Name, obj.GetName(), obj.GetUID()),
 			Namespace:   trig.Namespace,
-			Labels:      map[string]string{LabelTrigger: triggerLabelValue(trig.Name), LabelObjectUID: string(obj.GetUID())},
+			Labels:      map[string]string{LabelTrigger: LabelValueOf(trig.Name), LabelObjectUID: string(obj.GetUID())},
 			Annotations: map[string]string{AnnotationObject: ts.objectName(obj)},
 		},
 		Spec: v1alpha1.PipelineSpec{

@@ -100,7 +100,7 @@ func TestPipelineAndTemplateEventsQueueTheirTrigger(t *testing.T) {
 	f := newFixture(t, objs(newTrigger(), long, webAppTrigger()))
 
 	f.c.onPipeline(&v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p",
-		Labels: map[string]string{LabelTrigger: triggerLabelValue(long.Name)}}})
+		Labels: map[string]string{LabelTrigger: LabelValueOf(long.Name)}}})
 	assert.Equal(t, []string{"ns/" + long.Name}, drain(f.c))
 	f.c.onPipeline(&v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "p",
 		Labels: map[string]string{LabelTrigger: "retire"}}})

@@ -27,7 +27,7 @@ func selectorOf(trig *v1alpha1.PipelineTrigger) (labels.Selector, error) {
 // those its selector and field requirements match, in the order of matching: the oldest object first
 // (creationTimestamp), then by namespace/name. This is the order the waiting objects
 // start in, and the order of status.queue. An object being deleted counts as gone.
-func (ts *triggerSync) match(lister cache.GenericLister, selector labels.Selector, fields fieldMatcher) error {
+func (ts *triggerSync) match(lister cache.GenericLister, selector labels.Selector, fields FieldMatcher) error {
 	var list []runtime.Object
 	var err error
 	if ts.target.namespaced {
@@ -44,16 +44,16 @@ func (ts *triggerSync) match(lister cache.GenericLister, selector labels.Selecto
 			continue
 		}
 		ts.present[obj.GetUID()] = obj
-		if selector.Matches(labels.Set(obj.GetLabels())) && fields.matches(obj) {
+		if selector.Matches(labels.Set(obj.GetLabels())) && fields.Matches(obj) {
 			ts.objects = append(ts.objects, obj)
 		}
 	}
-	slices.SortFunc(ts.objects, compareObjects)
+	slices.SortFunc(ts.objects, CompareObjects)
 	return nil
 }
 
-// compareObjects orders objects by creationTimestamp, then namespace, then name.
-func compareObjects(a, b *unstructured.Unstructured) int {
+// CompareObjects orders objects by creationTimestamp, then namespace, then name.
+func CompareObjects(a, b *unstructured.Unstructured) int {
 	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
 	if c := ta.Compare(tb.Time); c != 0 {
 		return c
@@ -71,12 +71,12 @@ type fieldRequirement struct {
 	values   map[string]bool
 }
 
-// fieldMatcher is a trigger's spec.matchFields, parsed; every requirement must hold.
-type fieldMatcher []fieldRequirement
+// FieldMatcher is a trigger's spec.matchFields, parsed; every requirement must hold.
+type FieldMatcher []fieldRequirement
 
-// parseMatchFields parses spec.matchFields; the error names the item.
-func parseMatchFields(reqs []v1alpha1.FieldRequirement) (fieldMatcher, error) {
-	out := make(fieldMatcher, 0, len(reqs))
+// ParseMatchFields parses spec.matchFields; the error names the item.
+func ParseMatchFields(reqs []v1alpha1.FieldRequirement) (FieldMatcher, error) {
+	out := make(FieldMatcher, 0, len(reqs))
 	for i, r := range reqs {
 		path, err := parsePath(r.Field)
 		if err != nil {
@@ -105,7 +105,7 @@ func parseMatchFields(reqs []v1alpha1.FieldRequirement) (fieldMatcher, error) {
 
 // matches tells whether obj meets every requirement. A field that is not a string, number
 // or bool is in no set of values.
-func (m fieldMatcher) matches(obj *unstructured.Unstructured) bool {
+func (m FieldMatcher) Matches(obj *unstructured.Unstructured) bool {
 	for _, r := range m {
 		v, found := lookup(obj, r.path)
 		text, kind := scalarText(v)

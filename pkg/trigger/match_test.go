@@ -47,9 +47,9 @@ func TestMatchFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := parseMatchFields(tt.reqs)
+			m, err := ParseMatchFields(tt.reqs)
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, m.matches(node))
+			assert.Equal(t, tt.want, m.Matches(node))
 		})
 	}
 }
@@ -72,7 +72,7 @@ func TestMatchFieldsErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ok := v1alpha1.FieldRequirement{Field: "spec.y", Operator: v1alpha1.FieldExists}
-			_, err := parseMatchFields([]v1alpha1.FieldRequirement{ok, tt.req})
+			_, err := ParseMatchFields([]v1alpha1.FieldRequirement{ok, tt.req})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})

@@ -60,8 +60,8 @@ func subdomain(s string) string {
 	return strings.Join(labels, ".")
 }
 
-// triggerLabelValue is the value of LabelTrigger for a trigger's name.
-func triggerLabelValue(trigger string) string { return labelValue(trigger) }
+// LabelValueOf is the value of LabelTrigger for a trigger's name.
+func LabelValueOf(trigger string) string { return labelValue(trigger) }
 
 // labelValue makes s, a DNS-1123 subdomain or names of them joined by '.', a label value:
 // only its length may need fixing, by cutting it and ending it with a dash and a hash of s.

@@ -57,7 +57,7 @@ func TestTriggerLabelValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := triggerLabelValue(tt.trigger)
+			got := LabelValueOf(tt.trigger)
 			assert.Equal(t, tt.want, got)
 			assert.Empty(t, validation.IsValidLabelValue(got))
 		})

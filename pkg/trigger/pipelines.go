@@ -22,7 +22,7 @@ const reasonTornDownAfterFailure = v1alpha1.ReasonTornDownAfterFailure
 // collectPipelines finds the trigger's pipelines (by LabelTrigger) in the cache, with the
 // ones our writes made that the informer has not delivered yet.
 func (ts *triggerSync) collectPipelines() error {
-	items, err := ts.c.pipelines.ByIndex(pipelineTriggerIndex, ts.trig.Namespace+"/"+triggerLabelValue(ts.trig.Name))
+	items, err := ts.c.pipelines.ByIndex(pipelineTriggerIndex, ts.trig.Namespace+"/"+LabelValueOf(ts.trig.Name))
 	if err != nil {
 		return fmt.Errorf("list the pipelines of trigger %s from cache: %w", ts.key, err)
 	}
@@ -47,7 +47,7 @@ func (ts *triggerSync) collectPipelines() error {
 // done, as a failed drain leaves a node cordoned, until someone retries or deletes it),
 // one whose spec changed since the engine last looked at it, and one being deleted (its
 // teardown is work too) until it is gone.
-func finished(p *v1alpha1.Pipeline) bool {
+func Finished(p *v1alpha1.Pipeline) bool {
 	if p.DeletionTimestamp != nil || p.Status.ObservedGeneration < p.Generation {
 		return false
 	}

@@ -77,7 +77,7 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	var running, succeeded, failed int32
 	for _, p := range ts.pipelines {
 		switch {
-		case !finished(p):
+		case !Finished(p):
 			running++
 		case p.Status.Phase == v1alpha1.PipelineSucceeded:
 			succeeded++
@@ -145,7 +145,7 @@ func (ts *triggerSync) blocked() ([]string, bool) {
 	var budgets []string
 	running := 0
 	for _, p := range ts.pipelines {
-		if finished(p) {
+		if Finished(p) {
 			continue
 		}
 		running++

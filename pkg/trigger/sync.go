@@ -131,7 +131,7 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 		ts.problem = &problem{reason: ReasonInvalidSelector, message: fmt.Sprintf("spec.selector: %v", err)}
 		return requeue, nil
 	}
-	fields, err := parseMatchFields(trig.Spec.MatchFields)
+	fields, err := ParseMatchFields(trig.Spec.MatchFields)
 	if err != nil {
 		c.objects.unwatch(ts.key)
 		ts.problem = &problem{reason: ReasonInvalidSelector, message: err.Error()}

@@ -165,7 +165,7 @@ func TestFinished(t *testing.T) {
 			if tt.delete {
 				p.DeletionTimestamp = &now
 			}
-			assert.Equal(t, tt.want, finished(p))
+			assert.Equal(t, tt.want, Finished(p))
 		})
 	}
 	assert.Equal(t, "TornDownAfterFailure", reasonTornDownAfterFailure, "the engine's reason, by its string")
@@ -651,7 +651,7 @@ func TestLongTriggerName(t *testing.T) {
 	f.sync(trig.Name)
 	p := f.pipelineList()
 	require.Len(t, p, 1)
-	assert.Equal(t, triggerLabelValue(trig.Name), p[0].Labels[LabelTrigger])
+	assert.Equal(t, LabelValueOf(trig.Name), p[0].Labels[LabelTrigger])
 	assert.LessOrEqual(t, len(p[0].Labels[LabelTrigger]), 63)
 	assert.NotEqual(t, trig.Name, p[0].Labels[LabelTrigger])
 	f.client.ClearActions()

@@ -40,7 +40,7 @@ func (ts *triggerSync) unmatched(ctx context.Context, matched map[types.UID]bool
 			}
 			continue
 		}
-		if !present && finished(p) {
+		if !present && Finished(p) {
 			history = append(history, p)
 		}
 	}

@@ -1,4 +1,4 @@
-package trigger
+package objectref
 
 import (
 	"strings"
@@ -43,7 +43,7 @@ func TestParsePath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			got, err := parsePath(tt.path)
+			got, err := ParsePath(tt.path)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -100,11 +100,11 @@ func TestParseParamValue(t *testing.T) {
 }
 
 func TestParseParamsNamesTheParameter(t *testing.T) {
-	_, err := parseParams(map[string]string{"ok": "$(object.metadata.name)", "bad": "$(object.spec.)"})
+	_, err := Parse(map[string]string{"ok": "$(object.metadata.name)", "bad": "$(object.spec.)"})
 	require.Error(t, err)
 	assert.Equal(t, `params.bad: $(object.spec.): field name expected at 5`, err.Error())
 
-	parsed, err := parseParams(nil)
+	parsed, err := Parse(nil)
 	require.NoError(t, err)
 	assert.Empty(t, parsed)
 }
@@ -161,9 +161,9 @@ func TestBindParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			parsed, err := parseParams(tt.params)
+			parsed, err := Parse(tt.params)
 			require.NoError(t, err)
-			got, err := parsed.bind(node())
+			got, err := parsed.Bind(node())
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -178,9 +178,9 @@ func TestBindParams(t *testing.T) {
 func TestBindParamsBoundsTheValue(t *testing.T) {
 	obj := node()
 	obj.Object["spec"].(map[string]any)["providerID"] = strings.Repeat("x", v1alpha1.MaxParamValueLength/2+1)
-	parsed, err := parseParams(map[string]string{"twice": "$(object.spec.providerID)$(object.spec.providerID)"})
+	parsed, err := Parse(map[string]string{"twice": "$(object.spec.providerID)$(object.spec.providerID)"})
 	require.NoError(t, err)
-	_, err = parsed.bind(obj)
+	_, err = parsed.Bind(obj)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "params.twice: resolves to more than 65536 characters")
 }
