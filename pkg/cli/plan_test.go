@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/trigger"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
+	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
 var pipelinesGVR = v1alpha1.SchemeGroupVersion.WithResource("pipelines")
