@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -126,6 +128,28 @@ func TestPlanOfNodeRetirementTouchesNothingThenTheRunDoesWhatItSaid(t *testing.T
 		}
 	}
 	deleteAndWaitGone(t, ns, "retire-plan") // no teardown to run
+
+	// The same, as a user asks it: kubectl stepwise plan -f on the manifest of the run.
+	manifest, err := sigsyaml.Marshal(vsphereRetirePipeline(ns, sa, node))
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "retire.yaml")
+	require.NoError(t, os.WriteFile(file, append([]byte("apiVersion: stepwise.dev/v1alpha1\nkind: Pipeline\n"), manifest...), 0o600))
+	code, out, errOut := stepwiseCLI(t, cluster.Kubeconfig, "plan", "-f", file, "-n", ns)
+	t.Logf("kubectl stepwise plan -f retire.yaml:\n%s", out)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	assert.Contains(t, out, "Plan of pipeline "+ns+"/retire: Planned, 4 steps")
+	assert.Regexp(t, `(?m)^cordon +node\.cordon +cordon node `+node+`$`, out)
+	assert.Contains(t, out, "PodDisruptionBudget")
+	assert.Contains(t, out, "! pod "+ns+"/")
+	assert.Contains(t, out, "vsphere.terminate-vm")
+	planLeft, err := client.StepwiseV1alpha1().Pipelines(ns).List(ctx, metav1.ListOptions{LabelSelector: "stepwise.dev/plan=true"})
+	require.NoError(t, err)
+	for _, p := range planLeft.Items {
+		assert.NotNil(t, p.DeletionTimestamp, "the dry run %s is deleted", p.Name)
+	}
+	n, err = cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, n.Spec.Unschedulable, "still not cordoned")
 
 	// The run does what the plan said, once the pods have somewhere to go.
 	poolNode(t, ns)
