@@ -27,7 +27,9 @@ func runHook(ctx context.Context, e Executor, req *Request, logs io.Writer) (Res
 // executor that cannot plan answers contract.NoPlan.
 func runPlan(ctx context.Context, e Executor, req *Request, logs io.Writer) (Plan, error) {
 	redactor := req.Redactor()
-	checkAsCreate := func(decl []Parameter, req *Request) (map[string]string, error) { return contract.CheckParams(decl, req.Params) }
+	checkAsCreate := func(decl []Parameter, req *Request) (map[string]string, error) {
+		return contract.CheckParams(decl, req.Params)
+	}
 	plan := func(ctx context.Context, req *Request) (Plan, error) {
 		if planner, ok := e.(Planner); ok {
 			return planner.Plan(ctx, req)
