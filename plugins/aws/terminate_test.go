@@ -316,7 +316,7 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, map[string]string{"providerID": "string", "instanceID": "string", "region": "string", "endpoint": "url", "credentialsSecret": "secret"}, types)
 
 	// Every parameter the executor reads is declared: the engine would refuse any other.
-	assertDeclarationsComplete(t, newTestInstance().Describe(), map[string]string{
+	plugintest.AssertDeclarations(t, newTestInstance().Describe(), map[string]string{
 		"providerID": "aws:///us-east-1a/" + instanceID, "instanceID": instanceID, "region": region,
 		"endpoint": "https://ec2.cloud.example", "credentialsSecret": "aws-creds",
 	})

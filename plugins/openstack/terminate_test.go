@@ -326,7 +326,7 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, map[string]string{"providerID": "string", "serverID": "string", "credentialsSecret": "secret"}, types)
 
 	// Every parameter the executor reads is declared: the engine would refuse any other.
-	assertDeclarationsComplete(t, newTestServer().Describe(), map[string]string{
+	plugintest.AssertDeclarations(t, newTestServer().Describe(), map[string]string{
 		"providerID": "openstack:///" + serverID, "serverID": serverID, "credentialsSecret": "os-creds",
 	})
 }

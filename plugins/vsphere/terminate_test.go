@@ -473,7 +473,7 @@ func TestDescribe(t *testing.T) {
 	}, types)
 
 	// Every parameter the executor reads is declared: the engine would refuse any other.
-	assertDeclarationsComplete(t, newTestExecutor().Describe(), map[string]string{
+	plugintest.AssertDeclarations(t, newTestExecutor().Describe(), map[string]string{
 		paramProviderID: "vsphere://4201c0de-1234-5678-9abc-def012345678", paramNode: "k8s-node-3", paramCredentialsSecret: "vsphere-creds",
 		paramShutdownTimeout: "1m", paramDatacenter: "DC0",
 	})

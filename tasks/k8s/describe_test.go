@@ -7,7 +7,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/executor/executortest"
-	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
 func TestDescribe(t *testing.T) {
@@ -38,7 +38,7 @@ func TestDescribe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.executor.Name(), func(t *testing.T) {
 			executortest.AssertBuiltInDescription(t, tt.executor, tt.wantParams, tt.wantRequired)
-			paramtest.AssertComplete(t, executor.Describe(tt.executor), tt.full)
+			plugintest.AssertDeclarations(t, executor.Describe(tt.executor), tt.full)
 		})
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
-	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
 const (
@@ -127,7 +127,7 @@ func TestApplyParametersTheEngineRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			paramtest.AssertRefused(t, Apply{}.Describe(), tc.params, tc.want)
+			plugintest.AssertRefused(t, Apply{}.Describe(), tc.params, tc.want)
 		})
 	}
 }

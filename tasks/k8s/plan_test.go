@@ -20,14 +20,14 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
-	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
 // planRequest is a request as the engine hands one to Plan: the parameters checked
 // against the declarations d, with their defaults, and no hook.
 func planRequest(t *testing.T, client *dynamicfake.FakeDynamicClient, d contract.Description, params, outputs map[string]string) *executor.Request {
 	t.Helper()
-	return newRequest(client, newMapper(), paramtest.Checked(t, d, params), outputs)
+	return newRequest(client, newMapper(), plugintest.Checked(t, d, params), outputs)
 }
 
 // dryRuns checks that the fake saw nothing but reads and server-side applies with

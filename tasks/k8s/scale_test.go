@@ -24,7 +24,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/executor/executortest"
-	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
 var (
@@ -197,7 +197,7 @@ func scaleRequest(t *testing.T, client *kubefake.Clientset, hook contract.Hook, 
 			Pipeline: contract.PipelineRef{Namespace: pipelineNS, Name: pipelineName, UID: pipelineUID, Generation: 1},
 			Step:     stepName,
 			Hook:     hook,
-			Params:   paramtest.Checked(t, Scale{}.Describe(), params),
+			Params:   plugintest.Checked(t, Scale{}.Describe(), params),
 			Outputs:  map[string]map[string]string{stepName: maps.Clone(outputs)},
 		},
 		Clients: &executor.Clients{Kube: client},
@@ -258,7 +258,7 @@ func TestScaleParametersTheEngineRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			paramtest.AssertRefused(t, Scale{}.Describe(), scaleWith(tc.changes), tc.want)
+			plugintest.AssertRefused(t, Scale{}.Describe(), scaleWith(tc.changes), tc.want)
 		})
 	}
 }

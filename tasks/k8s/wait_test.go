@@ -17,7 +17,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
-	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
 // waitParamsFor is a valid set of k8s.wait parameters with the changes given (an empty
@@ -38,7 +38,7 @@ func waitParamsFor(changes map[string]string) map[string]string {
 // checked against its declarations, with their defaults.
 func waitRequest(t *testing.T, client *dynamicfake.FakeDynamicClient, mapper meta.RESTMapper, params map[string]string) *executor.Request {
 	t.Helper()
-	return newRequest(client, mapper, paramtest.Checked(t, Wait{}.Describe(), params), nil)
+	return newRequest(client, mapper, plugintest.Checked(t, Wait{}.Describe(), params), nil)
 }
 
 // TestWaitParametersTheEngineRefuses: what the declarations say (required, types, no other
@@ -57,7 +57,7 @@ func TestWaitParametersTheEngineRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			paramtest.AssertRefused(t, Wait{}.Describe(), waitParamsFor(tc.changes), tc.want)
+			plugintest.AssertRefused(t, Wait{}.Describe(), waitParamsFor(tc.changes), tc.want)
 		})
 	}
 }

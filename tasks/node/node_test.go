@@ -19,7 +19,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
-	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
 // request is a request for a hook of e with the parameters as the engine hands them over:
@@ -30,7 +30,7 @@ func request(t *testing.T, e executor.TaskExecutor, client *fake.Clientset, para
 		Request: contract.Request{
 			Pipeline: contract.PipelineRef{Namespace: "ops", Name: "retire", UID: "uid-1"},
 			Step:     "step",
-			Params:   paramtest.Checked(t, executor.Describe(e), params),
+			Params:   plugintest.Checked(t, executor.Describe(e), params),
 			Outputs:  map[string]map[string]string{},
 		},
 		Clients: &executor.Clients{Kube: client},
@@ -64,7 +64,7 @@ func TestParametersTheEngineRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			paramtest.AssertRefused(t, executor.Describe(tt.exec), tt.params, tt.want)
+			plugintest.AssertRefused(t, executor.Describe(tt.exec), tt.params, tt.want)
 		})
 	}
 }

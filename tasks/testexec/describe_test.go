@@ -13,7 +13,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/executor/executortest"
-	"github.com/stepwise-dev/stepwise/tasks/internal/paramtest"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
 func TestDescribe(t *testing.T) {
@@ -30,7 +30,7 @@ func TestDescribe(t *testing.T) {
 			executortest.AssertBuiltInDescription(t, tt.executor, tt.wantParams, tt.wantRequired)
 		})
 	}
-	paramtest.AssertComplete(t, Record{}.Describe(),
+	plugintest.AssertDeclarations(t, Record{}.Describe(),
 		map[string]string{"configMap": "calls", "gate": "true", "fail": FailRetryable, "output": "x"})
 }
 
@@ -54,7 +54,7 @@ func TestRecordParametersTheEngineRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			paramtest.AssertRefused(t, Record{}.Describe(), tt.params, tt.want)
+			plugintest.AssertRefused(t, Record{}.Describe(), tt.params, tt.want)
 		})
 	}
 }
@@ -85,7 +85,7 @@ func TestRecordCreate(t *testing.T) {
 					Pipeline: contract.PipelineRef{Namespace: "ns", Name: "p"},
 					Step:     "step",
 					Hook:     contract.HookCreate,
-					Params:   paramtest.Checked(t, Record{}.Describe(), tt.params),
+					Params:   plugintest.Checked(t, Record{}.Describe(), tt.params),
 				},
 				Clients: &executor.Clients{Kube: client},
 			}

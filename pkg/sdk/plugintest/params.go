@@ -1,7 +1,8 @@
-// Package paramtest holds the checks of executors' parameter declarations that the tests
-// of the built-in executors share: the engine checks every step's parameters against them
-// (contract.CheckParams) before any hook, so they must be complete and true.
-package paramtest
+package plugintest
+
+// The checks of an executor's parameter declarations, for plugins and built-in executors
+// alike: the engine checks every step's parameters against them (contract.CheckParams)
+// before any hook, so they must be complete and true.
 
 import (
 	"maps"
@@ -15,12 +16,12 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
-// AssertComplete checks that every parameter d declares has a type (so the engine refuses
+// AssertDeclarations checks that every parameter d declares has a type (so the engine refuses
 // the parameters it does not declare), that enums have values and defaults are valid,
 // that the parameters naming a Secret, and only they, are secrets, and that full, a valid
 // value of every parameter the executor reads, is exactly what d declares: the engine
 // takes it, and refuses it with a misspelt name added.
-func AssertComplete(t *testing.T, d contract.Description, full map[string]string) {
+func AssertDeclarations(t *testing.T, d contract.Description, full map[string]string) {
 	t.Helper()
 	var names []string
 	for _, p := range d.Parameters {
