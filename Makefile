@@ -18,6 +18,9 @@ PROTOC_GEN_GO_GRPC ?= $(LOCALBIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSIO
 # protoc itself comes from Debian (protobuf-compiler, 3.21.12 on bookworm), installed by the
 # protoc target when missing; buf is not used. The generated files record the protoc version.
 PROTOC ?= protoc
+# The dashboard's browser tests drive Debian's chromium (headless) with chromedp; the
+# chromium target installs it when it is missing.
+CHROMIUM ?= chromium
 PROTO_ENV = PROTOC=$(PROTOC) PROTOC_GEN_GO=$(PROTOC_GEN_GO) PROTOC_GEN_GO_GRPC=$(PROTOC_GEN_GO_GRPC)
 
 # Out-of-process executor plugins (plugins/<name>) are built into bin/plugins as
@@ -86,7 +89,7 @@ proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code o
 # take the other core. Output is grouped per target.
 .PHONY: test
 test: ## Everything CI runs: lint, verify generated files, unit and e2e tests with -race.
-	$(MAKE) --no-print-directory -j2 --output-sync=target localcluster-tools build lint verify
+	$(MAKE) --no-print-directory -j2 --output-sync=target localcluster-tools build lint verify chromium
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: unit
@@ -94,8 +97,12 @@ unit: ## Unit tests only (no control plane needed).
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 
 .PHONY: e2e
-e2e: build localcluster-tools ## End-to-end tests on a local control plane started for the run.
+e2e: build localcluster-tools chromium ## End-to-end tests on a local control plane started for the run.
 	go test $(GO_TEST_FLAGS) ./test/e2e/...
+
+.PHONY: dashboard-bench
+dashboard-bench: build localcluster-tools chromium ## Time the dashboard's first render of the list with 10,000 pipelines in a namespace, in headless chromium.
+	go test -v -count=1 -timeout 20m -run 'TestDashboardFirstRender$$' ./test/e2e/ -args -dashboard.pipelines=10000
 
 # Not part of test: it takes minutes and measures, it does not check.
 .PHONY: bench
@@ -146,7 +153,13 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 	go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/golangci-lint $@
 
-# apt-get runs only when protoc is missing, and as root (or through sudo).
+# apt-get runs only when chromium or protoc is missing, and as root (or through sudo).
+.PHONY: chromium
+chromium: ## Install Debian's chromium, for the dashboard's browser tests, when it is missing.
+	@command -v $(CHROMIUM) >/dev/null || { \
+	  sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+
 .PHONY: protoc
 protoc: ## Install protoc from Debian's protobuf-compiler package when it is missing.
 	@command -v $(PROTOC) >/dev/null || { \

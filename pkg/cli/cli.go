@@ -141,6 +141,7 @@ Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch), the plan 
 		newTemplatesCommand(o),
 		newRunCommand(o),
 		newPlanCommand(o),
+		newDashboardCommand(o),
 		newTriggersCommand(o),
 		newPluginCommand(o),
 	)

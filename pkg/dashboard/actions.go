@@ -1,0 +1,110 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
+)
+
+// The actions. Each is one request to the API server with the user's credentials, through
+// pipelineops as `kubectl stepwise` does: RBAC and the API server's audit log see the
+// user, not the dashboard.
+
+// maxActionBody bounds an action's JSON body ({"step": "..."}).
+const maxActionBody = 4 << 10
+
+type actionResult struct {
+	Message string `json:"message"`
+}
+
+// retryPipeline is POST /api/pipelines/{namespace}/{name}/retry, with an optional body
+// {"step": "NAME"} to retry from that step rather than the failed one.
+func (s *Server) retryPipeline(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if !s.inScope(w, ns) {
+		return
+	}
+	var body struct {
+		Step string `json:"step"`
+	}
+	if err := decodeBody(w, r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if _, err := pipelineops.Retry(r.Context(), s.cfg.Stepwise, ns, name, body.Step); err != nil {
+		writeActionError(w, err)
+		return
+	}
+	msg := fmt.Sprintf("retry of pipeline %s/%s requested", ns, name)
+	if body.Step != "" {
+		msg = fmt.Sprintf("retry of pipeline %s/%s from step %s requested", ns, name, body.Step)
+	}
+	s.logger.Info("Pipeline retry requested", "pipeline", ns+"/"+name, "step", body.Step)
+	writeJSON(w, http.StatusOK, actionResult{Message: msg})
+}
+
+// suspendPipeline is POST .../suspend (suspend true) and .../resume (false).
+func (s *Server) suspendPipeline(suspend bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ns, name := r.PathValue("namespace"), r.PathValue("name")
+		if !s.inScope(w, ns) {
+			return
+		}
+		if _, err := pipelineops.SetSuspend(r.Context(), s.cfg.Stepwise, ns, name, suspend); err != nil {
+			writeActionError(w, err)
+			return
+		}
+		verb := "resumed"
+		if suspend {
+			verb = "suspended"
+		}
+		s.logger.Info("Pipeline "+verb, "pipeline", ns+"/"+name)
+		writeJSON(w, http.StatusOK, actionResult{Message: fmt.Sprintf("pipeline %s/%s %s", ns, name, verb)})
+	}
+}
+
+// deletePipeline is DELETE /api/pipelines/{namespace}/{name}: a plain delete; the
+// operator runs the teardown before the pipeline goes.
+func (s *Server) deletePipeline(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if !s.inScope(w, ns) {
+		return
+	}
+	if err := s.cfg.Stepwise.StepwiseV1alpha1().Pipelines(ns).Delete(r.Context(), name, metav1.DeleteOptions{}); err != nil {
+		writeActionError(w, fmt.Errorf("delete pipeline %s/%s: %w", ns, name, err))
+		return
+	}
+	s.logger.Info("Pipeline deleted", "pipeline", ns+"/"+name)
+	writeJSON(w, http.StatusOK, actionResult{
+		Message: fmt.Sprintf("pipeline %s/%s deleted; its teardown runs before it goes", ns, name),
+	})
+}
+
+// writeActionError answers an API server's error with its status; any other error is
+// pipelineops refusing what the pipeline's state does not allow (a retry of a pipeline
+// that has not failed): 409 Conflict.
+func writeActionError(w http.ResponseWriter, err error) {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		writeAPIError(w, err)
+		return
+	}
+	writeError(w, http.StatusConflict, err.Error())
+}
+
+// decodeBody reads an optional small JSON body into v; an empty body leaves v as it is.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxActionBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read the request body: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/cli"
+)
+
+var (
+	// dashboardPipelines is how many pipelines the first-render test fills a namespace
+	// with: a few hundred in make test, 10,000 in `make dashboard-bench`.
+	dashboardPipelines = flag.Int("dashboard.pipelines", 300, "pipelines in the namespace of the dashboard's first-render test")
+	// dashboardScreenshots, when set, is where the browser tests write their screenshots
+	// (docs/ holds the committed ones).
+	dashboardScreenshots = flag.String("dashboard.screenshots", "", "directory to write the dashboard's screenshots to")
+)
+
+// startDashboard runs `kubectl stepwise dashboard` (port 0) with extra args until the test
+// ends, and returns the URL it printed.
+func startDashboard(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	var errOut strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: w, ErrOut: &errOut}
+		done <- cli.Execute(ctx, append([]string{"dashboard", "--port", "0", "--kubeconfig", cluster.Kubeconfig}, args...), streams, nil)
+		_ = w.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("the dashboard did not stop")
+		}
+	})
+	urls := make(chan string, 1)
+	go func() {
+		lines := bufio.NewScanner(out)
+		for lines.Scan() {
+			if _, url, ok := strings.Cut(lines.Text(), " at "); ok {
+				urls <- url
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case url := <-urls:
+		return url
+	case code := <-done:
+		t.Fatalf("the dashboard exited with %d: %s", code, errOut.String())
+	case <-time.After(time.Minute):
+		t.Fatal("the dashboard printed no URL")
+	}
+	return ""
+}
+
+// browser is a headless Debian chromium (make chromium installs it) for the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	require.NoError(t, err, "chromium is missing: make chromium installs it")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1366, 768),
+		chromedp.Flag("disable-dev-shm-usage", true))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	// The browser starts with the first action on ctx itself: one on a context with a
+	// deadline would tie the browser's life to that deadline.
+	require.NoError(t, chromedp.Do(ctx))
+	return ctx
+}
+
+// within runs the actions with a deadline.
+func within(t *testing.T, ctx context.Context, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx, actions...))
+}
+
+// eventually evaluates expr in the page until it is true, or fails the test after d.
+func eventually(t *testing.T, ctx context.Context, d time.Duration, expr, what string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		return err == nil && ok, nil
+	})
+	require.NoError(t, err, what)
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if *dashboardScreenshots == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(*dashboardScreenshots, name), png, 0o644))
+}
+
+func byTestID(id string) string { return `[data-testid="` + id + `"]` }
+
+// TestDashboardListTimelineAndRetry: the list shows a running pipeline; its page's
+// timeline gains a bar when the next step starts, without a reload; a failed pipeline is
+// retried from its page and succeeds.
+func TestDashboardListTimelineAndRetry(t *testing.T) {
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	client := stepwiseClient(t)
+	p := recordPipeline(ns, "gated", "runner",
+		recordStep("prepare", map[string]string{"gate": "true"}),
+		recordStep("finish", nil),
+	)
+	_, err := client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, p, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitPipeline(t, ns, "gated", time.Minute, func(p *v1alpha1.Pipeline) bool {
+		return len(p.Status.Steps) > 0 && strings.Contains(p.Status.Steps[0].Message, "waiting for key")
+	})
+
+	url := startDashboard(t, "-n", ns)
+	b := browser(t)
+	row := byTestID("pipeline-row") + `[data-name="gated"]`
+	within(t, b, time.Minute, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(row)))
+	text, err := chromedp.Run(b, chromedp.Text(chromedp.CSS(row)))
+	require.NoError(t, err)
+	assert.Contains(t, text, "Running")
+	screenshot(t, b, "dashboard-list.png")
+
+	within(t, b, time.Minute, chromedp.Click(chromedp.CSS(row+" a")), chromedp.WaitVisible(chromedp.CSS(byTestID("timeline"))))
+	bars := `document.querySelectorAll('` + byTestID("timeline-bar") + `').length`
+	eventually(t, b, 30*time.Second, bars+` === 1`, "one bar while the first step runs")
+	openGate(t, ns, "stepwise-record-gated", "prepare")
+	eventually(t, b, time.Minute, bars+` === 2`, "the second step's bar appears, live")
+	eventually(t, b, time.Minute, `document.querySelector('`+byTestID("pipeline-phase")+`').textContent.includes('Succeeded')`, "the phase follows")
+	screenshot(t, b, "dashboard-timeline.png")
+
+	// A step failing Forbidden, retried from the page once the right is given.
+	serviceAccount(t, ns, "late", false)
+	failing := recordPipeline(ns, "failing", "late", recordStep("first", nil))
+	failing.Spec.Steps[0].Retry = &v1alpha1.RetryPolicy{Limit: 0}
+	_, err = client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, failing, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitPipeline(t, ns, "failing", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineFailed })
+	cluster.Grant(t, ns, "late", "late-configmaps",
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update", "patch", "delete"}})
+	within(t, b, time.Minute, chromedp.Navigate(url+"#/pipelines/"+ns+"/failing"),
+		chromedp.WaitVisible(chromedp.CSS(byTestID("action-retry"))),
+		chromedp.Click(chromedp.CSS(byTestID("action-retry"))),
+		chromedp.WaitVisible(chromedp.CSS(byTestID("dialog-confirm"))),
+		chromedp.Click(chromedp.CSS(byTestID("dialog-confirm"))))
+	waitPipeline(t, ns, "failing", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineSucceeded })
+	eventually(t, b, time.Minute, `document.querySelector('`+byTestID("pipeline-phase")+`').textContent.includes('Succeeded')`, "the page shows the retried pipeline succeed")
+}
+
+// TestDashboardForbidden: a user who may not get or list pipelines sees a clear forbidden
+// message, and no pipeline.
+func TestDashboardForbidden(t *testing.T) {
+	t.Parallel()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(t.Context(),
+		recordPipeline(ns, "secret-plans", "runner", recordStep("one", nil)), metav1.CreateOptions{})
+	require.NoError(t, err)
+	serviceAccount(t, ns, "nosy", false)
+
+	url := startDashboard(t, "-n", ns, "--as", "system:serviceaccount:"+ns+":nosy")
+	b := browser(t)
+	within(t, b, time.Minute, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(byTestID("alert"))))
+	eventually(t, b, 30*time.Second, `document.querySelector('`+byTestID("alert")+`').textContent.includes('Forbidden')`, "a forbidden message")
+	html, err := chromedp.Run(b, chromedp.Evaluate[string](`document.body.innerText`))
+	require.NoError(t, err)
+	assert.NotContains(t, html, "secret-plans", "nothing of the pipelines")
+}
+
+// TestDashboardFirstRender: the list's first page renders in the browser with many
+// pipelines in the namespace; the time from navigation to the first render is logged
+// (make dashboard-bench runs it with 10,000).
+func TestDashboardFirstRender(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	client := stepwiseClient(t)
+	n := *dashboardPipelines
+	work := make(chan int)
+	errs := make(chan error, 16)
+	for range 16 {
+		go func() {
+			for i := range work {
+				// An executor nobody serves: the operator fails it at once, one status
+				// write, and nothing runs.
+				p := recordPipeline(ns, fmt.Sprintf("p-%05d", i), "", v1alpha1.Step{Name: "one", Executor: "no.such"})
+				_, err := client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, p, metav1.CreateOptions{})
+				errs <- err
+			}
+		}()
+	}
+	go func() {
+		for i := range n {
+			work <- i
+		}
+		close(work)
+	}()
+	for range n {
+		require.NoError(t, <-errs)
+	}
+
+	url := startDashboard(t, "-n", ns)
+	b := browser(t)
+	start := time.Now()
+	within(t, b, 2*time.Minute, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`body[data-rendered="pipelines"]`)))
+	took := time.Since(start)
+	total, err := chromedp.Run(b, chromedp.Text(chromedp.CSS(byTestID("pipelines-total"))))
+	require.NoError(t, err)
+	assert.Contains(t, strings.ReplaceAll(total, ",", ""), fmt.Sprint(n), "the total counts every pipeline")
+	rows, err := chromedp.Run(b, chromedp.Evaluate[int](`document.querySelectorAll('`+byTestID("pipeline-row")+`').length`))
+	require.NoError(t, err)
+	assert.Equal(t, min(n, 100), rows, "one page")
+	t.Logf("first render of the list with %d pipelines: %s", n, took.Round(time.Millisecond))
+}
