@@ -375,23 +375,14 @@ func (r *pluginRun) run(ctx context.Context, stderr io.Writer) (*pluginRunReport
 // protocol version, gRPC only, mutual TLS, no environment but go-plugin's variables.
 func (r *pluginRun) newClient(logs *pluginLog) *plugin.Client {
 	cmd := exec.Command(r.path) //nolint:gosec // the executable the user named, by absolute path
-	orphanGuard(cmd)
-	return plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  proto.Handshake,
-		VersionedPlugins: proto.VersionedPlugins(nil),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		GRPCDialOptions:  proto.DialOptions(),
-		StartTimeout:     r.timeout,
-		// go-plugin's own log is for an operator's log; pluginLog shows what the plugin
-		// prints, its log lines parsed.
-		Logger:     hclog.NewNullLogger(),
-		Stderr:     logs.source(true),
-		SyncStdout: logs.source(false),
-		SyncStderr: logs.source(false),
-	})
+	cfg := proto.ClientConfig(cmd)
+	cfg.StartTimeout = r.timeout
+	// go-plugin's own log is for an operator's log; pluginLog shows what the plugin
+	// prints, its log lines parsed.
+	cfg.Logger = hclog.NewNullLogger()
+	cfg.Stderr = logs.source(true)
+	cfg.SyncStdout, cfg.SyncStderr = logs.source(false), logs.source(false)
+	return plugin.NewClient(cfg)
 }
 
 // namesSecret tells whether the engine reads the Secret that parameter param names.

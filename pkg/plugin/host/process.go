@@ -139,29 +139,16 @@ func (p *process) attach() error {
 
 // newClient is go-plugin's client of the executable at exe.
 func (p *process) newClient(exe string) *plugin.Client {
-	cmd := exec.Command(exe) //nolint:gosec // the host's private copy of a plugin, checked against its SHA-256
-	cmd.Env = slices.Clone(p.host.opts.Env)
-	orphanGuard(cmd)
-	return plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig: proto.Handshake,
-		// Every version: a plugin built against an older SDK keeps working.
-		VersionedPlugins: proto.VersionedPlugins(nil),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		// Plugins never see the operator's environment (its token path, proxies, cloud
-		// credentials): only Options.Env and go-plugin's handshake variables.
-		SkipHostEnv: true,
-		// Set after go-plugin's own (unbounded) call options, so these win.
-		GRPCDialOptions: proto.DialOptions(),
-		StartTimeout:    p.host.opts.StartTimeout,
-		Logger:          newLogger(p.logger),
-		// go-plugin's server sends what a plugin writes to os.Stdout and os.Stderr after
-		// it started serving (a hook's fmt.Fprintln) over its stdio stream, not its stderr:
-		// logged, not dropped.
-		SyncStdout: newLineLogger(p.logger, "stdout"),
-		SyncStderr: newLineLogger(p.logger, "stderr"),
-	})
+	cmd := exec.Command(exe)                //nolint:gosec // the host's private copy of a plugin, checked against its SHA-256
+	cmd.Env = slices.Clone(p.host.opts.Env) // Options.Env only: never the operator's
+	cfg := proto.ClientConfig(cmd)
+	cfg.StartTimeout = p.host.opts.StartTimeout
+	cfg.Logger = newLogger(p.logger)
+	// go-plugin's server sends what a plugin writes to os.Stdout and os.Stderr after it
+	// started serving (a hook's fmt.Fprintln) over its stdio stream, not its stderr:
+	// logged, not dropped.
+	cfg.SyncStdout, cfg.SyncStderr = newLineLogger(p.logger, "stdout"), newLineLogger(p.logger, "stderr")
+	return plugin.NewClient(cfg)
 }
 
 func (p *process) describe(ctx context.Context) ([]*proto.ExecutorInfo, error) {

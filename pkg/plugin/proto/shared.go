@@ -6,6 +6,7 @@ package proto
 
 import (
 	"context"
+	"os/exec"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -74,4 +75,24 @@ func DialOptions() []grpc.DialOption {
 		grpc.MaxCallRecvMsgSize(MaxGRPCMessageSize),
 		grpc.MaxCallSendMsgSize(MaxGRPCMessageSize),
 	)}
+}
+
+// ClientConfig is go-plugin's configuration of a client of the plugin executable that cmd
+// runs, as the operator starts every plugin: every protocol version (a plugin built
+// against an older SDK keeps working), gRPC only with mutual TLS, messages bounded as the
+// protocol bounds them, no environment but cmd.Env and go-plugin's handshake variables
+// (never the caller's: its token path, proxies, cloud credentials), and the plugin killed
+// when the caller dies. The caller adds its logging and timeouts.
+func ClientConfig(cmd *exec.Cmd) *plugin.ClientConfig {
+	orphanGuard(cmd)
+	return &plugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: VersionedPlugins(nil),
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		// Set after go-plugin's own (unbounded) call options, so these win.
+		GRPCDialOptions: DialOptions(),
+	}
 }

@@ -1,9 +1,9 @@
 //go:build !linux
 
-package cli
+package proto
 
 import "os/exec"
 
 // orphanGuard does nothing where there is no parent-death signal: a plugin outlives a
-// kubectl-stepwise killed with SIGKILL.
+// process killed with SIGKILL.
 func orphanGuard(*exec.Cmd) {}
