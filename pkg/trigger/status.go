@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -179,6 +180,9 @@ func (c *Controller) writeStatus(ctx context.Context, ts *triggerSync) error {
 	trig.Status = status
 	updated, err := c.client.StepwiseV1alpha1().PipelineTriggers(trig.Namespace).UpdateStatus(ctx, trig,
 		metav1.UpdateOptions{FieldManager: ControllerName})
+	if apierrors.IsNotFound(err) {
+		return nil // deleted during the sync: its deletion queues it, and it is forgotten
+	}
 	if err != nil {
 		return fmt.Errorf("update status of trigger %s: %w", ts.key, err)
 	}

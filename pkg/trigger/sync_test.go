@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -737,4 +738,22 @@ func TestDeletedTriggerIsForgotten(t *testing.T) {
 	assert.Empty(t, f.c.access.entries)
 	assert.Empty(t, f.c.objects.watchersOf(nodesGVR))
 	assert.Len(t, f.pipelineList(), 1, "its pipelines stay")
+}
+
+// TestTriggerDeletedDuringItsSyncIsNoError: a trigger deleted while its sync ran (its
+// status write answers NotFound) is gone, not a failed sync retried with backoff and
+// logged as an error.
+func TestTriggerDeletedDuringItsSyncIsNoError(t *testing.T) {
+	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), newNode("node-1", 0, retiring)))
+	f.client.PrependReactor("update", "pipelinetriggers", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewNotFound(v1alpha1.Resource("pipelinetriggers"), "retire")
+	})
+	_, err := f.c.syncHandler(f.ctx, keyOf("retire"))
+	if f.waitInformers() {
+		_, err = f.c.syncHandler(f.ctx, keyOf("retire"))
+	}
+	require.NoError(t, err)
 }

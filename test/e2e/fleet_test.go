@@ -327,8 +327,8 @@ func TestTriggerRetiresAFleetBehindAPodDisruptionBudget(t *testing.T) {
 	require.NoError(t, err, "the trigger's finalizer was removed")
 }
 
-// TestTriggerTearsDownARetirementBlockedByAPodDisruptionBudget: a node runs the only pod
-// of a PodDisruptionBudget that allows no disruption; its retirement's drain waits, the
+// TestTriggerTearsDownARetirementBlockedByAPodDisruptionBudget: a node runs the pods of a
+// PodDisruptionBudget that allows no disruption; its retirement's drain waits, the
 // trigger says which budget blocks it and that the next node waits for it; when the drain
 // times out, the retirement is torn down (the node uncordoned, still there with its pod),
 // ends Failed, and the next node's retirement takes its place in the budget.
@@ -345,16 +345,19 @@ func TestTriggerTearsDownARetirementBlockedByAPodDisruptionBudget(t *testing.T) 
 	webWithBudget(t, ns, ns, 3) // three pods on the only node, all of them required
 	free := poolNode(t, ns)
 	labelForRetirement(t, stuck)
-	labelForRetirement(t, free)
 
 	trig := nodeTrigger(ns, sa, 1)
 	trig.Spec.Params = map[string]string{"node": "$(object.metadata.name)"}
 	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
 	require.NoError(t, err)
+	// The stuck node's retirement starts first; the free node, labelled then, waits for it
+	// (two nodes made in the same second would start in name order).
+	waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool { return tr.Status.Running == 1 })
+	labelForRetirement(t, free)
 
-	// The oldest node goes first; its drain waits on the budget, and the trigger says so.
+	// Its drain waits on the budget, and the trigger says so.
 	blocked := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
-		return readyReason(tr) == "True/"+trigger.ReasonBlocked
+		return readyReason(tr) == "True/"+trigger.ReasonBlocked && tr.Status.Waiting == 1
 	})
 	ready := meta.FindStatusCondition(blocked.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Equal(t, "1 running pipeline waits on PodDisruptionBudget web-pdb; 1 object waits", ready.Message)
