@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -26,6 +25,7 @@ import (
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
 	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
+	"github.com/stepwise-dev/stepwise/pkg/reconcile"
 )
 
 const (
@@ -278,29 +278,5 @@ func (c *Controller) RunLeading(ctx, lead context.Context, workers int) error {
 
 // processNextWorkItem takes one key from the queue and syncs it.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "pipeline", key.String())
-	ctx = klog.NewContext(ctx, logger)
-
-	requeueAfter, err := c.syncHandler(ctx, key)
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-		if requeueAfter > 0 {
-			c.queue.AddAfter(key, requeueAfter)
-		}
-	case apierrors.IsConflict(err):
-		// The cache was behind our last write; the watch event brings the new version.
-		logger.V(4).Info("Conflict writing pipeline, requeued", "err", err)
-		c.queue.AddRateLimited(key)
-	default:
-		utilruntime.HandleErrorWithContext(ctx, err, "Syncing pipeline failed", "pipeline", key.String())
-		c.queue.AddRateLimited(key)
-	}
-	return true
+	return reconcile.ProcessNext(ctx, c.queue, "pipeline", c.syncHandler)
 }

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -33,6 +32,7 @@ import (
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
 	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/reconcile"
 )
 
 const (
@@ -356,28 +356,5 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 // processNextWorkItem takes one key from the queue and syncs it.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "trigger", key.String())
-	ctx = klog.NewContext(ctx, logger)
-
-	requeueAfter, err := c.syncHandler(ctx, key)
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-		if requeueAfter > 0 {
-			c.queue.AddAfter(key, requeueAfter)
-		}
-	case apierrors.IsConflict(err):
-		logger.V(4).Info("Conflict writing, requeued", "err", err)
-		c.queue.AddRateLimited(key)
-	default:
-		utilruntime.HandleErrorWithContext(ctx, err, "Syncing trigger failed", "trigger", key.String())
-		c.queue.AddRateLimited(key)
-	}
-	return true
+	return reconcile.ProcessNext(ctx, c.queue, "trigger", c.syncHandler)
 }
