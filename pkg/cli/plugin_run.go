@@ -21,6 +21,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/printers"
 
@@ -457,7 +459,9 @@ func (r *pluginRun) request(decl []contract.Parameter, stderr io.Writer) (*contr
 
 // callError explains a call to the plugin that failed.
 func (r *pluginRun) callError(ctx context.Context, name, what string, err error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	// The call can end DeadlineExceeded a moment before ctx's own timer says so: gRPC sends
+	// the deadline to the plugin, whose side may end the stream first.
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
 		return fmt.Errorf("plugin %s did not %s within %s (--timeout)", name, what, r.timeout)
 	}
 	return fmt.Errorf("plugin %s: %s: %w", name, what, err)
