@@ -540,7 +540,7 @@ func retireTrigger(mutate ...func(*v1alpha1.PipelineTrigger)) *v1alpha1.Pipeline
 		ObjectMeta: metav1.ObjectMeta{Name: "retire", Namespace: "demo"},
 		Spec: v1alpha1.PipelineTriggerSpec{
 			Resource:           v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Node"},
-			Selector:           &metav1.LabelSelector{MatchLabels: map[string]string{"stepwise.dev/retire": "true"}},
+			Selector:           &v1alpha1.LabelSelector{MatchLabels: map[string]string{"stepwise.dev/retire": "true"}},
 			TemplateRef:        v1alpha1.TemplateRef{Name: "retire-node"},
 			Params:             map[string]string{"node": "$(object.metadata.name)", "pool": "$(object.metadata.labels['pool'])"},
 			ServiceAccountName: "retirer",
@@ -698,7 +698,7 @@ func TestPlanTrigger(t *testing.T) {
 		{
 			name: "nothing waits", args: []string{"plan", "--trigger", "retire"},
 			trig: retireTrigger(func(t *v1alpha1.PipelineTrigger) {
-				t.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"none": "x"}}
+				t.Spec.Selector = &v1alpha1.LabelSelector{MatchLabels: map[string]string{"none": "x"}}
 			}),
 			wantOut: []string{
 				"Trigger demo/retire: v1 Node objects, template retire-node, concurrency 2, 0 pipelines unfinished",

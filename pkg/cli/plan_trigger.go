@@ -137,7 +137,7 @@ func readTriggerQueue(ctx context.Context, c *Clients, ns, name string) (*trigge
 	// What makes the trigger invalid as a whole makes plan fail too.
 	selector := labels.Everything()
 	if trig.Spec.Selector != nil {
-		if selector, err = metav1.LabelSelectorAsSelector(trig.Spec.Selector); err != nil {
+		if selector, err = metav1.LabelSelectorAsSelector(trig.Spec.Selector.AsMeta()); err != nil {
 			return nil, fmt.Errorf("trigger %s/%s: spec.selector: %w", ns, name, err)
 		}
 	}

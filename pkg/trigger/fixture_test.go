@@ -493,7 +493,7 @@ func newTrigger() *v1alpha1.PipelineTrigger {
 		ObjectMeta: metav1.ObjectMeta{Name: "retire", Namespace: "ns", UID: "trigger-uid", Generation: 1},
 		Spec: v1alpha1.PipelineTriggerSpec{
 			Resource:           v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Node"},
-			Selector:           &metav1.LabelSelector{MatchLabels: retiring},
+			Selector:           &v1alpha1.LabelSelector{MatchLabels: retiring},
 			TemplateRef:        v1alpha1.TemplateRef{Name: "retire-node"},
 			Params:             map[string]string{"node": "$(object.metadata.name)"},
 			ServiceAccountName: "retirer",

@@ -19,7 +19,7 @@ func selectorOf(trig *v1alpha1.PipelineTrigger) (labels.Selector, error) {
 	if trig.Spec.Selector == nil {
 		return labels.Everything(), nil
 	}
-	return metav1.LabelSelectorAsSelector(trig.Spec.Selector)
+	return metav1.LabelSelectorAsSelector(trig.Spec.Selector.AsMeta())
 }
 
 // match reads the objects of the trigger's kind in its scope (the trigger's namespace for

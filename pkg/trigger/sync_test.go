@@ -218,7 +218,7 @@ func TestTriggerThatCannotAct(t *testing.T) {
 		{name: "ServiceAccount may not list the kind", deny: true, wantReviews: true, wantRequeue: true,
 			wantReason: ReasonForbidden, wantMsg: "ServiceAccount ns/retirer may not list and watch nodes cluster-wide"},
 		{name: "bad selector", wantReviews: true, wantRequeue: true, change: func(tr *v1alpha1.PipelineTrigger) {
-			tr.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bad"}}}
+			tr.Spec.Selector = &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{{Key: "a", Operator: "Bad"}}}
 		}, wantReason: ReasonInvalidSelector, wantMsg: `"Bad" is not a valid label selector operator`},
 		{name: "bad reference", wantReviews: true, wantRequeue: true, change: func(tr *v1alpha1.PipelineTrigger) {
 			tr.Spec.Params["node"] = "$(object.metadata..name)"

@@ -265,7 +265,7 @@ func benchTrigger(concurrency int) *v1alpha1.PipelineTrigger {
 		ObjectMeta: metav1.ObjectMeta{Name: triggerName, Namespace: namespace},
 		Spec: v1alpha1.PipelineTriggerSpec{
 			Resource:           v1alpha1.TriggerResource{APIVersion: "v1", Kind: "ConfigMap"},
-			Selector:           &metav1.LabelSelector{MatchLabels: map[string]string{triggerSelectorKey: triggerSelectorValue}},
+			Selector:           &v1alpha1.LabelSelector{MatchLabels: map[string]string{triggerSelectorKey: triggerSelectorValue}},
 			TemplateRef:        v1alpha1.TemplateRef{Name: triggerTemplate},
 			Params:             map[string]string{triggerParam: "$(object.metadata.name)"},
 			ServiceAccountName: triggerSA,

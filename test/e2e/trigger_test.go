@@ -45,7 +45,7 @@ func nodeTrigger(ns, sa string, concurrency int32) *v1alpha1.PipelineTrigger {
 		Spec: v1alpha1.PipelineTriggerSpec{
 			Resource: v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Node"},
 			// The pool keeps the test to its own nodes; other tests make nodes too.
-			Selector:           &metav1.LabelSelector{MatchLabels: map[string]string{"stepwise.dev/retire": "true", "pool": ns}},
+			Selector:           &v1alpha1.LabelSelector{MatchLabels: map[string]string{"stepwise.dev/retire": "true", "pool": ns}},
 			TemplateRef:        v1alpha1.TemplateRef{Name: "retire-node"},
 			Params:             map[string]string{"node": "$(object.metadata.name)", "pool": "$(object.metadata.labels['pool'])"},
 			ServiceAccountName: sa,

@@ -36,6 +36,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.BackoffApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FieldRequirement"):
 		return &stepwisev1alpha1.FieldRequirementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelector"):
+		return &stepwisev1alpha1.LabelSelectorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelectorRequirement"):
+		return &stepwisev1alpha1.LabelSelectorRequirementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceWindow"):
 		return &stepwisev1alpha1.MaintenanceWindowApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Pipeline"):

@@ -16,12 +16,13 @@ const (
 	DefaultBackoffMax     = time.Minute
 )
 
-// EffectiveTimeout is the step's timeout with its default applied.
+// EffectiveTimeout is the step's timeout with its default applied, at most MaxStepTimeout
+// (the schema's bound, honoured for objects stored before it).
 func (s *Step) EffectiveTimeout() time.Duration {
 	if s.Timeout == nil || s.Timeout.Duration <= 0 {
 		return DefaultStepTimeout
 	}
-	return s.Timeout.Duration
+	return min(s.Timeout.Duration, MaxStepTimeout)
 }
 
 // EffectiveRetry is the step's retry policy with every default applied.
@@ -38,13 +39,13 @@ func (s *Step) EffectiveRetry() RetryPolicy {
 	if s.Retry != nil && s.Retry.Backoff != nil {
 		in := s.Retry.Backoff
 		if in.Initial != nil && in.Initial.Duration > 0 {
-			b.Initial = &metav1.Duration{Duration: in.Initial.Duration}
+			b.Initial = &metav1.Duration{Duration: min(in.Initial.Duration, MaxBackoff)}
 		}
 		if in.Factor > 0 {
 			b.Factor = in.Factor
 		}
 		if in.Max != nil && in.Max.Duration > 0 {
-			b.Max = &metav1.Duration{Duration: in.Max.Duration}
+			b.Max = &metav1.Duration{Duration: min(in.Max.Duration, MaxBackoff)}
 		}
 	}
 	out.Backoff = &b

@@ -39,7 +39,7 @@ type PipelineTriggerSpec struct {
 
 	// Selector chooses the objects by label; empty matches every object of the kind.
 	// +optional
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	Selector *LabelSelector `json:"selector,omitempty"`
 
 	// MatchFields narrows the objects the selector chooses by their fields; every
 	// requirement must hold. Fields are named as in params' $(object.PATH) references,
@@ -67,6 +67,7 @@ type PipelineTriggerSpec struct {
 	// Empty means "default".
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// Concurrency is how many of the trigger's pipelines may be unfinished at once; the
@@ -152,18 +153,70 @@ const (
 // as Karpenter's disruption budgets' schedules do.
 type MaintenanceWindow struct {
 	// Schedule is a standard five-field cron schedule (minute hour day month weekday) or a
-	// descriptor such as @daily, e.g. "0 2 * * 1-5" for 02:00 on weekdays.
+	// descriptor such as @daily, e.g. "0 2 * * 1-5" for 02:00 on weekdays. No TZ= or
+	// CRON_TZ= prefix: the time zone is timeZone.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+|[0-9A-Za-z*,/?-]+( +[0-9A-Za-z*,/?-]+){4})$`
 	Schedule string `json:"schedule"`
-	// Duration is how long the window stays open after each time of the schedule.
+	// Duration is how long the window stays open after each time of the schedule: more
+	// than 0s, at most 168h.
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="duration must be more than 0s and at most 168h"
 	Duration metav1.Duration `json:"duration"`
 	// TimeZone of the schedule, an IANA name such as Europe/Berlin. Default: UTC.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$`
 	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// LabelSelector chooses objects by label, as metav1.LabelSelector does, with bounds the
+// API server checks (metav1's own type has none in a CRD's schema).
+type LabelSelector struct {
+	// MatchLabels: every label must have the value.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 63)",message="label keys are at most 317 characters and values at most 63"
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	// MatchExpressions: every requirement must hold.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelSelectorRequirement relates a label to values.
+type LabelSelectorRequirement struct {
+	// Key is the label's key.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Key string `json:"key"`
+	// Operator relates the key to the values.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// Values for In and NotIn; none for Exists and DoesNotExist.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	Values []string `json:"values,omitempty"`
+}
+
+// AsMeta is the selector as metav1.LabelSelector, for labels' parsers; nil stays nil.
+func (s *LabelSelector) AsMeta() *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	for _, e := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: e.Key, Operator: e.Operator, Values: e.Values,
+		})
+	}
+	return out
 }
 
 // TriggerResource names a kind of object.
@@ -193,19 +246,30 @@ const (
 type PipelineTriggerStatus struct {
 	// ObservedGeneration is the spec generation the status describes.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Matched counts the objects that match; Running the unfinished pipelines; Waiting
 	// the matching objects without a pipeline yet; Succeeded and Failed the finished
 	// pipelines.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	Matched int32 `json:"matched,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	Running int32 `json:"running,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	Waiting int32 `json:"waiting,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	Succeeded int32 `json:"succeeded,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	Failed int32 `json:"failed,omitempty"`
 	// NextWindow is when the maintenance window opens next, while it is closed.
 	// +optional
@@ -214,6 +278,7 @@ type PipelineTriggerStatus struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:items:MaxLength=512
 	Queue []string `json:"queue,omitempty"`
 	// Conditions; "Ready" is True when the trigger can act (its template and resource are
 	// usable and its ServiceAccount may list and watch the resource).

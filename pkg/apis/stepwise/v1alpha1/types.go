@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -27,6 +29,22 @@ const (
 	// reference is substituted: references multiply a value, and the schema can only bound
 	// what is written.
 	MaxResolvedParamsSize = 256 << 10
+	// MaxDurationLength bounds the text of every duration field: metav1.Duration fails
+	// to decode what time.ParseDuration refuses (an overflow such as 9999999999h), and one
+	// object that fails to decode would stop a whole informer.
+	MaxDurationLength = 32
+)
+
+// Bounds of the duration fields, checked at admission by CEL rules that parse the value
+// as the operator will (crd/bounds_test.go checks the markers spell these), and honoured by
+// the engine for objects stored before the rules existed.
+const (
+	// MaxStepTimeout bounds spec.steps[].timeout.
+	MaxStepTimeout = 168 * time.Hour
+	// MaxBackoff bounds retry.backoff.initial and retry.backoff.max.
+	MaxBackoff = 24 * time.Hour
+	// MaxWindowDuration bounds a trigger's maintenanceWindow.duration.
+	MaxWindowDuration = 168 * time.Hour
 )
 
 // Pipeline runs its steps in order, each through a TaskExecutor, and runs their teardown in
@@ -170,7 +188,9 @@ type Step struct {
 	// "not done yet". Defaults to 1h.
 	// +optional
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="timeout must be more than 0s and at most 168h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// Retry says how often and how fast a failing hook is tried again. Defaults to 3
@@ -196,7 +216,9 @@ type Backoff struct {
 	// Initial is the first wait. Defaults to 1s.
 	// +optional
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('24h')",message="backoff durations are at most 24h"
 	Initial *metav1.Duration `json:"initial,omitempty"`
 
 	// Factor multiplies the wait after each retry. Defaults to 2.
@@ -208,7 +230,9 @@ type Backoff struct {
 	// Max caps the wait. Defaults to 1m.
 	// +optional
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('24h')",message="backoff durations are at most 24h"
 	Max *metav1.Duration `json:"max,omitempty"`
 }
 
@@ -273,6 +297,7 @@ const ConditionReady = "Ready"
 type PipelineStatus struct {
 	// ObservedGeneration is the spec generation the status describes.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// SpecHash identifies the spec the steps last started running for: everything but
@@ -287,10 +312,12 @@ type PipelineStatus struct {
 
 	// CurrentStep is the step being run or torn down, or the step that failed.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
 	CurrentStep string `json:"currentStep,omitempty"`
 
 	// Progress is "succeeded steps/all steps", e.g. "2/4".
 	// +optional
+	// +kubebuilder:validation:MaxLength=16
 	Progress string `json:"progress,omitempty"`
 
 	// StartTime is when the first step of the current generation started.
@@ -350,10 +377,13 @@ type StepStatus struct {
 
 	// ObservedGeneration is the pipeline generation this step last started for.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Attempts counts the attempts of the current hook; 1 on the first try.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	Attempts int32 `json:"attempts,omitempty"`
 
 	// StartTime is when the step's first hook started.
@@ -377,6 +407,7 @@ type StepStatus struct {
 	// Outputs the executor reported, for later steps to refer to.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 4096 && size(self[k]) <= 4096)",message="outputs are at most 4096 characters"
 	Outputs map[string]string `json:"outputs,omitempty"`
 
 	// HookState is what the current hook keeps for its next call while it waits (an
@@ -384,6 +415,7 @@ type StepStatus struct {
 	// hook is done.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 4096 && size(self[k]) <= 4096)",message="hook state is at most 4096 characters"
 	HookState map[string]string `json:"hookState,omitempty"`
 
 	// Plan is what the step would do, in a dry run (spec.dryRun).
@@ -415,11 +447,13 @@ type TemplateSnapshot struct {
 	Name string `json:"name"`
 	// UID and Generation of the template it was taken from.
 	// +kubebuilder:validation:MaxLength=64
-	UID        string `json:"uid"`
-	Generation int64  `json:"generation"`
+	UID string `json:"uid"`
+	// +kubebuilder:validation:Minimum=0
+	Generation int64 `json:"generation"`
 	// Params are the pipeline's params with the template's defaults filled in.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 65536)",message="parameter names are at most 253 characters and values at most 65536"
 	Params map[string]string `json:"params,omitempty"`
 	// OnFailure is the template's.
 	// +optional
@@ -441,6 +475,7 @@ type StepRun struct {
 	// teardown works from what Create recorded in its outputs (k8s.apply's inventory).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 8192)",message="recorded parameters are at most 8192 characters"
 	Params map[string]string `json:"params,omitempty"`
 
 	// StepHash identifies the step's spec (executor, with, timeout, retry) it ran for.
@@ -448,6 +483,7 @@ type StepRun struct {
 	StepHash string `json:"stepHash"`
 
 	// Generation of the pipeline it ran for.
+	// +kubebuilder:validation:Minimum=0
 	Generation int64 `json:"generation"`
 }
 

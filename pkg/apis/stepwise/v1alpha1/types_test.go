@@ -138,6 +138,15 @@ func TestEffectiveDefaults(t *testing.T) {
 			wantDelays:  []time.Duration{2 * time.Second, 6 * time.Second, 10 * time.Second, 10 * time.Second},
 		},
 		{
+			// Stored before the schema bounded them: the engine honours the bounds.
+			name: "durations past the schema's bounds are cut to them",
+			step: Step{Timeout: d("9000h"), Retry: &RetryPolicy{Limit: 2, Backoff: &Backoff{
+				Initial: d("100h"), Factor: 2, Max: d("200h")}}},
+			wantTimeout: MaxStepTimeout,
+			wantLimit:   2,
+			wantDelays:  []time.Duration{MaxBackoff, MaxBackoff},
+		},
+		{
 			name:        "partial backoff keeps other defaults",
 			step:        Step{Retry: &RetryPolicy{Limit: 2, Backoff: &Backoff{Max: d("90s")}}},
 			wantTimeout: time.Hour,

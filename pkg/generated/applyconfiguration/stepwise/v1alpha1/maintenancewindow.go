@@ -29,9 +29,11 @@ import (
 // as Karpenter's disruption budgets' schedules do.
 type MaintenanceWindowApplyConfiguration struct {
 	// Schedule is a standard five-field cron schedule (minute hour day month weekday) or a
-	// descriptor such as @daily, e.g. "0 2 * * 1-5" for 02:00 on weekdays.
+	// descriptor such as @daily, e.g. "0 2 * * 1-5" for 02:00 on weekdays. No TZ= or
+	// CRON_TZ= prefix: the time zone is timeZone.
 	Schedule *string `json:"schedule,omitempty"`
-	// Duration is how long the window stays open after each time of the schedule.
+	// Duration is how long the window stays open after each time of the schedule: more
+	// than 0s, at most 168h.
 	Duration *v1.Duration `json:"duration,omitempty"`
 	// TimeZone of the schedule, an IANA name such as Europe/Berlin. Default: UTC.
 	TimeZone *string `json:"timeZone,omitempty"`

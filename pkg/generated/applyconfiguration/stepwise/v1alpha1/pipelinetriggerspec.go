@@ -20,7 +20,6 @@ package v1alpha1
 
 import (
 	stepwisev1alpha1 "github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
 // PipelineTriggerSpecApplyConfiguration represents a declarative configuration of the PipelineTriggerSpec type for use
@@ -33,7 +32,7 @@ type PipelineTriggerSpecApplyConfiguration struct {
 	// operator watches only the kinds its installer allowed (--trigger-resources).
 	Resource *TriggerResourceApplyConfiguration `json:"resource,omitempty"`
 	// Selector chooses the objects by label; empty matches every object of the kind.
-	Selector *v1.LabelSelectorApplyConfiguration `json:"selector,omitempty"`
+	Selector *LabelSelectorApplyConfiguration `json:"selector,omitempty"`
 	// MatchFields narrows the objects the selector chooses by their fields; every
 	// requirement must hold. Fields are named as in params' $(object.PATH) references,
 	// e.g. {field: "spec.unschedulable", operator: DoesNotExist}.
@@ -93,7 +92,7 @@ func (b *PipelineTriggerSpecApplyConfiguration) WithResource(value *TriggerResou
 // WithSelector sets the Selector field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Selector field is set to the value of the last call.
-func (b *PipelineTriggerSpecApplyConfiguration) WithSelector(value *v1.LabelSelectorApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
+func (b *PipelineTriggerSpecApplyConfiguration) WithSelector(value *LabelSelectorApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
 	b.Selector = value
 	return b
 }
