@@ -232,6 +232,7 @@ func TestAdmissionRefusesWhatTheOperatorCannotHandle(t *testing.T) {
 		{"schedule @every", triggers, trigger, func(o map[string]any) { window(o)["schedule"] = "@every 6h" }, ""},
 		{"schedule with names", triggers, trigger, func(o map[string]any) { window(o)["schedule"] = "30 2 * JAN-MAR MON-FRI" }, ""},
 		{"time zone", triggers, trigger, func(o map[string]any) { window(o)["timeZone"] = "America/Argentina/Buenos_Aires" }, ""},
+		{"time zone of the operator's machine", triggers, trigger, func(o map[string]any) { window(o)["timeZone"] = "Local" }, "Local, the operator's own zone, is not one"},
 		{"time zone out of the zoneinfo tree", triggers, trigger, func(o map[string]any) { window(o)["timeZone"] = "../../etc/passwd" }, "spec.maintenanceWindow.timeZone"},
 		{"service account that is no name", triggers, trigger, func(o map[string]any) { spec(o)["serviceAccountName"] = "Not A Name" }, "spec.serviceAccountName"},
 		{"selector", triggers, trigger, func(o map[string]any) {

@@ -2,7 +2,9 @@ package trigger
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,8 +25,9 @@ type candidate struct {
 
 // start creates pipelines for the candidates, in the order of matching, while fewer than
 // spec.concurrency of the trigger's pipelines are unfinished. A candidate whose params do
-// not resolve waits without taking a place; nothing starts while the trigger is suspended,
-// outside its maintenance window, or while its template is missing. The others wait, and each is reported once.
+// not resolve, or whose pipeline the API server refuses, waits without taking a place;
+// nothing starts while the trigger is suspended, outside its maintenance window, or while
+// its template is missing. The others wait, and each is reported once.
 func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error {
 	unfinished := ts.unfinished()
 	for _, cand := range candidates {
@@ -43,11 +46,22 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: %d pipelines of the trigger are unfinished (concurrency %d)",
 				name, unfinished, ts.concurrency())
 		default:
-			if err := ts.create(ctx, cand); err != nil {
+			err := ts.create(ctx, cand)
+			if err == nil {
+				unfinished++
+				continue
+			}
+			if !refusedObject(err) {
 				return err
 			}
-			unfinished++
-			continue
+			// One object's refusal is its own: it waits, in the status and a Warning
+			// (bounded: an admission webhook writes what it likes), without a place in
+			// the budget. It is tried again at a later sync that has a place for it: at
+			// the latest when the trigger's access answer expires, which every sync
+			// asks to be requeued for. The status write queues no sync, so a refusal
+			// makes no loop.
+			ts.objectErrors = append(ts.objectErrors, objectError{object: name, err: err})
+			ts.reportWaiting(cand.obj, corev1.EventTypeWarning, "%s waits: %s", name, truncate(err.Error(), maxMessage))
 		}
 		ts.waiting = append(ts.waiting, cand.obj)
 	}
@@ -84,6 +98,28 @@ func (ts *triggerSync) create(ctx context.Context, cand candidate) error {
 	ts.byObject[cand.obj.GetUID()] = created
 	ts.event(corev1.EventTypeNormal, ReasonPipelineCreated, "created pipeline %s for %s", created.Name, ts.objectName(cand.obj))
 	return nil
+}
+
+// refusedObject tells whether the API server refused this pipeline (admission, validation,
+// its size: an Invalid, Forbidden, BadRequest or other 4xx answer), which retrying the
+// sync at once does not mend, rather than failed to handle the request: a 5xx answer, 429,
+// a timeout, 401 (the operator's own credentials), a connection or context error. Those
+// are about the server and would fail every object alike, so they fail the sync, which is
+// retried with backoff and can succeed once the server recovers. Any other 4xx counts as
+// a refusal: recorded against one object when it was the server's, it misleads a little;
+// failing the sync for it would stop every other object for ever.
+func refusedObject(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	switch {
+	case apierrors.IsTooManyRequests(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
+		apierrors.IsUnauthorized(err):
+		return false
+	}
+	code := status.Status().Code
+	return code >= http.StatusBadRequest && code < http.StatusInternalServerError && code != http.StatusRequestTimeout
 }
 
 // newPipeline is the pipeline of an object: in the trigger's namespace, named after the

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
@@ -28,20 +26,23 @@ func windowAt(w *v1alpha1.MaintenanceWindow, now time.Time) (window, error) {
 	if w.Duration.Duration <= 0 {
 		return window{}, fmt.Errorf("maintenanceWindow.duration must be positive, got %s", w.Duration.Duration)
 	}
-	loc := time.UTC
-	if w.TimeZone != "" {
-		l, err := time.LoadLocation(w.TimeZone)
-		if err != nil {
-			return window{}, fmt.Errorf("maintenanceWindow.timeZone %q: %w", w.TimeZone, err)
-		}
-		loc = l
+	// The schema bounds it too; this holds for windows stored before it did.
+	if w.Duration.Duration > v1alpha1.MaxWindowDuration {
+		return window{}, fmt.Errorf("maintenanceWindow.duration must be at most %s, got %s", v1alpha1.MaxWindowDuration, w.Duration.Duration)
 	}
-	schedule, err := cron.ParseStandard(w.Schedule)
+	loc, err := windowLocation(w.TimeZone)
 	if err != nil {
-		return window{}, fmt.Errorf("maintenanceWindow.schedule %q: %w", w.Schedule, err)
+		return window{}, err
+	}
+	sched, err := parseSchedule(w.Schedule)
+	if err != nil {
+		return window{}, err
 	}
 	local := now.In(loc)
-	opened := schedule.Next(local.Add(-w.Duration.Duration))
+	opened, err := sched.next(local.Add(-w.Duration.Duration))
+	if err != nil {
+		return window{}, err
+	}
 	if opened.IsZero() {
 		return window{}, fmt.Errorf("maintenanceWindow.schedule %q never opens", w.Schedule)
 	}
@@ -49,4 +50,21 @@ func windowAt(w *v1alpha1.MaintenanceWindow, now time.Time) (window, error) {
 		return window{open: true, change: opened.Add(w.Duration.Duration)}, nil
 	}
 	return window{change: opened}, nil
+}
+
+// windowLocation is the zone of a window: UTC by default. time.LoadLocation refuses names
+// that climb out of the zone database or are paths; "Local" it would take as the zone of
+// the operator's machine, which is no zone a trigger can name, so it is refused too.
+func windowLocation(name string) (*time.Location, error) {
+	switch name {
+	case "":
+		return time.UTC, nil
+	case "Local":
+		return nil, fmt.Errorf("maintenanceWindow.timeZone %q: the operator's local zone is not allowed: name an IANA zone such as Europe/Berlin, or UTC", name)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("maintenanceWindow.timeZone %q: %w", name, err)
+	}
+	return loc, nil
 }

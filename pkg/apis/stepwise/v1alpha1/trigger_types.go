@@ -170,6 +170,7 @@ type MaintenanceWindow struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$`
+	// +kubebuilder:validation:XValidation:rule="self != 'Local'",message="timeZone names an IANA zone such as Europe/Berlin, or UTC; Local, the operator's own zone, is not one"
 	TimeZone string `json:"timeZone,omitempty"`
 }
 
