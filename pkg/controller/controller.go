@@ -64,7 +64,9 @@ type Config struct {
 	// cannot start. Optional: without it, such a teardown waits for a retry.
 	Namespaces corelisters.NamespaceLister
 	// Optional.
-	Metrics          *metrics.Metrics
+	Metrics *metrics.Metrics
+	// Faults counts syncs that panicked and pipelines that could not be decoded.
+	Faults           *metrics.Faults
 	WorkqueueMetrics workqueue.MetricsProvider
 	Clock            clock.WithTicker
 	Jitter           func(time.Duration) time.Duration
@@ -87,6 +89,7 @@ type Controller struct {
 	namespaces corelisters.NamespaceLister
 	templates  listers.PipelineTemplateLister
 	metrics    *metrics.Metrics
+	faults     *metrics.Faults
 	clock      clock.WithTicker
 	// jitter adds randomness to a retry's backoff; tests replace it to get exact times.
 	jitter        func(time.Duration) time.Duration
@@ -106,6 +109,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		clients:       cfg.Clients,
 		namespaces:    cfg.Namespaces,
 		metrics:       cfg.Metrics,
+		faults:        cfg.Faults,
 		clock:         cfg.Clock,
 		jitter:        cfg.Jitter,
 		shutdownGrace: cfg.ShutdownGrace,
@@ -278,5 +282,5 @@ func (c *Controller) RunLeading(ctx, lead context.Context, workers int) error {
 
 // processNextWorkItem takes one key from the queue and syncs it.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	return reconcile.ProcessNext(ctx, c.queue, "pipeline", c.syncHandler)
+	return reconcile.ProcessNext(ctx, c.queue, "pipeline", c.syncHandler, c.faults)
 }

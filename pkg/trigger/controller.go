@@ -32,6 +32,7 @@ import (
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
 	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/metrics"
 	"github.com/stepwise-dev/stepwise/pkg/reconcile"
 )
 
@@ -85,7 +86,9 @@ type Config struct {
 	// trigger looked at again. New adds its handler, so they must not have started.
 	AccessChanges    []cache.SharedInformer
 	WorkqueueMetrics workqueue.MetricsProvider
-	Clock            clock.WithTicker
+	// Faults counts syncs that panicked.
+	Faults *metrics.Faults
+	Clock  clock.WithTicker
 }
 
 // Controller runs PipelineTriggers.
@@ -106,6 +109,7 @@ type Controller struct {
 	resources      *resourceResolver
 	access         *accessChecker
 	objects        *objectInformers
+	faults         *metrics.Faults
 	clock          clock.WithTicker
 
 	mu sync.Mutex
@@ -121,6 +125,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		clients:   cfg.Clients,
 		templates: cfg.Templates.Lister(),
 		recorder:  cfg.Recorder,
+		faults:    cfg.Faults,
 		clock:     cfg.Clock,
 		memories:  map[cache.ObjectName]*memory{},
 	}
@@ -356,5 +361,5 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 
 // processNextWorkItem takes one key from the queue and syncs it.
 func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	return reconcile.ProcessNext(ctx, c.queue, "trigger", c.syncHandler)
+	return reconcile.ProcessNext(ctx, c.queue, "trigger", c.syncHandler, c.faults)
 }
