@@ -25,12 +25,16 @@ func (c *Controller) writeStatus(ctx context.Context, ps *pipelineSync) error {
 	}
 	p := ps.p.DeepCopy()
 	p.Status = *ps.status
-	updated, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: ControllerName})
-	if apierrors.IsInvalid(err) && ps.rejectStatus(err) {
-		// Writing nothing would run the same hooks again at every sync, never counting an
-		// attempt: record instead that the steps failed, without the refused text.
+	if err := ps.keepInBudget(ctx, p); err != nil {
+		return err
+	}
+	updated, err := c.updateStatus(ctx, p)
+	// Writing nothing would run the same hooks again at every sync, never counting an
+	// attempt: when the API server refuses what they produced, record instead that their
+	// steps failed, without what was refused.
+	if (apierrors.IsInvalid(err) && ps.rejectStatus(err)) || (statusTooLarge(err) && ps.refuseTooLarge()) {
 		p.Status = *ps.status
-		updated, err = c.client.StepwiseV1alpha1().Pipelines(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: ControllerName})
+		updated, err = c.updateStatus(ctx, p)
 	}
 	if err != nil {
 		return fmt.Errorf("update status of pipeline %s/%s: %w", p.Namespace, p.Name, err)
@@ -38,6 +42,11 @@ func (c *Controller) writeStatus(ctx context.Context, ps *pipelineSync) error {
 	c.wrote(updated)
 	ps.emitEvents()
 	return nil
+}
+
+// updateStatus writes p's status as the engine's field manager.
+func (c *Controller) updateStatus(ctx context.Context, p *v1alpha1.Pipeline) (*v1alpha1.Pipeline, error) {
+	return c.client.StepwiseV1alpha1().Pipelines(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: ControllerName})
 }
 
 // patchFinalizers sets the pipeline's finalizers with a merge patch that carries the
@@ -98,33 +107,75 @@ func (ps *pipelineSync) rejectStatus(err error) bool {
 			fields = append(fields, cause.Field)
 		}
 	}
-	rejected := false
+	failed := ps.failChangedSteps(false, v1alpha1.ReasonStatusRejected, func(hook v1alpha1.Hook) string {
+		return fmt.Sprintf("the API server refused the status that hook %s produced (invalid %s); it is not run again: "+
+			"fix the executor, then retry (annotate %s)", hook, strings.Join(fields, ", "), v1alpha1.RetryAnnotation)
+	})
+	return len(failed) > 0
+}
+
+// failChangedSteps replaces every step this sync changed by its status before the sync,
+// failed in the hook it ran with reason and the message for that hook, and summarises the
+// pipeline again. With keepRuns, the retired runs this sync changed fail too, and a run
+// record made in this sync stays: teardown needs it, and it was not what was refused. It
+// returns the names of the steps it failed.
+func (ps *pipelineSync) failChangedSteps(keepRuns bool, reason string, message func(hook v1alpha1.Hook) string) []string {
+	var failed []string
+	fail := func(s *v1alpha1.StepStatus, before v1alpha1.StepStatus) {
+		if s.StartTime == nil || equality.Semantic.DeepEqual(&before, s) {
+			return // no hook of it ran in this sync
+		}
+		failed = append(failed, s.Name)
+		name, exec, hook, started, ran := s.Name, s.Executor, s.Hook, s.StartTime, s.Ran
+		*s = before
+		s.Name, s.Executor, s.Hook, s.StartTime = name, exec, hook, started
+		if keepRuns {
+			s.Ran = ran
+		}
+		s.Phase = v1alpha1.StepFailed
+		s.NextAttemptTime = nil
+		s.Message = message(hook)
+		ps.setStepCondition(s, metav1.ConditionFalse, reason, s.Message)
+	}
 	for i := range ps.status.Steps {
 		s := &ps.status.Steps[i]
 		var before v1alpha1.StepStatus
 		if i < len(ps.p.Status.Steps) && ps.p.Status.Steps[i].Name == s.Name {
 			before = *ps.p.Status.Steps[i].DeepCopy()
 		}
-		if s.StartTime == nil || equality.Semantic.DeepEqual(&before, s) {
-			continue // no hook of it ran in this sync
-		}
-		rejected = true
-		name, exec, hook, started := s.Name, s.Executor, s.Hook, s.StartTime
-		*s = before
-		s.Name, s.Executor, s.Hook, s.StartTime = name, exec, hook, started
-		s.Phase = v1alpha1.StepFailed
-		s.NextAttemptTime = nil
-		s.Message = fmt.Sprintf("the API server refused the status that hook %s produced (invalid %s); it is not run again: "+
-			"fix the executor, then retry (annotate %s)", hook, strings.Join(fields, ", "), v1alpha1.RetryAnnotation)
-		ps.setStepCondition(s, metav1.ConditionFalse, v1alpha1.ReasonStatusRejected, s.Message)
+		fail(s, before)
 	}
-	if !rejected {
-		return false
+	if keepRuns {
+		for i := range ps.status.RetiredSteps {
+			s := &ps.status.RetiredSteps[i]
+			fail(s, ps.retiredBefore(s))
+		}
+	}
+	if len(failed) == 0 {
+		return nil
 	}
 	if ps.p.DeletionTimestamp != nil {
 		ps.summarizeTeardown()
 	} else {
 		ps.summarize()
 	}
-	return true
+	return failed
+}
+
+// retiredBefore is retired run s as the status before the sync had it: retired already, or
+// still a step, which this sync retired (see retire).
+func (ps *pipelineSync) retiredBefore(s *v1alpha1.StepStatus) v1alpha1.StepStatus {
+	for _, r := range ps.p.Status.RetiredSteps {
+		if r.Name == s.Name && r.StartTime.Equal(s.StartTime) {
+			return *r.DeepCopy()
+		}
+	}
+	for _, r := range ps.p.Status.Steps {
+		if r.Name == s.Name && r.Ran != nil {
+			before := *r.DeepCopy()
+			before.Executor = before.Ran.Executor
+			return before
+		}
+	}
+	return v1alpha1.StepStatus{}
 }

@@ -38,6 +38,12 @@ const (
 	// ReasonStatusRejected: the API server refused the status a hook produced; the step
 	// fails rather than run the hook again.
 	ReasonStatusRejected = "StatusRejected"
+	// ReasonStatusTooLarge: the API server refused, for its size, the status a hook
+	// produced; the step fails rather than run the hook again.
+	ReasonStatusTooLarge = "StatusTooLarge"
+	// ReasonStatusOverBudget (an Event): parts of plans were left out of the status to
+	// keep the pipeline under the engine's size budget.
+	ReasonStatusOverBudget = "StatusOverBudget"
 	// ReasonTemplateNotFound: the pipeline's template does not exist (yet); it starts once
 	// the template appears.
 	ReasonTemplateNotFound = "TemplateNotFound"
