@@ -55,13 +55,32 @@ func (ps *pipelineSync) takeTemplate(newRun bool) bool {
 		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonInvalidParameters, fmt.Sprintf("template %s: %v", ref.Name, err))
 		return false
 	}
-	ps.status.Template = &v1alpha1.TemplateSnapshot{
+	snap = &v1alpha1.TemplateSnapshot{
 		Name: tpl.Name, UID: string(tpl.UID), Generation: tpl.Generation,
 		Params: params, OnFailure: tpl.Spec.OnFailure, Steps: tpl.Spec.Steps,
 	}
+	// The copy is never shed from the status (the run needs it): a pipeline it would make
+	// too large to store fails now, before a hook runs whose status could not be written.
+	if size, err := ps.sizeWithTemplate(snap); err != nil || size > maxObjectBytes {
+		ps.status.Phase = v1alpha1.PipelineFailed
+		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTemplateTooLarge, fmt.Sprintf(
+			"template %s: its steps and the params, which the status keeps for the run, would make the pipeline %d bytes, over the %d it may have: make the template or its params smaller",
+			ref.Name, size, maxObjectBytes))
+		return false
+	}
+	ps.status.Template = snap
 	ps.steps, ps.params = tpl.Spec.Steps, params
 	ps.alignSteps()
 	return true
+}
+
+// sizeWithTemplate is the size of the pipeline as a status write would send it, with snap
+// as its status.template.
+func (ps *pipelineSync) sizeWithTemplate(snap *v1alpha1.TemplateSnapshot) (int, error) {
+	p := ps.p.DeepCopy()
+	p.Status = *ps.status.DeepCopy()
+	p.Status.Template = snap
+	return jsonSize(p)
 }
 
 func (ps *pipelineSync) waitForTemplate(why string) {

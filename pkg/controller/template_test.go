@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -137,6 +139,27 @@ func TestTemplateParameterErrors(t *testing.T) {
 			assert.Empty(t, f.exec.Calls())
 		})
 	}
+}
+
+// TestTemplateTooLargeToKeepFailsBeforeAnyHook: the status keeps a copy of the template
+// and the params; when that copy would make the pipeline too large to store, the pipeline
+// fails at once, before any hook, instead of running hooks whose status can never be
+// written.
+func TestTemplateTooLargeToKeepFailsBeforeAnyHook(t *testing.T) {
+	big := retireTemplate()
+	for i := range 20 {
+		big.Spec.Steps[0].With[fmt.Sprintf("pad%d", i)] = strings.Repeat("x", 64<<10)
+	}
+	f := newFixture(t, templatePipeline(map[string]string{"node": "n1"}))
+	f.addTemplate(big)
+	f.syncUntilIdle("p")
+	got := f.get("p")
+	assert.Equal(t, v1alpha1.PipelineFailed, got.Status.Phase)
+	ready := readyCondition(got.Status.Conditions)
+	assert.Equal(t, v1alpha1.ReasonTemplateTooLarge, ready.Reason)
+	assert.Contains(t, ready.Message, "template retire")
+	assert.Nil(t, got.Status.Template)
+	assert.Empty(t, f.exec.Calls())
 }
 
 // TestOnFailureTeardownUndoesWhatRan: a step that fails for good under onFailure Teardown

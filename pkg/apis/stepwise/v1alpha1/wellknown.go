@@ -44,6 +44,9 @@ const (
 	// ReasonStatusOverBudget (an Event): parts of plans were left out of the status to
 	// keep the pipeline under the engine's size budget.
 	ReasonStatusOverBudget = "StatusOverBudget"
+	// ReasonTemplateTooLarge: the copy of the template and params the status keeps would
+	// make the pipeline too large to store; nothing ran.
+	ReasonTemplateTooLarge = "TemplateTooLarge"
 	// ReasonTemplateNotFound: the pipeline's template does not exist (yet); it starts once
 	// the template appears.
 	ReasonTemplateNotFound = "TemplateNotFound"
