@@ -11,6 +11,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/controller"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
@@ -40,6 +41,8 @@ func (e *engine) run(ctx, lead context.Context) error {
 	// pipelines made with kubectl apply.
 	factory := informers.NewSharedInformerFactoryWithOptions(e.clients.stepwise, e.opts.resync,
 		informers.WithTransform(controller.TrimForCache))
+	faults := metrics.NewFaults(e.metrics)
+	undecodable := useLenientInformers(factory, e.clients.stepwise, faults, klog.FromContext(ctx))
 	// Namespaces are watched so that a teardown that cannot run in a namespace being
 	// deleted is skipped rather than holding it in Terminating (no GET on that path).
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.clients.kube, e.opts.resync,
@@ -50,16 +53,19 @@ func (e *engine) run(ctx, lead context.Context) error {
 	// Executors act as a pipeline's ServiceAccount; a trigger taints waiting nodes as its own.
 	clients := impersonate.NewClientProvider(e.clients.config, mapper)
 	c, err := controller.New(ctx, controller.Config{
-		Client:           e.clients.stepwise,
-		Informer:         factory.Stepwise().V1alpha1().Pipelines(),
-		Templates:        factory.Stepwise().V1alpha1().PipelineTemplates(),
-		Executors:        e.executors,
-		Clients:          clients,
-		Recorder:         e.recorder,
-		Namespaces:       namespaces.Lister(),
-		Metrics:          metrics.New(e.metrics),
-		WorkqueueMetrics: queueMetrics,
-		ShutdownGrace:    e.opts.shutdownGrace,
+		Client:               e.clients.stepwise,
+		Informer:             factory.Stepwise().V1alpha1().Pipelines(),
+		Templates:            factory.Stepwise().V1alpha1().PipelineTemplates(),
+		Executors:            e.executors,
+		Clients:              clients,
+		Recorder:             e.recorder,
+		Namespaces:           namespaces.Lister(),
+		Metrics:              metrics.New(e.metrics),
+		Faults:               faults,
+		UndecodablePipelines: undecodable.pipelines,
+		UndecodableTemplates: undecodable.templates,
+		WorkqueueMetrics:     queueMetrics,
+		ShutdownGrace:        e.opts.shutdownGrace,
 	})
 	if err != nil {
 		return err
@@ -68,7 +74,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 	if err != nil {
 		return err
 	}
-	triggers, err := e.newTriggers(ctx, factory, rbacFactory, mapper, clients, queueMetrics)
+	triggers, err := e.newTriggers(ctx, factory, rbacFactory, mapper, clients, queueMetrics, faults, undecodable.triggers)
 	if err != nil {
 		return err
 	}

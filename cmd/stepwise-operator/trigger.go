@@ -17,6 +17,8 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
+	"github.com/stepwise-dev/stepwise/pkg/lenient"
+	"github.com/stepwise-dev/stepwise/pkg/metrics"
 	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
@@ -36,7 +38,8 @@ func rbacResources() []schema.GroupVersionResource {
 // starts), RESTMapper and the factory of RBAC metadata informers (it adds the RBAC
 // informers, which tell it rights changed).
 func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInformerFactory, rbac metadatainformer.SharedInformerFactory,
-	mapper meta.RESTMapper, clients executor.ClientProvider, queueMetrics workqueue.MetricsProvider) (*trigger.Controller, error) {
+	mapper meta.RESTMapper, clients executor.ClientProvider, queueMetrics workqueue.MetricsProvider,
+	faults *metrics.Faults, undecodable lenient.DecodeErrors) (*trigger.Controller, error) {
 	resources, err := trigger.ParseResources(e.opts.triggerResources)
 	if err != nil {
 		return nil, err
@@ -51,19 +54,21 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 		accessChanges = append(accessChanges, rbac.ForResource(gvr).Informer())
 	}
 	return trigger.New(ctx, trigger.Config{
-		Client:           e.clients.stepwise,
-		Kube:             e.clients.kube,
-		Clients:          clients,
-		Dynamic:          dyn,
-		Mapper:           mapper,
-		Triggers:         sw.PipelineTriggers(),
-		Templates:        sw.PipelineTemplates(),
-		Pipelines:        sw.Pipelines(),
-		Resources:        resources,
-		Recorder:         e.recorder,
-		Resync:           e.opts.resync,
-		AccessChanges:    accessChanges,
-		WorkqueueMetrics: queueMetrics,
+		Client:              e.clients.stepwise,
+		Kube:                e.clients.kube,
+		Clients:             clients,
+		Dynamic:             dyn,
+		Mapper:              mapper,
+		Triggers:            sw.PipelineTriggers(),
+		Templates:           sw.PipelineTemplates(),
+		Pipelines:           sw.Pipelines(),
+		Resources:           resources,
+		Recorder:            e.recorder,
+		Resync:              e.opts.resync,
+		AccessChanges:       accessChanges,
+		WorkqueueMetrics:    queueMetrics,
+		Faults:              faults,
+		UndecodableTriggers: undecodable,
 	})
 }
 

@@ -22,8 +22,10 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
 	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/lenient"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
 	"github.com/stepwise-dev/stepwise/pkg/reconcile"
 )
@@ -65,8 +67,15 @@ type Config struct {
 	Namespaces corelisters.NamespaceLister
 	// Optional.
 	Metrics *metrics.Metrics
-	// Faults counts syncs that panicked and pipelines that could not be decoded.
-	Faults           *metrics.Faults
+	// Faults counts syncs that panicked.
+	Faults *metrics.Faults
+	// UndecodablePipelines and UndecodableTemplates tell which objects the informers
+	// could not decode (lenient informers); nil: every object decodes (the generated
+	// informers fail as a whole instead).
+	UndecodablePipelines lenient.DecodeErrors
+	UndecodableTemplates lenient.DecodeErrors
+	// Raw patches a pipeline that cannot be decoded; default: the clientset's REST client.
+	Raw              lenient.Patcher
 	WorkqueueMetrics workqueue.MetricsProvider
 	Clock            clock.WithTicker
 	Jitter           func(time.Duration) time.Duration
@@ -90,7 +99,11 @@ type Controller struct {
 	templates  listers.PipelineTemplateLister
 	metrics    *metrics.Metrics
 	faults     *metrics.Faults
-	clock      clock.WithTicker
+	// undecodable and undecodableTemplates may be nil.
+	undecodable          lenient.DecodeErrors
+	undecodableTemplates lenient.DecodeErrors
+	raw                  lenient.Patcher
+	clock                clock.WithTicker
 	// jitter adds randomness to a retry's backoff; tests replace it to get exact times.
 	jitter        func(time.Duration) time.Duration
 	shutdownGrace time.Duration
@@ -103,19 +116,26 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		client: cfg.Client,
 		pipelines: cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, cfg.Informer.Informer().GetStore(),
 			cache.MutationCacheOptions{TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize, Indexer: cfg.Informer.Informer().GetIndexer()}),
-		synced:        cfg.Informer.Informer().HasSynced,
-		recorder:      cfg.Recorder,
-		executors:     cfg.Executors,
-		clients:       cfg.Clients,
-		namespaces:    cfg.Namespaces,
-		metrics:       cfg.Metrics,
-		faults:        cfg.Faults,
-		clock:         cfg.Clock,
-		jitter:        cfg.Jitter,
-		shutdownGrace: cfg.ShutdownGrace,
+		synced:               cfg.Informer.Informer().HasSynced,
+		recorder:             cfg.Recorder,
+		executors:            cfg.Executors,
+		clients:              cfg.Clients,
+		namespaces:           cfg.Namespaces,
+		metrics:              cfg.Metrics,
+		faults:               cfg.Faults,
+		undecodable:          cfg.UndecodablePipelines,
+		undecodableTemplates: cfg.UndecodableTemplates,
+		raw:                  cfg.Raw,
+		clock:                cfg.Clock,
+		jitter:               cfg.Jitter,
+		shutdownGrace:        cfg.ShutdownGrace,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
+	}
+	if c.raw == nil {
+		c.raw = lenient.RESTPatcher{Client: cfg.Client.StepwiseV1alpha1().RESTClient(), Resource: "pipelines",
+			FieldManager: ControllerName, ParameterCodec: scheme.ParameterCodec}
 	}
 	if c.jitter == nil {
 		c.jitter = func(d time.Duration) time.Duration { return wait.Jitter(d, 0.1) }

@@ -32,6 +32,11 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 	if !ok {
 		return 0, fmt.Errorf("pipeline %s: unexpected %T in the cache", key, obj)
 	}
+	if c.undecodable != nil {
+		if decodeErr := c.undecodable.Err(p); decodeErr != nil {
+			return c.syncUndecodable(ctx, p, decodeErr)
+		}
+	}
 
 	if p.Spec.DryRun {
 		return c.syncPlan(ctx, p)

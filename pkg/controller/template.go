@@ -35,6 +35,14 @@ func (ps *pipelineSync) takeTemplate(newRun bool) bool {
 		}
 		tpl = got
 	}
+	if tpl != nil && ps.c.undecodableTemplates != nil {
+		if decodeErr := ps.c.undecodableTemplates.Err(tpl); decodeErr != nil {
+			ps.status.Phase = v1alpha1.PipelinePending
+			ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonUndecodable, fmt.Sprintf(
+				"template %s cannot be decoded (%v); the pipeline starts once the template is fixed", ref.Name, decodeErr))
+			return false
+		}
+	}
 	if tpl == nil {
 		if snap == nil || snap.Name != ref.Name {
 			ps.waitForTemplate(fmt.Sprintf("template %s does not exist in namespace %s; the pipeline starts once it does", ref.Name, ps.p.Namespace))

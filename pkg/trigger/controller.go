@@ -30,9 +30,10 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
 	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/metrics"
+	"github.com/stepwise-dev/stepwise/pkg/lenient"
 	"github.com/stepwise-dev/stepwise/pkg/reconcile"
 )
 
@@ -86,9 +87,15 @@ type Config struct {
 	// trigger looked at again. New adds its handler, so they must not have started.
 	AccessChanges    []cache.SharedInformer
 	WorkqueueMetrics workqueue.MetricsProvider
-	// Faults counts syncs that panicked.
-	Faults *metrics.Faults
-	Clock  clock.WithTicker
+	// Faults counts syncs that panicked (*metrics.Faults: an interface, so that the CLI,
+	// which imports this package for its rules, links no Prometheus).
+	Faults reconcile.PanicRecorder
+	// UndecodableTriggers tells which triggers the informer could not decode (a lenient
+	// informer); nil: every trigger decodes.
+	UndecodableTriggers lenient.DecodeErrors
+	// Raw patches a trigger that cannot be decoded; default: the clientset's REST client.
+	Raw   lenient.Patcher
+	Clock clock.WithTicker
 }
 
 // Controller runs PipelineTriggers.
@@ -109,7 +116,9 @@ type Controller struct {
 	resources      *resourceResolver
 	access         *accessChecker
 	objects        *objectInformers
-	faults         *metrics.Faults
+	faults         reconcile.PanicRecorder
+	undecodable    lenient.DecodeErrors
+	raw            lenient.Patcher
 	clock          clock.WithTicker
 
 	mu sync.Mutex
@@ -121,16 +130,22 @@ type Controller struct {
 func New(ctx context.Context, cfg Config) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
-		client:    cfg.Client,
-		clients:   cfg.Clients,
-		templates: cfg.Templates.Lister(),
-		recorder:  cfg.Recorder,
-		faults:    cfg.Faults,
-		clock:     cfg.Clock,
-		memories:  map[cache.ObjectName]*memory{},
+		client:      cfg.Client,
+		clients:     cfg.Clients,
+		templates:   cfg.Templates.Lister(),
+		recorder:    cfg.Recorder,
+		faults:      cfg.Faults,
+		undecodable: cfg.UndecodableTriggers,
+		raw:         cfg.Raw,
+		clock:       cfg.Clock,
+		memories:    map[cache.ObjectName]*memory{},
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
+	}
+	if c.raw == nil {
+		c.raw = lenient.RESTPatcher{Client: cfg.Client.StepwiseV1alpha1().RESTClient(), Resource: "pipelinetriggers",
+			FieldManager: ControllerName, ParameterCodec: scheme.ParameterCodec}
 	}
 	c.resources = newResourceResolver(cfg.Mapper, cfg.Resources, c.clock)
 	c.access = newAccessChecker(cfg.Kube, c.clock, cfg.AccessTTL)

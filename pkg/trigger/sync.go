@@ -83,6 +83,11 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 	if !ok {
 		return 0, fmt.Errorf("trigger %s: unexpected %T in the cache", key, obj)
 	}
+	if c.undecodable != nil && trig.DeletionTimestamp == nil {
+		if decodeErr := c.undecodable.Err(trig); decodeErr != nil {
+			return c.syncUndecodable(ctx, key, trig, decodeErr)
+		}
+	}
 	if trig.DeletionTimestamp != nil {
 		if slices.Contains(trig.Finalizers, FinalizerTaints) {
 			return c.finalizeTaints(ctx, key, trig)

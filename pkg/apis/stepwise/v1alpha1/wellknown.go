@@ -44,6 +44,10 @@ const (
 	// ReasonStatusOverBudget (an Event): parts of plans were left out of the status to
 	// keep the pipeline under the engine's size budget.
 	ReasonStatusOverBudget = "StatusOverBudget"
+	// ReasonUndecodable: the operator cannot decode the object (a value stored before the
+	// schema bounded it, or under a CRD without its rules): it runs nothing until the
+	// object is fixed, and every other object is served.
+	ReasonUndecodable = "Undecodable"
 	// ReasonTemplateTooLarge: the copy of the template and params the status keeps would
 	// make the pipeline too large to store; nothing ran.
 	ReasonTemplateTooLarge = "TemplateTooLarge"

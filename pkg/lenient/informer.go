@@ -1,0 +1,203 @@
+// Package lenient builds informers for Stepwise's own kinds that decode each object on its
+// own. The clientset decodes a list as a whole, so one object the API server admitted but
+// the Go types cannot decode (a duration stored before the schema bounded it, a CRD
+// applied without its rules) fails the list and the watch of every object, and an
+// operator that waits for its caches never starts. Here such an object is kept aside: the
+// cache holds a stand-in (its metadata, and its status when that decodes) and an
+// Undecodable record says why, so that the controller reports it on the object while
+// every other object is served.
+package lenient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// FaultCounter counts objects that could not be decoded; *metrics.Faults is one.
+type FaultCounter interface {
+	Undecodable(resource string)
+}
+
+// Config says what to watch and how.
+type Config struct {
+	// Client is the REST client of the resource's group and version.
+	Client rest.Interface
+	// Resource is the plural name, e.g. "pipelines"; Namespace "" watches every namespace.
+	Resource  string
+	Namespace string
+	Resync    time.Duration
+	// ParameterCodec encodes list options (the clientset's scheme.ParameterCodec).
+	ParameterCodec runtime.ParameterCodec
+	// Undecodable records the objects that could not be decoded; nil: a new record.
+	Undecodable *Undecodable
+	// Faults counts undecodable objects; optional.
+	Faults FaultCounter
+	Logger klog.Logger
+}
+
+// NewInformer returns a shared informer of T, indexed by namespace as the generated
+// informers are, and the record of the objects it could not decode.
+func NewInformer[T any, PT Object[T]](cfg Config) (cache.SharedIndexInformer, *Undecodable) {
+	if cfg.Undecodable == nil {
+		cfg.Undecodable = NewUndecodable()
+	}
+	lw := &listWatch[T, PT]{cfg: cfg, undecodable: cfg.Undecodable}
+	informer := cache.NewSharedIndexInformer(lw, PT(new(T)), cfg.Resync,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	// A deleted object's record goes with it (a watch DELETED forgets it too; this also
+	// covers deletions a relist finds).
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		if o, ok := obj.(metav1.Object); ok {
+			lw.undecodable.forget(o.GetUID())
+		}
+	}})
+	return informer, lw.undecodable
+}
+
+// listWatch lists and watches through the REST client, decoding objects one by one.
+type listWatch[T any, PT Object[T]] struct {
+	cfg         Config
+	undecodable *Undecodable
+}
+
+// IsWatchListSemanticsUnSupported makes the reflector list, then watch: the list is
+// decoded here item by item, and a streamed initial list would need the same care again.
+func (lw *listWatch[T, PT]) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (lw *listWatch[T, PT]) request(opts *metav1.ListOptions) *rest.Request {
+	req := lw.cfg.Client.Get().Resource(lw.cfg.Resource).VersionedParams(opts, lw.cfg.ParameterCodec)
+	if lw.cfg.Namespace != "" {
+		req = req.Namespace(lw.cfg.Namespace)
+	}
+	return req
+}
+
+// rawList is a list whose items are left undecoded.
+type rawList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+	Items           []json.RawMessage `json:"items"`
+}
+
+// List and Watch complete cache.ListerWatcher; the reflector calls the context forms.
+func (lw *listWatch[T, PT]) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+func (lw *listWatch[T, PT]) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+func (lw *listWatch[T, PT]) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	body, err := lw.request(&opts).Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	var list rawList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("decode list of %s: %w", lw.cfg.Resource, err)
+	}
+	out := &metav1.List{ListMeta: list.ListMeta, Items: make([]runtime.RawExtension, 0, len(list.Items))}
+	for _, raw := range list.Items {
+		obj, ok := lw.decode(raw)
+		if ok {
+			out.Items = append(out.Items, runtime.RawExtension{Object: obj})
+		}
+	}
+	return out, nil
+}
+
+func (lw *listWatch[T, PT]) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	req := lw.request(&opts)
+	if opts.TimeoutSeconds != nil {
+		req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
+	}
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return watch.NewStreamWatcher(&eventDecoder[T, PT]{lw: lw, body: body, json: json.NewDecoder(body)},
+		apierrors.NewClientErrorReporter(500, "GET", "ClientWatchDecoding")), nil
+}
+
+// decode decodes one object, recording a failure; false: not even a stand-in could be
+// made, and the object is left out (logged).
+func (lw *listWatch[T, PT]) decode(raw []byte) (PT, bool) {
+	obj, decodeErr, err := decode[T, PT](raw)
+	if err != nil {
+		lw.cfg.Logger.Error(err, "Object left out of the cache: it cannot be decoded", "resource", lw.cfg.Resource)
+		if lw.cfg.Faults != nil {
+			lw.cfg.Faults.Undecodable(lw.cfg.Resource)
+		}
+		return nil, false
+	}
+	if decodeErr == nil {
+		lw.undecodable.forget(obj.GetUID())
+		return obj, true
+	}
+	if lw.undecodable.record(obj, decodeErr) {
+		lw.cfg.Logger.Error(decodeErr, "Object cannot be decoded; it is kept aside and reported on the object",
+			"resource", lw.cfg.Resource, "namespace", obj.GetNamespace(), "name", obj.GetName(), "resourceVersion", obj.GetResourceVersion())
+		if lw.cfg.Faults != nil {
+			lw.cfg.Faults.Undecodable(lw.cfg.Resource)
+		}
+	}
+	return obj, true
+}
+
+// eventDecoder reads a watch's JSON events and decodes their objects one by one.
+type eventDecoder[T any, PT Object[T]] struct {
+	lw   *listWatch[T, PT]
+	body io.ReadCloser
+	json *json.Decoder
+}
+
+type rawEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+func (d *eventDecoder[T, PT]) Decode() (watch.EventType, runtime.Object, error) {
+	for {
+		var ev rawEvent
+		if err := d.json.Decode(&ev); err != nil {
+			return "", nil, err
+		}
+		switch ev.Type {
+		case watch.Error:
+			var status metav1.Status
+			if err := json.Unmarshal(ev.Object, &status); err != nil {
+				return "", nil, fmt.Errorf("decode watch error: %w", err)
+			}
+			return ev.Type, &status, nil
+		case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+			obj, ok := d.lw.decode(ev.Object)
+			if !ok {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				d.lw.undecodable.forget(obj.GetUID())
+			}
+			return ev.Type, obj, nil
+		default:
+			return "", nil, fmt.Errorf("unknown watch event type %q", ev.Type)
+		}
+	}
+}
+
+func (d *eventDecoder[T, PT]) Close() { _ = d.body.Close() }

@@ -1,0 +1,191 @@
+package lenient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/scheme"
+)
+
+// pipelineJSON is a pipeline as the API server stores it; timeout goes in verbatim, as a
+// schema without bounds admits it.
+func pipelineJSON(ns, name, uid, rv, timeout string) string {
+	return fmt.Sprintf(`{"apiVersion":"stepwise.dev/v1alpha1","kind":"Pipeline",`+
+		`"metadata":{"namespace":%q,"name":%q,"uid":%q,"resourceVersion":%q},`+
+		`"spec":{"steps":[{"name":"a","executor":"test.noop","timeout":%q}]},`+
+		`"status":{"phase":"Pending","steps":[{"name":"a","ran":{"executor":"test.noop","stepHash":"h","generation":1}}]}}`,
+		ns, name, uid, rv, timeout)
+}
+
+// fakeAPIServer serves a list of pipelines, then a watch that sends events until the test
+// ends.
+type fakeAPIServer struct {
+	list   []string
+	events chan string
+}
+
+func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Query().Get("watch") != "true" {
+		_, _ = fmt.Fprintf(w, `{"apiVersion":"stepwise.dev/v1alpha1","kind":"PipelineList","metadata":{"resourceVersion":"10"},"items":[%s]}`,
+			joinJSON(f.list))
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	for {
+		select {
+		case ev := <-f.events:
+			_, _ = fmt.Fprintln(w, ev)
+			w.(http.Flusher).Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func joinJSON(items []string) string {
+	out := ""
+	for i, it := range items {
+		if i > 0 {
+			out += ","
+		}
+		out += it
+	}
+	return out
+}
+
+func event(typ, obj string) string {
+	b, _ := json.Marshal(map[string]any{"type": typ, "object": json.RawMessage(obj)})
+	return string(b)
+}
+
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) Undecodable(resource string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[resource]++
+}
+
+func (c *counter) get(resource string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[resource]
+}
+
+// TestOnePoisonObjectDoesNotStopTheInformer: a pipeline whose timeout metav1.Duration
+// cannot decode (as a tenant stored it before the schema bounded it) used to fail the list
+// of every pipeline ("time: invalid duration"), so the cache never synced and no
+// namespace was served. Now the cache syncs, holds the others decoded and a stand-in of
+// the poison (its identity and status), and says why it could not be decoded; the same
+// goes for an object the watch brings, and a fixed object is decoded again.
+func TestOnePoisonObjectDoesNotStopTheInformer(t *testing.T) {
+	logger, ctx := ktesting.NewTestContext(t)
+	ctx, stop := context.WithCancel(ctx)
+	api := &fakeAPIServer{
+		list: []string{
+			pipelineJSON("team-a", "poison", "uid-poison", "5", "9999999999h"),
+			pipelineJSON("team-b", "fine", "uid-fine", "6", "1h"),
+		},
+		events: make(chan string, 10),
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	defer stop() // the informer's watch ends before the server closes
+	cs, err := versioned.NewForConfig(&rest.Config{Host: srv.URL})
+	require.NoError(t, err)
+	faults := &counter{n: map[string]int{}}
+	informer, undecodable := NewInformer[v1alpha1.Pipeline](Config{
+		Client: cs.StepwiseV1alpha1().RESTClient(), Resource: "pipelines",
+		ParameterCodec: scheme.ParameterCodec, Faults: faults, Logger: logger,
+	})
+	go informer.Run(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.True(t, cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced), "the cache syncs despite the poison")
+
+	get := func(key string) *v1alpha1.Pipeline {
+		obj, ok, err := informer.GetIndexer().GetByKey(key)
+		require.NoError(t, err)
+		require.True(t, ok, key)
+		return obj.(*v1alpha1.Pipeline)
+	}
+	fine := get("team-b/fine")
+	assert.NoError(t, undecodable.Err(fine))
+	assert.Equal(t, time.Hour, fine.Spec.Steps[0].Timeout.Duration)
+
+	poison := get("team-a/poison")
+	require.Error(t, undecodable.Err(poison))
+	assert.Contains(t, undecodable.Err(poison).Error(), `invalid duration "9999999999h"`)
+	assert.Empty(t, poison.Spec.Steps, "the stand-in has no spec")
+	require.Len(t, poison.Status.Steps, 1, "the stand-in keeps the status: what ran can be torn down")
+	assert.Equal(t, "test.noop", poison.Status.Steps[0].Ran.Executor)
+	assert.Equal(t, 1, faults.get("pipelines"))
+
+	// Through the watch: a second poison arrives, the first is fixed.
+	api.events <- event("ADDED", pipelineJSON("team-a", "poison2", "uid-poison2", "11", "99999999999999h"))
+	api.events <- event("MODIFIED", pipelineJSON("team-a", "poison", "uid-poison", "12", "10m"))
+	require.Eventually(t, func() bool {
+		obj, ok, _ := informer.GetIndexer().GetByKey("team-a/poison")
+		return ok && obj.(*v1alpha1.Pipeline).ResourceVersion == "12"
+	}, 10*time.Second, 10*time.Millisecond)
+	fixed := get("team-a/poison")
+	assert.NoError(t, undecodable.Err(fixed))
+	assert.Equal(t, 10*time.Minute, fixed.Spec.Steps[0].Timeout.Duration)
+	assert.Error(t, undecodable.Err(get("team-a/poison2")))
+	assert.Equal(t, 2, faults.get("pipelines"))
+
+	api.events <- event("DELETED", pipelineJSON("team-a", "poison2", "uid-poison2", "13", "99999999999999h"))
+	require.Eventually(t, func() bool { return undecodable.Len() == 0 }, 10*time.Second, 10*time.Millisecond,
+		"a deleted object's record goes with it")
+}
+
+// TestDecodeKeepsWhatDecodes: the stand-in keeps the status when it decodes, the identity
+// only when not; without a name nothing can be reported on, and the object is left out.
+func TestDecodeKeepsWhatDecodes(t *testing.T) {
+	tests := []struct {
+		name        string
+		raw         string
+		wantErr     bool
+		wantSteps   int
+		wantStatus  int
+		wantDropped bool
+	}{
+		{name: "decodes", raw: pipelineJSON("ns", "p", "u", "1", "1h"), wantSteps: 1, wantStatus: 1},
+		{name: "spec fails", raw: pipelineJSON("ns", "p", "u", "1", "9999999999h"), wantErr: true, wantStatus: 1},
+		{name: "status fails too", raw: `{"metadata":{"name":"p","uid":"u"},"spec":{"steps":[{"name":"a","timeout":"x"}]},"status":{"steps":[{"attempts":99999999999}]}}`, wantErr: true},
+		{name: "metadata fails", raw: `{"metadata":{"name":7}}`, wantDropped: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj, decodeErr, err := decode[v1alpha1.Pipeline]([]byte(tt.raw))
+			if tt.wantDropped {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantErr, decodeErr != nil, "%v", decodeErr)
+			assert.Equal(t, "p", obj.Name)
+			assert.Len(t, obj.Spec.Steps, tt.wantSteps)
+			assert.Len(t, obj.Status.Steps, tt.wantStatus)
+		})
+	}
+}
