@@ -65,7 +65,14 @@ func (c *Controller) syncUndecodable(ctx context.Context, p *v1alpha1.Pipeline, 
 	if err != nil {
 		return 0, fmt.Errorf("marshal status patch: %w", err)
 	}
-	if err := c.patchRaw(ctx, p, patch, "status"); err != nil {
+	err = c.patchRaw(ctx, p, patch, "status")
+	if apierrors.IsInvalid(err) {
+		// The API server validates the stored spec with the status, and may refuse it
+		// for the very value that cannot be decoded: the Event is then all it gets.
+		message += "; its status cannot be written: the API server refuses the stored spec"
+		err = nil
+	}
+	if err != nil {
 		return 0, err
 	}
 	c.recorder.Eventf(p, corev1.EventTypeWarning, v1alpha1.ReasonUndecodable, "%s", contract.Truncate(message, v1alpha1.MaxStepMessageLength))

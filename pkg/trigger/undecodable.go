@@ -38,7 +38,14 @@ func (c *Controller) syncUndecodable(ctx context.Context, key cache.ObjectName, 
 	if err != nil {
 		return 0, fmt.Errorf("marshal status patch: %w", err)
 	}
-	if err := c.raw.Patch(ctx, trig.Namespace, trig.Name, patch, "status"); err != nil && !apierrors.IsNotFound(err) {
+	err = c.raw.Patch(ctx, trig.Namespace, trig.Name, patch, "status")
+	if apierrors.IsInvalid(err) {
+		// The API server validates the stored spec with the status, and may refuse it
+		// for the very value that cannot be decoded: the Event is then all it gets.
+		message += "; its status cannot be written: the API server refuses the stored spec"
+		err = nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("patch status of trigger %s that cannot be decoded: %w", key, err)
 	}
 	c.recorder.Eventf(trig, corev1.EventTypeWarning, v1alpha1.ReasonUndecodable, "%s", truncate(message, maxMessage))

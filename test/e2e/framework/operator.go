@@ -17,12 +17,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 )
 
 // InstallCRDs creates every CustomResourceDefinition in the repository's crd/ directory
 // and waits until the API server serves them.
 func (c *Cluster) InstallCRDs(ctx context.Context) error {
+	return c.ApplyCRDs(ctx, nil)
+}
+
+// ApplyCRDs creates or updates every CustomResourceDefinition in the repository's crd/
+// directory, each changed by edit first when it is not nil (e.g. to install an older,
+// looser schema), and waits until the API server serves them.
+func (c *Cluster) ApplyCRDs(ctx context.Context, edit func(*apiextensionsv1.CustomResourceDefinition)) error {
 	client, err := apiextensions.NewForConfig(c.Config)
 	if err != nil {
 		return fmt.Errorf("apiextensions client: %w", err)
@@ -40,7 +48,21 @@ func (c *Cluster) InstallCRDs(ctx context.Context) error {
 		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
 			return fmt.Errorf("decode %s: %w", file, err)
 		}
+		if edit != nil {
+			edit(&crd)
+		}
 		_, err = client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				current, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				current.Spec = crd.Spec
+				_, err = client.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, current, metav1.UpdateOptions{})
+				return err
+			})
+		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
 		}

@@ -163,8 +163,8 @@ type MaintenanceWindow struct {
 	// than 0s, at most 168h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="duration must be more than 0s and at most 168h"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('168h')",message="duration must be more than 0s and at most 168h"
 	Duration metav1.Duration `json:"duration"`
 	// TimeZone of the schedule, an IANA name such as Europe/Berlin. Default: UTC.
 	// +optional

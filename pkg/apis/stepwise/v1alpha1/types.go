@@ -31,7 +31,10 @@ const (
 	MaxResolvedParamsSize = 256 << 10
 	// MaxDurationLength bounds the text of every duration field: metav1.Duration fails
 	// to decode what time.ParseDuration refuses (an overflow such as 9999999999h), and one
-	// object that fails to decode would stop a whole informer.
+	// object that fails to decode would stop a whole informer. With at most five digits a
+	// number, 32 characters cannot overflow (5 × 99999h is far below int64 nanoseconds),
+	// so the CEL rules, which check the digits before they parse, never fail to evaluate:
+	// a rule that errors on a stored object would refuse every later status write to it.
 	MaxDurationLength = 32
 )
 
@@ -189,8 +192,8 @@ type Step struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('168h')",message="timeout must be more than 0s and at most 168h"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('168h')",message="timeout must be more than 0s and at most 168h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// Retry says how often and how fast a failing hook is tried again. Defaults to 3
@@ -217,8 +220,8 @@ type Backoff struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('24h')",message="backoff durations are at most 24h"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$') && duration(self) <= duration('24h')",message="backoff durations are at most 24h"
 	Initial *metav1.Duration `json:"initial,omitempty"`
 
 	// Factor multiplies the wait after each retry. Defaults to 2.
@@ -231,8 +234,8 @@ type Backoff struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('24h')",message="backoff durations are at most 24h"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$') && duration(self) <= duration('24h')",message="backoff durations are at most 24h"
 	Max *metav1.Duration `json:"max,omitempty"`
 }
 
