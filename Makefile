@@ -114,6 +114,11 @@ bench: build localcluster-tools ## Benchmark the operator against the API server
 chaos: build localcluster-tools ## Chaos suite, full run (minutes): operator and plugin SIGKILLs, leader failover, API server restart; prints a table (CHAOS_ARGS='-chaos.seed=N' repeats its random choices).
 	go test $(GO_TEST_FLAGS) -v -timeout 15m ./test/e2e/chaos/ -args -chaos.full -chaos.out=$(LOCALBIN)/chaos-results.txt $(CHAOS_ARGS)
 
+# `make test` runs the same suite with 300 objects and a fixed seed.
+.PHONY: hostile
+hostile: build localcluster-tools ## Hostile-object suite, long run (minutes): 3000 objects generated from the CRDs' schemas (bounds, durations, cron, YAML bombs, references) applied as a tenant while a canary pipeline of another namespace must stay fast; prints its random seed (HOSTILE_ARGS='-hostile.seed=N' repeats a run).
+	go test $(GO_TEST_FLAGS) -v -timeout 40m -run TestHostileObjects ./test/e2e/hostile/ -args -hostile.count=3000 -hostile.random $(HOSTILE_ARGS)
+
 .PHONY: verify
 verify: $(CONTROLLER_GEN) verify-proto ## Fail when generated code, the CRD or the plugin protocol is stale, or the two Go modules drift apart.
 	hack/verify-codegen.sh
