@@ -200,7 +200,9 @@ func TestAdmissionRefusesWhatTheOperatorCannotHandle(t *testing.T) {
 	spec := func(o map[string]any) map[string]any { return o["spec"].(map[string]any) }
 	window := func(o map[string]any) map[string]any { return spec(o)["maintenanceWindow"].(map[string]any) }
 	firstStep := func(o map[string]any) map[string]any { return spec(o)["steps"].([]any)[0].(map[string]any) }
-	backoff := func(o map[string]any) map[string]any { return step(o, 1)["retry"].(map[string]any)["backoff"].(map[string]any) }
+	backoff := func(o map[string]any) map[string]any {
+		return step(o, 1)["retry"].(map[string]any)["backoff"].(map[string]any)
+	}
 	tests := []struct {
 		name    string
 		v       *pipelineValidator

@@ -128,7 +128,7 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 		}
 		ready.Message += fmt.Sprintf("; %s %s: %v", first.object, what, first.err)
 		if more := len(ts.objectErrors) - 1; more > 0 {
-			ready.Message += fmt.Sprintf(" (and %s)", count(more, "more object whose params do not resolve", "more objects whose params do not resolve"))
+			ready.Message += fmt.Sprintf(" (and %s)", count(more, "more object that cannot start", "more objects that cannot start"))
 		}
 	}
 	if ts.taintErr != nil {

@@ -53,13 +53,14 @@ type triggerSync struct {
 	byObject  map[types.UID]*v1alpha1.Pipeline
 	// waiting are the matching objects without a pipeline once the sync is done, in order.
 	waiting []*unstructured.Unstructured
-	// objectErrors are the objects whose params do not resolve.
+	// objectErrors are the objects that cannot start: their params do not resolve, or
+	// the API server refused their pipeline.
 	objectErrors []objectError
 	// taintErr is the first failure to taint a waiting node or untaint another.
 	taintErr error
 }
 
-// objectError is an object whose params do not resolve.
+// objectError is an object that cannot start, and why.
 type objectError struct {
 	object string
 	err    error

@@ -374,7 +374,7 @@ func TestObjectErrorsAreBounded(t *testing.T) {
 	assert.Len(t, got.Status.Queue, 50, "the first 50")
 	msg := readyOf(got).Message
 	assert.Contains(t, msg, "naa cannot start")
-	assert.Contains(t, msg, "and 99 more objects whose params do not resolve")
+	assert.Contains(t, msg, "and 99 more objects that cannot start")
 	assert.Less(t, len(msg), 1100)
 }
 

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -45,27 +43,12 @@ func run(m *testing.M) int {
 		return m.Run()
 	}()
 	if code != 0 || *keepFlag {
-		keepLogs(c)
+		c.KeepLogs("chaos")
 	}
 	if err := c.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stop local cluster: %v\n", err)
 	}
 	return code
-}
-
-// keepLogs copies the cluster's logs (control plane and every operator) out of its state
-// directory, which Stop removes, so that a failed run can be read afterwards.
-func keepLogs(c *framework.Cluster) {
-	dst, err := os.MkdirTemp("", "stepwise-chaos-logs-")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "keep logs: %v\n", err)
-		return
-	}
-	if out, err := exec.Command("cp", "-a", filepath.Join(c.Dir, "logs"), dst).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "keep logs: %v: %s\n", err, out)
-		return
-	}
-	fmt.Fprintf(os.Stderr, "chaos: logs of the run kept in %s/logs\n", dst)
 }
 
 // config sizes a run.

@@ -348,3 +348,19 @@ func (c *Cluster) Bind(t testing.TB, ns, sa string, role rbacv1.RoleRef) {
 		t.Fatalf("bind %s %s to %s/%s: %v", role.Kind, role.Name, ns, sa, err)
 	}
 }
+
+// KeepLogs copies the cluster's logs (control plane and operators) out of its state
+// directory, which Stop removes, so that a failed run of suite can be read afterwards; it
+// says where on stderr.
+func (c *Cluster) KeepLogs(suite string) {
+	dst, err := os.MkdirTemp("", "stepwise-"+suite+"-logs-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "keep logs: %v\n", err)
+		return
+	}
+	if out, err := exec.Command("cp", "-a", filepath.Join(c.Dir, "logs"), dst).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "keep logs: %v: %s\n", err, out)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s: logs of the run kept in %s/logs\n", suite, dst)
+}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -92,7 +90,7 @@ func run(m *testing.M) int {
 		return m.Run()
 	}()
 	if code != 0 || *keepFlag {
-		keepLogs(c)
+		c.KeepLogs("hostile")
 	}
 	if err := c.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stop local cluster: %v\n", err)
@@ -125,19 +123,4 @@ func clusterNeeded() bool {
 		return false
 	}
 	return true
-}
-
-// keepLogs copies the cluster's logs (control plane and operator) out of its state
-// directory, which Stop removes, so that a failed run can be read afterwards.
-func keepLogs(c *framework.Cluster) {
-	dst, err := os.MkdirTemp("", "stepwise-hostile-logs-")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "keep logs: %v\n", err)
-		return
-	}
-	if out, err := exec.Command("cp", "-a", filepath.Join(c.Dir, "logs"), dst).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "keep logs: %v: %s\n", err, out)
-		return
-	}
-	fmt.Fprintf(os.Stderr, "hostile: logs of the run kept in %s/logs\n", dst)
 }

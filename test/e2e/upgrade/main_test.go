@@ -29,6 +29,9 @@ func run(m *testing.M) int {
 	}
 	cluster = c
 	code := m.Run()
+	if code != 0 {
+		c.KeepLogs("upgrade")
+	}
 	if err := c.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stop local cluster: %v\n", err)
 	}
