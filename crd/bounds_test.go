@@ -64,7 +64,7 @@ func unbounded(path string, s *apiextensions.JSONSchemaProps) []string {
 		if s.Minimum == nil || s.Maximum == nil {
 			// metav1's generation and counts are int64 written by the API server or
 			// the operator; a tenant's integers are int32 with a range.
-			if !(s.Format == "int64" && s.Minimum != nil) {
+			if s.Format != "int64" || s.Minimum == nil {
 				bad("integer without minimum and maximum")
 			}
 			break

@@ -430,7 +430,7 @@ func (g *Generator) mutateParam(o *Object) {
 		step["with"] = with
 	}
 	valueMax := g.valueMax(o.Kind, "spec.steps[].with")
-	key := "x"
+	var key string
 	if names := executorParams[executor]; len(names) > 0 && g.chance(0.85) {
 		key = g.pick(names)
 	} else {
