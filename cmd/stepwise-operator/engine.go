@@ -66,6 +66,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 		UndecodableTemplates: undecodable.templates,
 		WorkqueueMetrics:     queueMetrics,
 		ShutdownGrace:        e.opts.shutdownGrace,
+		HookCallTimeout:      e.opts.hookCall,
 	})
 	if err != nil {
 		return err

@@ -35,6 +35,7 @@ type options struct {
 	metricsAddr   string
 	healthAddr    string
 	shutdownGrace time.Duration
+	hookCall      time.Duration
 
 	enableTestExecutors bool
 
@@ -68,6 +69,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint. Empty or 0 turns it off.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints. Empty or 0 turns them off.")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 30*time.Second, "On SIGTERM, how long running hooks may take to finish before they are cancelled.")
+	fs.DurationVar(&o.hookCall, "hook-call-timeout", 30*time.Second, "The longest one call of a hook may take, whatever its step's timeout: a call that does not answer fails (retryable, reason HookCallTimeout) and frees its worker. Executors return Wait for long work. 0: no bound but the step's timeout.")
 
 	fs.BoolVar(&o.enableTestExecutors, "enable-test-executors", false, "Register test.noop and test.record, executors for tests and demos.")
 
@@ -104,6 +106,9 @@ func (o *options) validate() error {
 	}
 	if o.shutdownGrace < 0 {
 		errs = append(errs, errors.New("--shutdown-grace-period must not be negative"))
+	}
+	if o.hookCall < 0 {
+		errs = append(errs, errors.New("--hook-call-timeout must not be negative"))
 	}
 	if o.pluginChecksums != "" && o.pluginDir == "" {
 		errs = append(errs, errors.New("--plugin-checksums needs --plugin-dir"))

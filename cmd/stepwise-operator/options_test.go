@@ -19,6 +19,7 @@ func TestTriggerFlags(t *testing.T) {
 		{name: "none", args: []string{"--trigger-resources="}},
 		{name: "not a resource", args: []string{"--trigger-resources=Nodes"}, wantErr: `"Nodes": not a resource.group`},
 		{name: "no workers", args: []string{"--trigger-workers=0"}, wantErr: "--trigger-workers must be at least 1"},
+		{name: "negative hook call bound", args: []string{"--hook-call-timeout=-1s"}, wantErr: "--hook-call-timeout must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

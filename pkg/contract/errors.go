@@ -45,6 +45,9 @@ const (
 	ReasonHookFailed = "HookFailed"
 	// ReasonTimeout is the reason of a hook that ran past its attempt's deadline.
 	ReasonTimeout = "Timeout"
+	// ReasonHookCallTimeout is the reason of a call that did not answer within the
+	// engine's bound on one call: long work returns Wait rather than hold a worker.
+	ReasonHookCallTimeout = "HookCallTimeout"
 	// ReasonUnknownHook is the reason of a call of a hook that does not exist.
 	ReasonUnknownHook = "UnknownHook"
 	// ReasonUnknownExecutor is the reason of a step naming an executor nobody serves.

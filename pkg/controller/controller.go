@@ -80,6 +80,9 @@ type Config struct {
 	Clock            clock.WithTicker
 	Jitter           func(time.Duration) time.Duration
 	ShutdownGrace    time.Duration
+	// HookCallTimeout bounds one call of a hook, whatever the step's timeout, so that a
+	// call that does not answer frees its worker: long work returns Wait. 0: no bound.
+	HookCallTimeout time.Duration
 }
 
 // Controller runs Pipelines.
@@ -107,6 +110,8 @@ type Controller struct {
 	// jitter adds randomness to a retry's backoff; tests replace it to get exact times.
 	jitter        func(time.Duration) time.Duration
 	shutdownGrace time.Duration
+	// hookCallTimeout bounds one call of a hook; 0: only the attempt's deadline does.
+	hookCallTimeout time.Duration
 }
 
 // New creates a controller and registers its event handlers on the informer.
@@ -129,6 +134,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		clock:                cfg.Clock,
 		jitter:               cfg.Jitter,
 		shutdownGrace:        cfg.ShutdownGrace,
+		hookCallTimeout:      cfg.HookCallTimeout,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}

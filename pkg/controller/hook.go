@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -88,7 +89,7 @@ func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.Ta
 // the log never see them.
 func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor, req *executor.Request, deadline time.Time) (contract.Result, error) {
 	start := time.Now()
-	res, err := guarded(ctx, exec, deadline, func(ctx context.Context) (contract.Result, error) {
+	res, err := guarded(ctx, exec, deadline, ps.c.hookCallTimeout, func(ctx context.Context) (contract.Result, error) {
 		return executor.RunHook(ctx, exec, req)
 	})
 	redact := req.Redactor()
@@ -106,18 +107,36 @@ func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor
 	return res, err
 }
 
-// guarded calls f with a context ending at deadline, turning a panic into an error so
-// that one bad executor cannot take the operator down.
-func guarded[T any](ctx context.Context, exec executor.TaskExecutor, deadline time.Time, f func(context.Context) (T, error)) (out T, err error) {
+// errCallBound is the cause of a call's context that reached the engine's bound on one
+// call (rather than the attempt's deadline).
+var errCallBound = errors.New("the engine's bound on one hook call")
+
+// guarded calls f with a context ending at deadline and, when bound is not 0, at most
+// bound from now, turning a panic into an error so that one bad executor cannot take the
+// operator down. A call that reaches bound fails retryably with reason HookCallTimeout:
+// whatever the step's timeout, a call that does not answer (an endpoint that accepts the
+// connection and never replies) frees its worker after bound, and long work returns Wait.
+func guarded[T any](ctx context.Context, exec executor.TaskExecutor, deadline time.Time, bound time.Duration, f func(context.Context) (T, error)) (out T, err error) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	if bound > 0 {
+		var cancelCall context.CancelFunc
+		ctx, cancelCall = context.WithTimeoutCause(ctx, bound, errCallBound)
+		defer cancelCall()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			var zero T
 			out, err = zero, fmt.Errorf("executor %s panicked: %v", exec.Name(), p)
 		}
 	}()
-	return f(ctx)
+	out, err = f(ctx)
+	if err != nil && errors.Is(context.Cause(ctx), errCallBound) {
+		err = contract.Retryable(contract.ReasonHookCallTimeout, fmt.Errorf(
+			"the call did not answer within %s, the engine's bound on one call (--hook-call-timeout): "+
+				"an executor's long work must return Wait and be asked again", bound))
+	}
+	return out, err
 }
 
 // paramTypes are the declared types of parameters, by name.

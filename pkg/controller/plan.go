@@ -63,7 +63,7 @@ func (ps *pipelineSync) planStep(ctx context.Context, r stepRef) bool {
 	}
 	req.Pipeline = ps.planAs()
 	deadline := ps.now().Add(min(r.step.EffectiveTimeout(), maxPlanDuration))
-	plan, err := guarded(ctx, exec, deadline, func(ctx context.Context) (contract.Plan, error) {
+	plan, err := guarded(ctx, exec, deadline, 0, func(ctx context.Context) (contract.Plan, error) {
 		return executor.Plan(ctx, exec, req)
 	})
 	redact := req.Redactor()
