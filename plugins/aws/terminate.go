@@ -84,7 +84,7 @@ type terminateInstance struct {
 // their own).
 func newTerminateInstance(policy *egress.Policy, wrap func(http.RoundTripper) http.RoundTripper) *terminateInstance {
 	transport := policy.Transport(awshttp.NewBuildableClient().GetTransport())
-	return &terminateInstance{httpClient: &http.Client{Transport: wrap(transport), Timeout: requestTimeout}}
+	return &terminateInstance{httpClient: &http.Client{Transport: wrap(egress.LimitResponses(transport, egress.MaxResponseBytes)), Timeout: requestTimeout}}
 }
 
 func (*terminateInstance) Name() string { return executorName }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -105,4 +107,31 @@ func TestMessagesShowTheAuthURLWithoutCredentials(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKeystoneGzipBombFailsOnlyItsStep: an authURL's endpoint answering a few KiB of gzip
+// that inflate to 64 MiB fails the step with a clear error after reading the bound, rather
+// than inflate it all in the plugin every tenant shares.
+func TestKeystoneGzipBombFailsOnlyItsStep(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	require.NoError(t, err)
+	_, _ = w.Write([]byte(`{"token":{"catalog":[`))
+	padding := bytes.Repeat([]byte(" "), 1<<20)
+	for range 64 {
+		_, _ = w.Write(padding)
+	}
+	require.NoError(t, w.Close())
+	bomb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("X-Subject-Token", "tok")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(buf.Bytes())
+	}))
+	defer bomb.Close()
+
+	_, err = runCreate(t, newTestServer(loopback), validSecrets(bomb.URL+"/v3"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "more than 8388608 bytes")
 }

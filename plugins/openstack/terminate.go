@@ -75,7 +75,7 @@ type terminateServer struct {
 // it; Nova's URL is the catalog's that Keystone answers), through wrap (the plugin puts
 // its rate limit there, tests their own).
 func newTerminateServer(policy *egress.Policy, wrap func(http.RoundTripper) http.RoundTripper) *terminateServer {
-	return &terminateServer{httpClient: http.Client{Transport: wrap(policy.Transport(nil)), Timeout: requestTimeout}}
+	return &terminateServer{httpClient: http.Client{Transport: wrap(egress.LimitResponses(policy.Transport(nil), egress.MaxResponseBytes)), Timeout: requestTimeout}}
 }
 
 func (*terminateServer) Name() string { return executorName }

@@ -331,7 +331,7 @@ func (c *call) client(caPEM []byte) (*http.Client, error) {
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	return &http.Client{
-		Transport:     c.wrap(transport),
+		Transport:     c.wrap(egress.LimitResponses(transport, egress.MaxResponseBytes)),
 		Timeout:       requestTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}, nil

@@ -8,7 +8,8 @@ import (
 
 // Client is an HTTP client for the endpoints a step names: it connects only where the
 // operator's egress policy allows (egress.FromEnvironment: public addresses and the ranges
-// of --plugin-allowed-cidrs), through no proxy, and follows no redirect (Result maps a 3xx
+// of --plugin-allowed-cidrs), through no proxy, reads at most egress.MaxResponseBytes of an
+// answer (after decompression), and follows no redirect (Result maps a 3xx
 // to a permanent Redirected error). A request is bounded by its context: the hook's
 // deadline. The operator checks --plugin-allowed-cidrs when it starts; should the variable
 // not parse, the client allows public addresses only, the narrower policy.
@@ -18,7 +19,7 @@ func Client() *http.Client {
 		policy = egress.New()
 	}
 	return &http.Client{
-		Transport:     policy.Transport(nil),
+		Transport:     egress.LimitResponses(policy.Transport(nil), egress.MaxResponseBytes),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
