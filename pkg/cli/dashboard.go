@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os/exec"
 
 	"github.com/spf13/cobra"
 
@@ -79,10 +78,12 @@ without it. Stop it with Ctrl-C.`,
 			}
 			_, _ = fmt.Fprintf(o.streams.Out, "Stepwise dashboard of %s at %s\n(Ctrl-C stops it)\n", oneLine(scope, 0), url)
 			if openBrowser {
-				// By argument, never through a shell; a missing opener is only a warning.
-				if err := exec.CommandContext(ctx, "xdg-open", url).Start(); err != nil {
+				// A missing opener is only a warning.
+				remove, err := openDashboard(ctx, url, xdgOpen)
+				if err != nil {
 					_, _ = fmt.Fprintf(o.streams.ErrOut, "could not open a browser (%v): open the URL above\n", err)
 				}
+				defer remove()
 			}
 			serveErr := s.Serve(ctx, l)
 			cancel()

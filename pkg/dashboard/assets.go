@@ -38,9 +38,10 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 	fromURL := s.token.matches(r.URL.Query().Get("token"))
 	if fromURL {
 		// A reload comes without the token (the page removes it from the address bar):
-		// the cookie lets it in. It is sent to this loopback origin only, never read by
-		// scripts, and never accepted by the API, which takes the token from a header only.
-		http.SetCookie(w, &http.Cookie{Name: indexCookie, Value: r.URL.Query().Get("token"), Path: "/",
+		// the cookie lets it in. It holds a value of its own, not the API token: browsers
+		// send it to every port of 127.0.0.1, and all it opens is this page, which holds
+		// no data (the API takes the token from a header only). Never read by scripts.
+		http.SetCookie(w, &http.Cookie{Name: indexCookie, Value: s.page, Path: "/",
 			HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	}
 	if !fromURL && !s.hasIndexCookie(r) {
@@ -64,7 +65,7 @@ const indexCookie = "stepwise-dashboard"
 // hasIndexCookie tells whether r carries the cookie of a page opened with the token.
 func (s *Server) hasIndexCookie(r *http.Request) bool {
 	c, err := r.Cookie(indexCookie)
-	return err == nil && s.token.matches(c.Value)
+	return err == nil && s.pageTok.matches(c.Value)
 }
 
 // serveStatic is GET /static/PATH: a file of the assets, no token needed (nothing in them

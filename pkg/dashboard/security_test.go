@@ -234,6 +234,12 @@ func TestReloadIsLetInByTheCookie(t *testing.T) {
 	c := cookies[0]
 	assert.True(t, c.HttpOnly)
 	assert.Equal(t, http.SameSiteStrictMode, c.SameSite)
+	// Browsers send a cookie of 127.0.0.1 to every port of it: a page another local user
+	// serves on any loopback port receives it. It must not be the API token.
+	assert.NotContains(t, c.Value, testToken, "the cookie carries the API token")
+	api := request(http.MethodGet, "/api/pipelines", nil)
+	api.Header.Set(TokenHeader, c.Value)
+	assert.Equal(t, http.StatusForbidden, f.serve(api).Code, "the cookie's value opens no API: a wrong token")
 
 	withCookie := func(target string, cookie *http.Cookie) *httptest.ResponseRecorder {
 		req := request(http.MethodGet, target, nil)

@@ -66,9 +66,13 @@ type Config struct {
 
 // Server is the dashboard's HTTP server: its handler, and the informers it reads from.
 type Server struct {
-	cfg     Config
-	logger  klog.Logger
-	token   tokenMatcher
+	cfg    Config
+	logger klog.Logger
+	token  tokenMatcher
+	// page is the value of the cookie that lets a reload of the page in: random, and not
+	// the API token, because browsers send a cookie of 127.0.0.1 to every port of it.
+	page    string
+	pageTok tokenMatcher
 	caches  *caches
 	hub     *hub
 	handler http.Handler
@@ -98,11 +102,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		cfg.Assets = assets
 	}
+	page, err := NewToken()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
-		cfg:    cfg,
-		logger: klog.FromContext(ctx).WithName("dashboard"),
-		token:  newTokenMatcher(cfg.Token),
-		hub:    newHub(coalesceWindow, maxBurst),
+		cfg:     cfg,
+		logger:  klog.FromContext(ctx).WithName("dashboard"),
+		token:   newTokenMatcher(cfg.Token),
+		page:    page,
+		pageTok: newTokenMatcher(page),
+		hub:     newHub(coalesceWindow, maxBurst),
 
 		pingEvery: pingInterval,
 	}
