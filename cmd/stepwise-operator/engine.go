@@ -52,6 +52,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 	queueMetrics := metrics.NewWorkqueueProvider(e.metrics) // registered once, for both queues
 	// Executors act as a pipeline's ServiceAccount; a trigger taints waiting nodes as its own.
 	clients := impersonate.NewClientProvider(e.clients.config, mapper)
+	share, borrow := e.opts.workerShares()
 	c, err := controller.New(ctx, controller.Config{
 		Client:               e.clients.stepwise,
 		Informer:             factory.Stepwise().V1alpha1().Pipelines(),
@@ -67,6 +68,8 @@ func (e *engine) run(ctx, lead context.Context) error {
 		WorkqueueMetrics:     queueMetrics,
 		ShutdownGrace:        e.opts.shutdownGrace,
 		HookCallTimeout:      e.opts.hookCall,
+		NamespaceShare:       share,
+		NamespaceBorrow:      borrow,
 	})
 	if err != nil {
 		return err

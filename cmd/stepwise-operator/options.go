@@ -24,6 +24,8 @@ type options struct {
 	burst      int
 	workers    int
 	resync     time.Duration
+	// namespaceShare: see workerShares.
+	namespaceShare int
 
 	leaderElect          bool
 	leaderElectNamespace string
@@ -57,6 +59,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.qps, "kube-api-qps", 200, "Requests per second to the API server, sustained. A negative value turns client-side throttling off (the server's priority and fairness still applies).")
 	fs.IntVar(&o.burst, "kube-api-burst", 400, "Requests to the API server allowed in a burst above --kube-api-qps.")
 	fs.IntVar(&o.workers, "workers", 8, "Pipelines reconciled at the same time.")
+	fs.IntVar(&o.namespaceShare, "max-workers-per-namespace", 0, "The most workers one namespace's pipelines hold while another namespace's wait; namespaces take turns, and a namespace alone may use all workers but one, so a namespace whose hooks hang never holds them all. 0: half of --workers (at least 1).")
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "How often every pipeline is looked at even when nothing changed.")
 
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Run the engine only in the replica holding the Lease, so that several replicas can run for availability.")
@@ -71,7 +74,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 30*time.Second, "On SIGTERM, how long running hooks may take to finish before they are cancelled.")
 	fs.DurationVar(&o.hookCall, "hook-call-timeout", 30*time.Second, "The longest one call of a hook may take, whatever its step's timeout: a call that does not answer fails (retryable, reason HookCallTimeout) and frees its worker. Executors return Wait for long work. 0: no bound but the step's timeout.")
 
-	fs.BoolVar(&o.enableTestExecutors, "enable-test-executors", false, "Register test.noop and test.record, executors for tests and demos.")
+	fs.BoolVar(&o.enableTestExecutors, "enable-test-executors", false, "Register test.noop, test.record and test.sleep, executors for tests, demos and benchmarks.")
 
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "Directory of out-of-process executor plugins (executables named stepwise-plugin-*), started once and reused. Empty: no plugins.")
 	fs.StringVar(&o.namespace, "namespace", "", "The operator's own namespace, where it publishes its executor catalogue and, unless --leader-elect-namespace says otherwise, keeps its Lease. Default: POD_NAMESPACE, else stepwise-system.")
@@ -97,6 +100,9 @@ func (o *options) validate() error {
 	var errs []error
 	if o.workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.workers))
+	}
+	if o.namespaceShare < 0 {
+		errs = append(errs, fmt.Errorf("--max-workers-per-namespace must not be negative, got %d", o.namespaceShare))
 	}
 	if o.burst < 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must not be negative, got %d", o.burst))
@@ -126,6 +132,18 @@ func (o *options) validate() error {
 		errs = append(errs, fmt.Errorf("--plugin-allowed-cidrs: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// workerShares are how many workers one namespace may hold while another's pipelines
+// wait (--max-workers-per-namespace, by default half) and while none wait (all but one,
+// kept for a namespace that arrives).
+func (o *options) workerShares() (share, borrow int) {
+	share = o.namespaceShare
+	if share == 0 {
+		share = max(1, o.workers/2)
+	}
+	share = min(share, o.workers)
+	return share, max(share, o.workers-1)
 }
 
 // leaseNamespace is where the leader election Lease lives.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/fairqueue"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
@@ -83,6 +84,10 @@ type Config struct {
 	// HookCallTimeout bounds one call of a hook, whatever the step's timeout, so that a
 	// call that does not answer frees its worker: long work returns Wait. 0: no bound.
 	HookCallTimeout time.Duration
+	// NamespaceShare is how many pipelines of one namespace are synced at once while
+	// another namespace's wait, and NamespaceBorrow how many while none waits (keep it
+	// under the number of workers). 0: no limit; namespaces still take turns.
+	NamespaceShare, NamespaceBorrow int
 }
 
 // Controller runs Pipelines.
@@ -146,14 +151,19 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if c.jitter == nil {
 		c.jitter = func(d time.Duration) time.Duration { return wait.Jitter(d, 0.1) }
 	}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+	c.queue = fairqueue.NewRateLimiting(
 		// Failed reconciles (API errors, conflicts) back off per item; step retries have
 		// their own backoff, kept in the status.
 		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](50*time.Millisecond, 5*time.Minute),
-		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
+		// Namespaces share the workers: one whose hooks hang or that has thousands of
+		// pipelines does not hold up another's.
+		fairqueue.Config[cache.ObjectName]{
 			Name:            ControllerName,
 			MetricsProvider: cfg.WorkqueueMetrics,
 			Clock:           c.clock,
+			TenantOf:        func(key cache.ObjectName) string { return key.Namespace },
+			Share:           cfg.NamespaceShare,
+			Borrow:          cfg.NamespaceBorrow,
 		},
 	)
 

@@ -24,6 +24,7 @@ func TestDescribe(t *testing.T) {
 	}{
 		{Noop{}, nil, nil},
 		{Record{}, []string{"configMap", "gate", "fail", "output"}, nil},
+		{Sleep{}, []string{"duration", "fail"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.executor.Name(), func(t *testing.T) {

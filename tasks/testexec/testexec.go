@@ -9,6 +9,9 @@
 //     "open.STEP"); fail ("permanent" or "retryable": Create fails); output (a value to
 //     report as the output "value"). The engine checks them against Describe before any
 //     hook.
+//   - test.sleep's Create sleeps for its parameter duration (or until its call is
+//     cancelled), then succeeds or fails as its parameter fail asks: a tenant whose hooks
+//     are slow or hang.
 //
 // test.noop declares no parameter, so it takes any: tests and benchmarks give it what they
 // need to exercise the engine.
@@ -32,7 +35,7 @@ import (
 
 // Executors returns the test executors.
 func Executors() []executor.TaskExecutor {
-	return []executor.TaskExecutor{Noop{}, Record{}}
+	return []executor.TaskExecutor{Noop{}, Record{}, Sleep{}}
 }
 
 // Noop is test.noop.

@@ -49,8 +49,11 @@ type config struct {
 	triggerObjects          int
 	triggerConcurrency      int
 	plugin, restart, keep   bool
-	timeout                 time.Duration
-	out                     string
+	// fairnessHang and fairnessSlow are tenant A's pipelines in the fairness phase.
+	fairnessHang, fairnessSlow int
+	namespaceShare             int
+	timeout                    time.Duration
+	out                        string
 }
 
 func main() {
@@ -69,13 +72,17 @@ func main() {
 	fs.IntVar(&cfg.triggerConcurrency, "trigger-concurrency", 50, "The trigger's spec.concurrency: its pipelines unfinished at once (1-1000).")
 	fs.BoolVar(&cfg.plugin, "plugin", true, "Run the plugin phase (needs bin/plugins from `make plugins`).")
 	fs.BoolVar(&cfg.restart, "restart", true, "After the idle phase, restart the operator and measure it catching up with the finished pipelines.")
+	fs.IntVar(&cfg.fairnessHang, "fairness-hang", 8, "Fairness phase: tenant A's pipelines whose hook hangs (0 with -fairness-slow 0 skips the phase).")
+	fs.IntVar(&cfg.fairnessSlow, "fairness-slow", 1000, "Fairness phase: tenant A's pipelines whose hook is slow (500 ms) and fails, retried.")
+	fs.IntVar(&cfg.namespaceShare, "max-workers-per-namespace", 0, "The operator's --max-workers-per-namespace (0: its default, half of -workers); -workers lets one namespace hold every worker, for a before/after comparison.")
 	fs.BoolVar(&cfg.keep, "keep", false, "Keep the control plane's state directory (logs) after the run.")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "Deadline of the whole run.")
 	fs.StringVar(&cfg.out, "out", "bin/bench-results.json", "Where to write the results as JSON.")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if cfg.n < 1 || cfg.k < 1 || cfg.workers < 1 || cfg.creators < 1 || cfg.latencySamples < 0 || cfg.idle < 0 ||
-		cfg.triggerObjects < 0 || cfg.triggerConcurrency < 1 || cfg.triggerConcurrency > 1000 {
-		fmt.Fprintln(os.Stderr, "-n, -k, -workers and -creators must be at least 1; -latency-samples, -idle and -trigger-objects not negative; -trigger-concurrency 1-1000")
+		cfg.triggerObjects < 0 || cfg.triggerConcurrency < 1 || cfg.triggerConcurrency > 1000 ||
+		cfg.fairnessHang < 0 || cfg.fairnessSlow < 0 || cfg.namespaceShare < 0 {
+		fmt.Fprintln(os.Stderr, "-n, -k, -workers and -creators must be at least 1; -latency-samples, -idle, -trigger-objects, -fairness-hang, -fairness-slow and -max-workers-per-namespace not negative; -trigger-concurrency 1-1000")
 		os.Exit(2)
 	}
 
@@ -234,6 +241,13 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 			return res, err
 		}
 	}
+	// Last: tenant A's pipelines keep the operator busy until the end.
+	if cfg.fairnessHang+cfg.fairnessSlow > 0 {
+		logf("Fairness: tenant B applies %d pipelines one at a time, alone, then under tenant A's load", max(cfg.latencySamples, 1))
+		if err := b.fairnessPhase(ctx); err != nil {
+			return res, err
+		}
+	}
 	res.evaluate()
 	return res, nil
 }
@@ -245,6 +259,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 		fmt.Sprintf("--workers=%d", b.cfg.workers),
 		fmt.Sprintf("--kube-api-qps=%g", b.cfg.qps),
 		fmt.Sprintf("--kube-api-burst=%d", b.cfg.burst),
+		fmt.Sprintf("--max-workers-per-namespace=%d", b.cfg.namespaceShare),
 	}
 	if b.cfg.plugin {
 		dir := b.cluster.BinPath("plugins")
@@ -359,7 +374,7 @@ func (b *bench) latencyRun(ctx context.Context, label string, spec pipelineSpec)
 	if err != nil {
 		return err
 	}
-	lat, err := sequentialLatencies(ctx, b.client, b.tracker, namespace, names(label+"-seq", 0, b.cfg.latencySamples), spec)
+	lat, err := sequentialLatencies(ctx, b.client, b.tracker, namespace, names(label+"-seq", 0, b.cfg.latencySamples), spec, 30*time.Second)
 	if err != nil {
 		return fmt.Errorf("latency %s: %w", label, err)
 	}

@@ -191,12 +191,12 @@ feed:
 }
 
 // sequentialLatencies creates the pipelines one after the other, each once the previous is
-// Ready: apply→Ready on an otherwise idle cluster.
+// Ready (within timeout): apply→Ready of a tenant applying one pipeline at a time.
 func sequentialLatencies(ctx context.Context, client clientset.Interface, t *tracker, ns string, names []string,
-	spec pipelineSpec) ([]time.Duration, error) {
+	spec pipelineSpec, timeout time.Duration) ([]time.Duration, error) {
 	out := make([]time.Duration, 0, len(names))
 	for _, name := range names {
-		if _, _, err := createAll(ctx, client, t, ns, []string{name}, spec, 1, 30*time.Second); err != nil {
+		if _, _, err := createAll(ctx, client, t, ns, []string{name}, spec, 1, timeout); err != nil {
 			return nil, err
 		}
 		d, err := t.result(name)

@@ -20,12 +20,13 @@ type results struct {
 	Settings settings  `json:"settings"`
 	// Raw is the write rate of plain clients: first with the operator's QPS, burst and
 	// worker count (the limit the operator's figures are compared with), then unthrottled.
-	Raw         []rawResult    `json:"raw"`
-	Runs        []pipelineRun  `json:"runs"`
-	IdleLatency []latencyRun   `json:"idleLatency"`
-	Trigger     *triggerResult `json:"trigger,omitempty"`
-	Idle        *idleResult    `json:"idle,omitempty"`
-	Restart     *restartResult `json:"restart,omitempty"`
+	Raw         []rawResult     `json:"raw"`
+	Runs        []pipelineRun   `json:"runs"`
+	IdleLatency []latencyRun    `json:"idleLatency"`
+	Trigger     *triggerResult  `json:"trigger,omitempty"`
+	Idle        *idleResult     `json:"idle,omitempty"`
+	Restart     *restartResult  `json:"restart,omitempty"`
+	Fairness    *fairnessResult `json:"fairness,omitempty"`
 	// ReadsAfterSync counts the operator's GET and LIST requests from its caches' sync to
 	// the end of the idle phase.
 	ReadsAfterSync       float64            `json:"readsAfterSync"`
@@ -181,6 +182,10 @@ func (r *results) evaluate() {
 		add(fmt.Sprintf("restarted operator RSS with %d finished pipelines", r.Idle.Pipelines), "<= 150 MiB",
 			fmt.Sprintf("%.0f MiB (peak %.0f)", r.Restart.RSSMiB, r.Restart.PeakRSSMiB), r.Restart.RSSMiB <= 150)
 	}
+	if f := r.Fairness; f != nil && f.Alone.P99 > 0 {
+		add(fmt.Sprintf("tenant B apply→Ready p99 while tenant A's %d hooks hang and %d retry", f.Hanging, f.Slow),
+			"<= 2× alone", fmt.Sprintf("%.0f ms (%.1f× alone, %.0f ms)", f.UnderLoad.P99, f.P99Ratio, f.Alone.P99), f.P99Ratio <= 2)
+	}
 	for _, run := range r.Runs {
 		if run.PluginRestarts == nil {
 			continue
@@ -304,6 +309,22 @@ func printTable(out io.Writer, r *results) {
 		pf("API requests\t%s\n", formatMap(rr.Requests, "%.0f"))
 		pf("operator CPU s\t%.2f\n", rr.CPUSeconds)
 		pf("operator RSS / peak / Go heap in use (MiB)\t%.0f / %.0f / %.0f\n", rr.RSSMiB, rr.PeakRSSMiB, rr.HeapInuseMiB)
+	}
+
+	if f := r.Fairness; f != nil {
+		share := "default"
+		if f.Share > 0 {
+			share = fmt.Sprintf("%d", f.Share)
+		}
+		pf("\n")
+		pf("FAIRNESS (tenant A: %d hanging, %d slow and retried; --max-workers-per-namespace %s)\tp50 ms\tp90 ms\tp99 ms\tmax ms\n", f.Hanging, f.Slow, share)
+		for _, row := range []struct {
+			name string
+			p    percentiles
+		}{{"tenant B alone", f.Alone}, {"tenant B under A's load", f.UnderLoad}} {
+			pf("%s\t%.1f\t%.1f\t%.1f\t%.1f\n", row.name, row.p.P50, row.p.P90, row.p.P99, row.p.Max)
+		}
+		pf("tenant A's hook attempts meanwhile\t%d\n", f.HogAttempts)
 	}
 
 	if len(r.Targets) > 0 {

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"flag"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWorkerShares(t *testing.T) {
+	tests := []struct {
+		name                  string
+		args                  []string
+		wantShare, wantBorrow int
+		wantErr               string
+	}{
+		{name: "defaults: half while others wait, all but one alone", wantShare: 4, wantBorrow: 7},
+		{name: "one worker", args: []string{"--workers=1"}, wantShare: 1, wantBorrow: 1},
+		{name: "three workers", args: []string{"--workers=3"}, wantShare: 1, wantBorrow: 2},
+		{name: "a share set", args: []string{"--workers=16", "--max-workers-per-namespace=2"}, wantShare: 2, wantBorrow: 15},
+		{name: "a share over the workers", args: []string{"--workers=4", "--max-workers-per-namespace=10"}, wantShare: 4, wantBorrow: 4},
+		{name: "negative", args: []string{"--max-workers-per-namespace=-1"}, wantErr: "--max-workers-per-namespace must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts options
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			opts.addFlags(fs)
+			require.NoError(t, fs.Parse(tt.args))
+			if err := opts.validate(); tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			share, borrow := opts.workerShares()
+			assert.Equal(t, tt.wantShare, share)
+			assert.Equal(t, tt.wantBorrow, borrow)
+		})
+	}
+}
