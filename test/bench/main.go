@@ -259,7 +259,9 @@ func (b *bench) startOperator(ctx context.Context) error {
 		fmt.Sprintf("--workers=%d", b.cfg.workers),
 		fmt.Sprintf("--kube-api-qps=%g", b.cfg.qps),
 		fmt.Sprintf("--kube-api-burst=%d", b.cfg.burst),
-		fmt.Sprintf("--max-workers-per-namespace=%d", b.cfg.namespaceShare),
+	}
+	if b.cfg.namespaceShare > 0 {
+		args = append(args, fmt.Sprintf("--max-workers-per-namespace=%d", b.cfg.namespaceShare))
 	}
 	if b.cfg.plugin {
 		dir := b.cluster.BinPath("plugins")
