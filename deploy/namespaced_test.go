@@ -62,6 +62,12 @@ func TestNamespacedVariantImpersonatesNobody(t *testing.T) {
 		default:
 			assert.Equal(t, []string{"stepwise.dev"}, r.APIGroups,
 				"cluster-wide the operator only handles Pipelines and their triggers: Events go to tenant namespaces only")
+			// A trigger of a namespace never opted in creates and deletes nothing.
+			assert.NotContains(t, r.Verbs, "create", "%v: only tenant.yaml lets the operator create", r.Resources)
+			assert.NotContains(t, r.Verbs, "delete", "%v: only tenant.yaml lets the operator delete", r.Resources)
+			if slices.Contains(r.Resources, "pipelinetriggers") {
+				assert.NotContains(t, r.Verbs, "patch", "the trigger's finalizer only where it may act")
+			}
 		}
 	}
 }
@@ -107,8 +113,10 @@ func TestNamespacedTenantRole(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string][]string{
-		"/serviceaccounts": {"impersonate"},
-		"/events":          {"create", "patch"},
+		"/serviceaccounts":              {"impersonate"},
+		"/events":                       {"create", "patch"},
+		"stepwise.dev/pipelines":        {"create", "delete"},
+		"stepwise.dev/pipelinetriggers": {"patch"},
 	}, allowed)
 
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name}, binding.RoleRef)
