@@ -9,7 +9,6 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
-	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/tasks/k8s"
 	"github.com/stepwise-dev/stepwise/tasks/node"
 	"github.com/stepwise-dev/stepwise/tasks/testexec"
@@ -33,9 +32,17 @@ func loadExecutors(ctx context.Context, opts *options) (*executor.Registry, *hos
 	if err != nil {
 		return nil, nil, fmt.Errorf("--plugin-reattach: %w", err)
 	}
+	env, envFor, err := opts.pluginEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	memoryLimit, err := opts.memoryLimit()
+	if err != nil {
+		return nil, nil, err
+	}
 	plugins := host.New(logger, host.Options{
 		Dir: opts.pluginDir, Checksums: opts.pluginChecksums,
-		Env:      []string{egress.EnvAllowedCIDRs + "=" + opts.pluginAllowedCIDRs},
+		Env: env, EnvFor: envFor, MemoryLimit: memoryLimit,
 		Reattach: reattach,
 	})
 	if err := plugins.Load(ctx, registry); err != nil {

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/trigger"
@@ -45,6 +47,9 @@ type options struct {
 	pluginChecksums    string
 	pluginAllowedCIDRs string
 	pluginReattach     map[string]string
+	// pluginAllowedCIDRsFor holds each --plugin-allowed-cidrs-for as given, PLUGIN=CIDRS.
+	pluginAllowedCIDRsFor []string
+	pluginMemoryLimit     string
 
 	namespace   string
 	catalogName string
@@ -93,6 +98,11 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		o.pluginReattach[name] = file
 		return nil
 	})
+	fs.Func("plugin-allowed-cidrs-for", "Repeatable: PLUGIN=CIDR[,CIDR...] adds CIDRs to --plugin-allowed-cidrs for the plugin PLUGIN only (its executable's name, with or without the stepwise-plugin- prefix), e.g. vsphere=10.20.0.0/16 lets the vSphere plugin reach an on-premises vCenter without letting every tenant's webhook reach it. A name no plugin has is logged when the plugins start.", func(v string) error {
+		o.pluginAllowedCIDRsFor = append(o.pluginAllowedCIDRsFor, v)
+		return nil
+	})
+	fs.StringVar(&o.pluginMemoryLimit, "plugin-memory-limit", "256Mi", "The memory each plugin process may map, as a quantity (256Mi, 1Gi); over it the plugin dies, failing only the hooks in flight in it, and is restarted on the next call, while the operator runs on. Its garbage collector is told a lower limit (GOMEMLIMIT) to work hard before. A Go plugin maps about 80Mi as it starts, which counts. Keep the sum with the operator's own memory under the container's limit. 0: no limit.")
 	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
 }
 
@@ -130,6 +140,12 @@ func (o *options) validate() error {
 	}
 	if _, err := egress.Parse(o.pluginAllowedCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--plugin-allowed-cidrs: %w", err))
+	}
+	if _, err := o.allowedCIDRsFor(); err != nil {
+		errs = append(errs, fmt.Errorf("--plugin-allowed-cidrs-for: %w", err))
+	}
+	if _, err := o.memoryLimit(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -187,4 +203,80 @@ func (o *options) reattach() (map[string]*plugin.ReattachConfig, error) {
 		out[name] = cfg
 	}
 	return out, nil
+}
+
+// minPluginMemoryLimit is the least --plugin-memory-limit but 0: a Go plugin maps about
+// 80Mi as it starts (measured: VmData 76Mi at rest for 14Mi resident), so less leaves it
+// next to no heap, and the error catches a limit given in bytes ("512") for one in Mi.
+const minPluginMemoryLimit = 128 << 20
+
+// memoryLimit is --plugin-memory-limit in bytes; 0: no limit.
+func (o *options) memoryLimit() (int64, error) {
+	q, err := resource.ParseQuantity(o.pluginMemoryLimit)
+	if err != nil {
+		return 0, fmt.Errorf("--plugin-memory-limit: %q is not a quantity such as 256Mi or 1Gi: %w", o.pluginMemoryLimit, err)
+	}
+	limit := q.Value()
+	switch {
+	case limit < 0:
+		return 0, fmt.Errorf("--plugin-memory-limit must not be negative, got %s", o.pluginMemoryLimit)
+	case limit > 0 && limit < minPluginMemoryLimit:
+		return 0, fmt.Errorf("--plugin-memory-limit must be 0 (no limit) or at least 128Mi (a plugin maps about 80Mi as it starts), got %s", o.pluginMemoryLimit)
+	}
+	return limit, nil
+}
+
+// allowedCIDRsFor reads --plugin-allowed-cidrs-for: the CIDRs each plugin is allowed on
+// top of --plugin-allowed-cidrs, by its executable's name.
+func (o *options) allowedCIDRsFor() (map[string][]string, error) {
+	if len(o.pluginAllowedCIDRsFor) == 0 {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for _, v := range o.pluginAllowedCIDRsFor {
+		name, csv, ok := strings.Cut(v, "=")
+		cidrs := splitCIDRs(csv)
+		if !ok || name == "" || len(cidrs) == 0 {
+			return nil, fmt.Errorf("%q is not PLUGIN=CIDR[,CIDR...]", v)
+		}
+		short := strings.TrimPrefix(name, host.Prefix)
+		if short == "" || strings.ContainsAny(short, `/\`) || short == "." || short == ".." {
+			return nil, fmt.Errorf("plugin %q is not the name of a plugin, such as vsphere", name)
+		}
+		if _, err := egress.Parse(csv); err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", short, err)
+		}
+		out[host.Prefix+short] = append(out[host.Prefix+short], cidrs...)
+	}
+	return out, nil
+}
+
+// pluginEnv is the environment of every plugin and what it is for one plugin: the CIDRs
+// of --plugin-allowed-cidrs, and those of --plugin-allowed-cidrs-for added for that plugin.
+func (o *options) pluginEnv() (env []string, envFor map[string][]string, err error) {
+	env = []string{egress.EnvAllowedCIDRs + "=" + o.pluginAllowedCIDRs}
+	extra, err := o.allowedCIDRsFor()
+	if err != nil {
+		return nil, nil, fmt.Errorf("--plugin-allowed-cidrs-for: %w", err)
+	}
+	if len(extra) == 0 {
+		return env, nil, nil
+	}
+	envFor = make(map[string][]string, len(extra))
+	for name, cidrs := range extra {
+		all := append(splitCIDRs(o.pluginAllowedCIDRs), cidrs...)
+		envFor[name] = []string{egress.EnvAllowedCIDRs + "=" + strings.Join(all, ",")}
+	}
+	return env, envFor, nil
+}
+
+// splitCIDRs splits a comma-separated list, skipping blank entries as egress.Parse does.
+func splitCIDRs(csv string) []string {
+	var out []string
+	for entry := range strings.SplitSeq(csv, ",") {
+		if entry = strings.TrimSpace(entry); entry != "" {
+			out = append(out, entry)
+		}
+	}
+	return out
 }

@@ -42,3 +42,74 @@ func TestTriggerFlags(t *testing.T) {
 	assert.Equal(t, "nodes,webapps.demo.stepwise.dev", opts.triggerResources)
 	assert.Equal(t, 2, opts.triggerWorkers)
 }
+
+func TestPluginFlags(t *testing.T) {
+	tests := []struct {
+		name            string
+		args            []string
+		wantErr         string
+		wantMemoryLimit int64
+		wantEnv         []string
+		wantEnvFor      map[string][]string
+	}{
+		{
+			name:            "defaults",
+			wantMemoryLimit: 256 << 20,
+			wantEnv:         []string{"STEPWISE_PLUGIN_ALLOWED_CIDRS="},
+		},
+		{name: "memory limit", args: []string{"--plugin-memory-limit=1Gi"}, wantMemoryLimit: 1 << 30, wantEnv: []string{"STEPWISE_PLUGIN_ALLOWED_CIDRS="}},
+		{name: "no memory limit", args: []string{"--plugin-memory-limit=0"}, wantEnv: []string{"STEPWISE_PLUGIN_ALLOWED_CIDRS="}},
+		{name: "memory limit not a quantity", args: []string{"--plugin-memory-limit=lots"}, wantErr: `--plugin-memory-limit: "lots" is not a quantity`},
+		{name: "negative memory limit", args: []string{"--plugin-memory-limit=-1Gi"}, wantErr: "--plugin-memory-limit must not be negative"},
+		{name: "memory limit in bytes by mistake", args: []string{"--plugin-memory-limit=512"}, wantErr: "--plugin-memory-limit must be 0 (no limit) or at least 128Mi"},
+		{
+			name: "CIDRs for one plugin, added to everyone's",
+			args: []string{
+				"--plugin-allowed-cidrs=127.0.0.0/8",
+				"--plugin-allowed-cidrs-for=vsphere=10.20.0.0/16, 10.21.0.0/16",
+				"--plugin-allowed-cidrs-for=stepwise-plugin-openstack=fd00:1::/64",
+				"--plugin-allowed-cidrs-for=vsphere=10.22.0.0/16",
+			},
+			wantMemoryLimit: 256 << 20,
+			wantEnv:         []string{"STEPWISE_PLUGIN_ALLOWED_CIDRS=127.0.0.0/8"},
+			wantEnvFor: map[string][]string{
+				"stepwise-plugin-vsphere":   {"STEPWISE_PLUGIN_ALLOWED_CIDRS=127.0.0.0/8,10.20.0.0/16,10.21.0.0/16,10.22.0.0/16"},
+				"stepwise-plugin-openstack": {"STEPWISE_PLUGIN_ALLOWED_CIDRS=127.0.0.0/8,fd00:1::/64"},
+			},
+		},
+		{
+			name:            "CIDRs for one plugin alone",
+			args:            []string{"--plugin-allowed-cidrs-for=vsphere=10.20.0.0/16"},
+			wantMemoryLimit: 256 << 20,
+			wantEnv:         []string{"STEPWISE_PLUGIN_ALLOWED_CIDRS="},
+			wantEnvFor:      map[string][]string{"stepwise-plugin-vsphere": {"STEPWISE_PLUGIN_ALLOWED_CIDRS=10.20.0.0/16"}},
+		},
+		{name: "no plugin", args: []string{"--plugin-allowed-cidrs-for=10.20.0.0/16"}, wantErr: `--plugin-allowed-cidrs-for: "10.20.0.0/16" is not PLUGIN=CIDR[,CIDR...]`},
+		{name: "empty plugin", args: []string{"--plugin-allowed-cidrs-for==10.20.0.0/16"}, wantErr: `"=10.20.0.0/16" is not PLUGIN=CIDR[,CIDR...]`},
+		{name: "no CIDR", args: []string{"--plugin-allowed-cidrs-for=vsphere="}, wantErr: `"vsphere=" is not PLUGIN=CIDR[,CIDR...]`},
+		{name: "a path, not a plugin name", args: []string{"--plugin-allowed-cidrs-for=../vsphere=10.20.0.0/16"}, wantErr: `plugin "../vsphere" is not the name of a plugin`},
+		{name: "bad CIDR", args: []string{"--plugin-allowed-cidrs-for=vsphere=10.20.0.0/33"}, wantErr: `--plugin-allowed-cidrs-for: plugin vsphere: allowed CIDR 1, "10.20.0.0/33", is not a CIDR`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts options
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			opts.addFlags(fs)
+			require.NoError(t, fs.Parse(tt.args))
+			err := opts.validate()
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			limit, err := opts.memoryLimit()
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantMemoryLimit, limit)
+			env, envFor, err := opts.pluginEnv()
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantEnv, env)
+			assert.Equal(t, tt.wantEnvFor, envFor)
+		})
+	}
+}

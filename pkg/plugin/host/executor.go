@@ -75,9 +75,12 @@ func (e *pluginExecutor) callError(ctx context.Context, rpc proto.ExecutorClient
 	case codes.ResourceExhausted:
 		return contract.Permanent(proto.ReasonMessageTooLarge, fmt.Errorf("plugin %s: executor %s: %s", e.proc.name, e.info.GetName(), st.Message()))
 	}
-	if e.proc.exited(rpc) {
-		e.proc.logger.Error(err, "Plugin died during a hook; it is restarted on the next call", "executor", e.info.GetName())
-		return contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s died during the hook (it is restarted on the next call): %s", e.proc.name, st.Message()))
+	if died, why := e.proc.exited(rpc); died {
+		e.proc.logger.Error(err, "Plugin died during a hook; it is restarted on the next call", "executor", e.info.GetName(), "why", why)
+		if why != "" {
+			why = ", " + why
+		}
+		return contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s died during the hook%s (it is restarted on the next call): %s", e.proc.name, why, st.Message()))
 	}
 	if st.Code() == codes.Unavailable {
 		// Alive but unreachable: no call can get through, so start a new one.

@@ -52,6 +52,13 @@ type Options struct {
 	// Env is the whole environment of every plugin process ("NAME=value"), beside what
 	// go-plugin adds for its handshake: plugins never inherit the operator's.
 	Env []string
+	// EnvFor adds to Env for one plugin, by plugin name (the executable's, as in Reattach):
+	// a variable in both takes EnvFor's value there. A name no plugin has is logged.
+	EnvFor map[string][]string
+	// MemoryLimit bounds, in bytes, the memory each plugin process it starts may map (on
+	// Linux, RLIMIT_DATA; GOMEMLIMIT below it everywhere); 0: no bound. A plugin over it
+	// dies and is restarted on the next call, as after any crash.
+	MemoryLimit int64
 	// Reattach names plugins a developer started under a debugger (sdk.Serve with
 	// STEPWISE_PLUGIN_DEBUG=1), by plugin name: the host connects to them instead of
 	// starting the executable, checks no checksum, and never kills them. For development
@@ -110,6 +117,7 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 		h.logger.Info("No plugins found", "dir", dir)
 		return nil, refused, nil
 	}
+	h.warnUnknownEnvFor(paths)
 	sums, sumsErr := readChecksums(h.opts.Checksums)
 	var executors []executor.TaskExecutor
 	seen := map[string]string{}
@@ -166,6 +174,18 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 		add(&process{name: name, reattach: h.opts.Reattach[name], logger: logger, host: h})
 	}
 	return executors, refused, nil
+}
+
+// warnUnknownEnvFor logs the names of Options.EnvFor that no plugin has: a typo there
+// gives the plugin meant less than asked (fewer allowed CIDRs: its connections are
+// refused, saying so), never more, so the operator starts anyway.
+func (h *Host) warnUnknownEnvFor(paths []string) {
+	for _, name := range slices.Sorted(maps.Keys(h.opts.EnvFor)) {
+		_, reattached := h.opts.Reattach[name]
+		if !reattached && !slices.ContainsFunc(paths, func(path string) bool { return filepath.Base(path) == name }) {
+			h.logger.Error(nil, "Environment given for a plugin that is not in the plugin directory: it applies to no plugin", "plugin", name, "dir", h.opts.Dir)
+		}
+	}
 }
 
 // startAttempts bounds how often a plugin is started before it is refused: a process that

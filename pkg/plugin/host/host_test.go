@@ -41,11 +41,15 @@ func TestMain(m *testing.M) {
 		"testplugin":   "stepwise-plugin-test",
 		"testpluginv1": "stepwise-plugin-v1",
 	}
-	out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
 		"github.com/stepwise-dev/stepwise/plugins/example",
 		"github.com/stepwise-dev/stepwise/pkg/plugin/internal/testplugin",
 		"github.com/stepwise-dev/stepwise/pkg/plugin/internal/testpluginv1",
-	).CombinedOutput()
+	)
+	// Static, as the image's plugins are: a cgo build maps 8 MiB more for each thread's
+	// stack, which counts toward the memory limit (limits_test.go).
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		panic(fmt.Sprintf("build the test plugins: %v\n%s", err, out))

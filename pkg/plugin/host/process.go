@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
@@ -32,6 +33,10 @@ type process struct {
 	mu     sync.Mutex
 	client *plugin.Client
 	rpc    proto.ExecutorClient
+	// oom tells whether the running process said it ran out of memory as it died.
+	oom *oomWatch
+	// death is why the last process died, when it is known: the calls its death failed say it.
+	death string
 	// version is the protocol version the running process speaks.
 	version   int
 	failures  int // consecutive deaths or failed starts
@@ -50,10 +55,8 @@ func (p *process) conn() (proto.ExecutorClient, error) {
 		return p.rpc, nil
 	}
 	if p.client != nil {
-		p.client.Kill()
-		p.client, p.rpc = nil, nil
-		p.failed()
-		p.logger.Info("Plugin process exited; restarting it")
+		p.drop()
+		p.logger.Info("Plugin process exited; restarting it", "why", p.death)
 	}
 	if wait := time.Until(p.nextStart); wait > 0 {
 		return nil, contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s died; restarting it in %s", p.name, wait.Round(time.Millisecond)))
@@ -63,6 +66,18 @@ func (p *process) conn() (proto.ExecutorClient, error) {
 		return nil, contract.Retryable(ReasonPluginUnavailable, err)
 	}
 	return p.rpc, nil
+}
+
+// drop forgets the client of a process that died or whose connection broke, noting why it
+// died when that is known, so that the next call starts a new one. p.mu is held.
+func (p *process) drop() {
+	p.death = ""
+	if p.oom != nil && p.oom.seen.Load() {
+		p.death = "out of memory: over its limit of " + resource.NewQuantity(p.host.opts.MemoryLimit, resource.BinarySI).String()
+	}
+	p.client.Kill()
+	p.client, p.rpc, p.oom = nil, nil, nil
+	p.failed()
 }
 
 func (p *process) failed() {
@@ -89,9 +104,10 @@ func (p *process) start() error {
 	}
 	p.exe = exe
 	var client *plugin.Client
+	var oom *oomWatch
 	var rpcClient plugin.ClientProtocol
 	for attempt := 1; ; attempt++ {
-		client = p.newClient(exe)
+		client, oom = p.newClient(exe)
 		rpcClient, err = client.Client()
 		// A copy just written can be busy for a moment when another goroutine forks while
 		// its file was open (golang/go#22315).
@@ -105,12 +121,18 @@ func (p *process) start() error {
 		client.Kill()
 		return fmt.Errorf("plugin %s: start and handshake failed (is it a Stepwise plugin?): %w", p.name, err)
 	}
+	// As soon as Go lets us: a limit cannot be set between fork and exec, so the plugin
+	// has run its handshake without it. It never serves a call without it.
+	if err := limitMemory(client, p.host.opts.MemoryLimit); err != nil {
+		client.Kill()
+		return fmt.Errorf("plugin %s: %w", p.name, err)
+	}
 	raw, err := rpcClient.Dispense(proto.PluginName)
 	if err != nil {
 		client.Kill()
 		return fmt.Errorf("plugin %s: %w", p.name, err)
 	}
-	p.client, p.rpc, p.version = client, raw.(proto.ExecutorClient), client.NegotiatedVersion()
+	p.client, p.rpc, p.oom, p.version = client, raw.(proto.ExecutorClient), oom, client.NegotiatedVersion()
 	p.logger.V(1).Info("Plugin started", "protocolVersion", p.version)
 	return nil
 }
@@ -137,10 +159,13 @@ func (p *process) attach() error {
 	return nil
 }
 
-// newClient is go-plugin's client of the executable at exe.
-func (p *process) newClient(exe string) *plugin.Client {
-	cmd := exec.Command(exe)                //nolint:gosec // the host's private copy of a plugin, checked against its SHA-256
-	cmd.Env = slices.Clone(p.host.opts.Env) // Options.Env only: never the operator's
+// newClient is go-plugin's client of the executable at exe, and what watches its stderr
+// for a death out of memory.
+func (p *process) newClient(exe string) (*plugin.Client, *oomWatch) {
+	cmd := exec.Command(exe) //nolint:gosec // the host's private copy of a plugin, checked against its SHA-256
+	// Options.Env, EnvFor and the soft memory limit only, never the operator's: exec.Cmd
+	// keeps the last value of a variable set twice, so EnvFor's wins over Env's.
+	cmd.Env = slices.Concat(p.host.opts.Env, p.host.opts.EnvFor[p.name], memoryEnv(p.host.opts.MemoryLimit))
 	cfg := proto.ClientConfig(cmd)
 	cfg.StartTimeout = p.host.opts.StartTimeout
 	cfg.Logger = newLogger(p.logger)
@@ -148,7 +173,22 @@ func (p *process) newClient(exe string) *plugin.Client {
 	// started serving (a hook's fmt.Fprintln) over its stdio stream, not its stderr:
 	// logged, not dropped.
 	cfg.SyncStdout, cfg.SyncStderr = newLineLogger(p.logger, "stdout"), newLineLogger(p.logger, "stderr")
-	return plugin.NewClient(cfg)
+	// The runtime's dying words go to the process's own stderr, which go-plugin reads.
+	oom := &oomWatch{}
+	cfg.Stderr = oom
+	return plugin.NewClient(cfg), oom
+}
+
+// limitMemory sets the hard memory limit of the process a client started.
+func limitMemory(client *plugin.Client, limit int64) error {
+	if limit <= 0 {
+		return nil
+	}
+	rc := client.ReattachConfig()
+	if rc == nil || rc.Pid == 0 {
+		return errors.New("set the memory limit: no process ID")
+	}
+	return limitProcessMemory(rc.Pid, limit)
 }
 
 func (p *process) describe(ctx context.Context) ([]*proto.ExecutorInfo, error) {
@@ -173,22 +213,24 @@ func (p *process) describe(ctx context.Context) ([]*proto.ExecutorInfo, error) {
 const exitGrace = time.Second
 
 // exited reports whether the process behind rpc is gone (then it is replaced on the next
-// call), waiting up to exitGrace for its exit to be noticed.
-func (p *process) exited(rpc proto.ExecutorClient) bool {
+// call), and why when that is known, waiting up to exitGrace for its exit to be noticed.
+func (p *process) exited(rpc proto.ExecutorClient) (died bool, why string) {
 	deadline := time.Now().Add(exitGrace)
 	for {
 		p.mu.Lock()
-		client, current := p.client, p.rpc == rpc
+		client, current, death := p.client, p.rpc == rpc, p.death
 		p.mu.Unlock()
 		if !current || client == nil {
-			return true // another call saw it die and replaced it
+			return true, death // another call saw it die and replaced it
 		}
 		if client.Exited() {
 			p.broken(rpc)
-			return true
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return true, p.death
 		}
 		if time.Now().After(deadline) {
-			return false
+			return false, ""
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -202,9 +244,7 @@ func (p *process) broken(rpc proto.ExecutorClient) {
 	if p.rpc != rpc || p.client == nil {
 		return // already restarted by another call
 	}
-	p.client.Kill()
-	p.client, p.rpc = nil, nil
-	p.failed()
+	p.drop()
 }
 
 func (p *process) ok() {
@@ -230,7 +270,7 @@ func (p *process) kill() {
 	defer p.mu.Unlock()
 	if p.client != nil {
 		p.client.Kill()
-		p.client, p.rpc = nil, nil
+		p.client, p.rpc, p.oom = nil, nil, nil
 	}
 }
 

@@ -86,7 +86,7 @@ func (echo) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
 
 // hostile: Create answers what a careless or malicious executor could, by parameter mode:
 // text that is not UTF-8 (a receiver's "HTTP/1.1 500 \xff\xfe", an error body cut in a
-// character) and results over the protocol's size limit.
+// character), results over the protocol's size limit, and an answer inflated in memory.
 type hostile struct{ sdk.Base }
 
 func (hostile) Name() string { return "test.hostile" }
@@ -105,23 +105,47 @@ func (hostile) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
 		return sdk.DoneWithOutputs("done", map[string]string{"blob": strings.Repeat("x", 5<<20)}), nil
 	case "huge-error":
 		return sdk.Result{}, errors.New(strings.Repeat("x", 5<<20))
+	case "inflate":
+		return inflate(req.Params["mib"])
 	}
 	return sdk.Done("nothing hostile"), nil
 }
 
-// environ: Create outputs the names of the environment variables the plugin sees.
+// inflate holds mib MiB at once, every page written, as a plugin decompressing a huge
+// answer would.
+func inflate(mib string) (sdk.Result, error) {
+	n, err := strconv.Atoi(mib)
+	if err != nil {
+		return sdk.Result{}, sdk.Permanent("InvalidParameter", fmt.Errorf("mib: %w", err))
+	}
+	chunks := make([][]byte, n)
+	for i := range chunks {
+		chunks[i] = make([]byte, 1<<20)
+		for j := 0; j < len(chunks[i]); j += 4096 {
+			chunks[i][j] = 1
+		}
+	}
+	return sdk.Done("inflated " + strconv.Itoa(len(chunks)) + " MiB"), nil
+}
+
+// environ: Create outputs the names of the environment variables the plugin sees and, with
+// the parameter "show", the value of that one.
 type environ struct{ sdk.Base }
 
 func (environ) Name() string { return "test.environ" }
 
-func (environ) Create(context.Context, *sdk.Request) (sdk.Result, error) {
+func (environ) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
 	var names []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	return sdk.DoneWithOutputs("environ", map[string]string{"names": strings.Join(names, ",")}), nil
+	out := map[string]string{"names": strings.Join(names, ",")}
+	if show := req.Params["show"]; show != "" {
+		out["value"] = os.Getenv(show)
+	}
+	return sdk.DoneWithOutputs("environ", out), nil
 }
 
 // logs: Create writes a plain line to stderr and one through sdk.Logger that holds the
