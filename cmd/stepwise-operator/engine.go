@@ -74,10 +74,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 	if err != nil {
 		return err
 	}
-	rbacFactory, err := e.newRBACInformers()
-	if err != nil {
-		return err
-	}
+	rbacFactory := e.newRBACInformers()
 	triggers, err := e.newTriggers(ctx, factory, rbacFactory, mapper, clients, queueMetrics, faults, undecodable.triggers)
 	if err != nil {
 		return err

@@ -4,13 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -22,22 +18,11 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
-// rbacResources are the kinds whose changes may change what a trigger's ServiceAccount may
-// list and watch.
-func rbacResources() []schema.GroupVersionResource {
-	return []schema.GroupVersionResource{
-		rbacv1.SchemeGroupVersion.WithResource("roles"),
-		rbacv1.SchemeGroupVersion.WithResource("rolebindings"),
-		rbacv1.SchemeGroupVersion.WithResource("clusterroles"),
-		rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"),
-	}
-}
-
 // newTriggers makes the PipelineTrigger controller on the engine's informer factory (it
 // adds the trigger and template informers to it, so it must come before the factory
-// starts), RESTMapper and the factory of RBAC metadata informers (it adds the RBAC
-// informers, which tell it rights changed).
-func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInformerFactory, rbac metadatainformer.SharedInformerFactory,
+// starts), RESTMapper and the factory of RBAC informers (it adds the RBAC informers,
+// which tell it whose rights changed).
+func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInformerFactory, rbac kubeinformers.SharedInformerFactory,
 	mapper meta.RESTMapper, clients executor.ClientProvider, queueMetrics workqueue.MetricsProvider,
 	faults *metrics.Faults, undecodable lenient.DecodeErrors) (*trigger.Controller, error) {
 	resources, err := trigger.ParseResources(e.opts.triggerResources)
@@ -49,9 +34,10 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 		return nil, fmt.Errorf("create dynamic client: %w", err)
 	}
 	sw := factory.Stepwise().V1alpha1()
-	var accessChanges []cache.SharedInformer
-	for _, gvr := range rbacResources() {
-		accessChanges = append(accessChanges, rbac.ForResource(gvr).Informer())
+	rbacV1 := rbac.Rbac().V1()
+	accessChanges := []cache.SharedInformer{
+		rbacV1.Roles().Informer(), rbacV1.RoleBindings().Informer(),
+		rbacV1.ClusterRoles().Informer(), rbacV1.ClusterRoleBindings().Informer(),
 	}
 	return trigger.New(ctx, trigger.Config{
 		Client:              e.clients.stepwise,
@@ -93,24 +79,10 @@ func (e *engine) runTriggers(ctx, lead context.Context, c *trigger.Controller) f
 }
 
 // newRBACInformers makes the factory of the RBAC informers the trigger controller listens
-// to. It keeps only what tells a change (names and resourceVersions): the rules are never
-// read, the API server's SubjectAccessReview answers with them.
-func (e *engine) newRBACInformers() (metadatainformer.SharedInformerFactory, error) {
-	client, err := metadata.NewForConfig(e.clients.config)
-	if err != nil {
-		return nil, fmt.Errorf("create metadata client: %w", err)
-	}
-	return metadatainformer.NewSharedInformerFactoryWithOptions(client, e.opts.resync,
-		metadatainformer.WithTransform(trimToName)), nil
-}
-
-// trimToName keeps of an object's metadata its name, namespace, UID and resourceVersion.
-func trimToName(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
-	}
-	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-	}}, nil
+// to. They keep of each object what tells a change and whom it concerns (a binding's
+// roleRef and subjects), never the rules: the API server's SubjectAccessReview answers
+// with those.
+func (e *engine) newRBACInformers() kubeinformers.SharedInformerFactory {
+	return kubeinformers.NewSharedInformerFactoryWithOptions(e.clients.kube, e.opts.resync,
+		kubeinformers.WithTransform(trigger.TrimRBAC))
 }

@@ -537,7 +537,7 @@ func triggerClients(t *testing.T, trig *v1alpha1.PipelineTrigger, pipelines ...r
 
 func retireTrigger(mutate ...func(*v1alpha1.PipelineTrigger)) *v1alpha1.PipelineTrigger {
 	trig := &v1alpha1.PipelineTrigger{
-		ObjectMeta: metav1.ObjectMeta{Name: "retire", Namespace: "demo"},
+		ObjectMeta: metav1.ObjectMeta{Name: "retire", Namespace: "demo", UID: "trigger-uid"},
 		Spec: v1alpha1.PipelineTriggerSpec{
 			Resource:           v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Node"},
 			Selector:           &v1alpha1.LabelSelector{MatchLabels: map[string]string{"stepwise.dev/retire": "true"}},
@@ -556,8 +556,11 @@ func retireTrigger(mutate ...func(*v1alpha1.PipelineTrigger)) *v1alpha1.Pipeline
 // worker2Pipeline is the trigger's pipeline of worker-2, running: it holds a place.
 func worker2Pipeline() *v1alpha1.Pipeline {
 	return &v1alpha1.Pipeline{
-		ObjectMeta: metav1.ObjectMeta{Name: "retire-worker-2-abcde", Namespace: "demo",
-			Labels: map[string]string{trigger.LabelTrigger: "retire", trigger.LabelObjectUID: "uid-2"}},
+		ObjectMeta: metav1.ObjectMeta{Name: trigger.PipelineName("retire", "worker-2", "uid-2"), Namespace: "demo",
+			Labels: map[string]string{
+				trigger.LabelTrigger: "retire", trigger.LabelTriggerUID: "trigger-uid", trigger.LabelObjectUID: "uid-2",
+			},
+			Annotations: map[string]string{trigger.AnnotationObject: "worker-2"}},
 		Spec:   v1alpha1.PipelineSpec{TemplateRef: &v1alpha1.TemplateRef{Name: "retire-node"}},
 		Status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineRunning},
 	}
@@ -675,6 +678,22 @@ func TestPlanTrigger(t *testing.T) {
 			},
 			wantNodes: []string{"worker-3", "worker-1"},
 			wantErr:   "kept in demo",
+		},
+		{
+			name: "an earlier trigger's pipeline of the same name holds no place", trig: retireTrigger(), answer: answerTemplate,
+			pipelines: []runtime.Object{func() runtime.Object {
+				p := worker2Pipeline()
+				p.Labels[trigger.LabelTriggerUID] = "old-uid"
+				return p
+			}()},
+			args: []string{"plan", "--trigger", "retire", "--max", "1", "-o", "json"},
+			checkJSON: func(t *testing.T, r triggerReport) {
+				assert.Equal(t, 0, r.Unfinished)
+				assert.Empty(t, r.Started)
+				assert.Equal(t, 2, r.StartNow)
+				assert.Equal(t, []string{"worker-2", "worker-1", "worker-4"}, r.NotPlanned)
+			},
+			wantNodes: []string{"worker-3"},
 		},
 		{
 			name: "one plan fails: exit 2", trig: retireTrigger(), pipelines: []runtime.Object{worker2Pipeline()},

@@ -164,6 +164,9 @@ func readTriggerQueue(ctx context.Context, c *Clients, ns, name string) (*trigge
 	hasPipeline := map[types.UID]bool{}
 	for i := range list.Items {
 		p := &list.Items[i]
+		if trigger.OwnershipOf(trig, p) == trigger.NotOwned {
+			continue // an earlier trigger's of the same name, or a copy: the trigger leaves it
+		}
 		hasPipeline[types.UID(p.Labels[trigger.LabelObjectUID])] = true
 		if !trigger.Finished(p) {
 			q.unfinished++
@@ -185,7 +188,7 @@ func readTriggerQueue(ctx context.Context, c *Clients, ns, name string) (*trigge
 // listMatching lists, with the user's credentials, the objects of the trigger's kind in its
 // scope (the trigger's namespace for a namespaced kind, the cluster for a cluster-scoped
 // one) that its selector and matchFields match, in the trigger's order of matching. An
-// object being deleted counts as gone.
+// object being deleted counts as gone, and a Pipeline a trigger made is none.
 func listMatching(ctx context.Context, c *Clients, trig *v1alpha1.PipelineTrigger, selector labels.Selector, fields trigger.FieldMatcher) ([]*unstructured.Unstructured, error) {
 	res := trig.Spec.Resource
 	gv, err := schema.ParseGroupVersion(res.APIVersion)
@@ -208,7 +211,8 @@ func listMatching(ctx context.Context, c *Clients, trig *v1alpha1.PipelineTrigge
 	})
 	err = list.EachListItem(ctx, metav1.ListOptions{LabelSelector: selector.String()}, func(item runtime.Object) error {
 		obj, ok := item.(*unstructured.Unstructured)
-		if ok && obj.GetDeletionTimestamp() == nil && selector.Matches(labels.Set(obj.GetLabels())) && fields.Matches(obj) {
+		if ok && obj.GetDeletionTimestamp() == nil && !trigger.MadeByTrigger(mapping.Resource.GroupResource(), obj) &&
+			selector.Matches(labels.Set(obj.GetLabels())) && fields.Matches(obj) {
 			objects = append(objects, obj)
 		}
 		return nil

@@ -8,11 +8,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
 // rerunOf is the new Pipeline that runs p's spec again: the same spec (suspend off), labels
-// and annotations but the engine's, named after p by the API server.
+// but a trigger's and annotations but the engine's, named after p by the API server. A
+// trigger's labels would have the trigger count the copy, and maybe delete it, as its own.
 func rerunOf(p *v1alpha1.Pipeline) *v1alpha1.Pipeline {
+	labels := maps.Clone(p.Labels)
+	delete(labels, trigger.LabelTrigger)
+	delete(labels, trigger.LabelTriggerUID)
 	annotations := maps.Clone(p.Annotations)
 	delete(annotations, v1alpha1.RetryAnnotation)
 	delete(annotations, v1alpha1.TeardownPolicyAnnotation)
@@ -27,7 +32,7 @@ func rerunOf(p *v1alpha1.Pipeline) *v1alpha1.Pipeline {
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: prefix + "-",
 			Namespace:    p.Namespace,
-			Labels:       maps.Clone(p.Labels),
+			Labels:       labels,
 			Annotations:  annotations,
 		},
 		Spec: spec,
@@ -43,7 +48,10 @@ func newRerunCommand(o *options) *cobra.Command {
 The steps of a pipeline cannot change once it exists (updatePolicy Immutable, the default),
 and a finished pipeline never runs again by itself: running destructive steps again is
 always a new Pipeline, with its own record and its own teardown. Edit the new one with
-kubectl edit before it starts, or apply a changed copy of the manifest instead.`,
+kubectl edit before it starts, or apply a changed copy of the manifest instead.
+
+The new Pipeline keeps the labels of NAME but a trigger's (stepwise.dev/trigger and
+stepwise.dev/trigger-uid): no PipelineTrigger counts it, or deletes it, as its own.`,
 		Example: `  kubectl stepwise rerun retire-node-3 -n ops`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

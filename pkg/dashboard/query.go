@@ -11,9 +11,8 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
-// triggerLabel names the trigger that made a pipeline (trigger.LabelTrigger; that package
-// is the operator's, too heavy to import here).
-const triggerLabel = "stepwise.dev/trigger"
+// triggerLabel names the trigger that made a pipeline.
+const triggerLabel = v1alpha1.LabelTrigger
 
 // pipelineQuery is what GET /api/pipelines asks for.
 type pipelineQuery struct {

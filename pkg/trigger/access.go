@@ -36,8 +36,10 @@ const DefaultAccessTTL = time.Minute
 // of the whole kind would be. The answer is kept for the TTL, and asked again when it
 // expires (the trigger is looked at again then, so that rights taken away stop it within
 // the TTL), when the trigger changes (a new generation, ServiceAccount or kind), and when
-// RBAC changes (a Role, ClusterRole or binding: see Controller.onAccessChange), so that
-// rights given or taken away count within a second.
+// RBAC changes (a Role, ClusterRole or binding: see Controller.onAccessChange): for the
+// triggers whose ServiceAccount the change names, so that rights given or taken away count
+// within a second; for every trigger when the change cannot be attributed, at most once
+// per globalAccessChangeInterval.
 type accessChecker struct {
 	kube  kubernetes.Interface
 	clock clock.PassiveClock
@@ -45,9 +47,15 @@ type accessChecker struct {
 
 	mu      sync.Mutex
 	entries map[cache.ObjectName]accessEntry
-	// epoch counts the RBAC changes seen; an answer given in an earlier epoch is asked
-	// again.
-	epoch uint64
+	// seq counts the invalidations. An answer is stale when it was asked (accessEntry.asked)
+	// before the last invalidation of every answer (globalAt) or of its trigger's (keyAt):
+	// an invalidation during a review makes the next check ask again.
+	seq      uint64
+	globalAt uint64
+	keyAt    map[cache.ObjectName]uint64
+	// lastGlobal is when every answer was last made stale; pendingGlobal, when not zero,
+	// is when they will be again, for the changes since (see invalidateAll).
+	lastGlobal, pendingGlobal time.Time
 }
 
 // accessAnswer is what the review said, and until when it holds.
@@ -62,7 +70,7 @@ type accessAnswer struct {
 type accessEntry struct {
 	uid            types.UID
 	generation     int64
-	epoch          uint64
+	asked          uint64
 	serviceAccount string
 	target         target
 	answer         accessAnswer
@@ -75,7 +83,8 @@ func newAccessChecker(kube kubernetes.Interface, clk clock.PassiveClock, ttl tim
 	if ttl <= 0 {
 		ttl = DefaultAccessTTL
 	}
-	return &accessChecker{kube: kube, clock: clk, ttl: ttl, entries: map[cache.ObjectName]accessEntry{}}
+	return &accessChecker{kube: kube, clock: clk, ttl: ttl, entries: map[cache.ObjectName]accessEntry{},
+		keyAt: map[cache.ObjectName]uint64{}}
 }
 
 // serviceAccountOf is the ServiceAccount a trigger acts as.
@@ -86,19 +95,32 @@ func serviceAccountOf(trig *v1alpha1.PipelineTrigger) string {
 	return trig.Spec.ServiceAccountName
 }
 
+// serviceAccountUser is the user name the API server gives the ServiceAccount ns/sa.
+func serviceAccountUser(ns, sa string) string { return "system:serviceaccount:" + ns + ":" + sa }
+
+// serviceAccountGroups are the groups the API server gives every ServiceAccount token of
+// namespace ns.
+func serviceAccountGroups(ns string) []string {
+	return []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+}
+
 // check answers from the kept answer when it still holds, else asks the API server. An
-// error (the review could not be made) is not kept.
+// error (the review could not be made) is not kept. While every answer is due to be made
+// stale (invalidateAll), the answer says it expires then, so that the trigger is looked at
+// again at that time.
 func (a *accessChecker) check(ctx context.Context, trig *v1alpha1.PipelineTrigger, t target) (accessAnswer, error) {
 	key := cache.MetaObjectToName(trig)
 	sa := serviceAccountOf(trig)
 	now := a.clock.Now()
 	a.mu.Lock()
+	a.applyPendingLocked(now)
 	e, ok := a.entries[key]
-	epoch := a.epoch
+	fresh := ok && e.asked >= a.globalAt && e.asked >= a.keyAt[key]
+	asked, pending := a.seq, a.pendingGlobal
 	a.mu.Unlock()
-	if ok && e.uid == trig.UID && e.generation == trig.Generation && e.epoch == epoch && e.serviceAccount == sa &&
+	if fresh && e.uid == trig.UID && e.generation == trig.Generation && e.serviceAccount == sa &&
 		e.target == t && now.Before(e.answer.expires) {
-		return e.answer, nil
+		return expiringBy(e.answer, pending), nil
 	}
 
 	namespace := ""
@@ -125,11 +147,20 @@ func (a *accessChecker) check(ctx context.Context, trig *v1alpha1.PipelineTrigge
 			t.gvr.GroupResource(), scope)
 	}
 	a.mu.Lock()
-	// Kept under the epoch the question was asked in: a change during the review makes
-	// the next check ask again.
-	a.entries[key] = accessEntry{uid: trig.UID, generation: trig.Generation, epoch: epoch, serviceAccount: sa, target: t, answer: answer}
+	// Kept as asked before the review: a change during the review makes the next check
+	// ask again.
+	a.entries[key] = accessEntry{uid: trig.UID, generation: trig.Generation, asked: asked, serviceAccount: sa, target: t, answer: answer}
+	pending = a.pendingGlobal
 	a.mu.Unlock()
-	return answer, nil
+	return expiringBy(answer, pending), nil
+}
+
+// expiringBy is the answer, expiring at the latest at t when t is not zero.
+func expiringBy(answer accessAnswer, t time.Time) accessAnswer {
+	if !t.IsZero() && t.Before(answer.expires) {
+		answer.expires = t
+	}
+	return answer
 }
 
 // review asks whether the ServiceAccount saNamespace/sa may verb the target's resource in
@@ -137,8 +168,8 @@ func (a *accessChecker) check(ctx context.Context, trig *v1alpha1.PipelineTrigge
 // groups the API server gives every ServiceAccount token.
 func (a *accessChecker) review(ctx context.Context, saNamespace, sa, verb, namespace string, t target) (bool, error) {
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + saNamespace + ":" + sa,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
+		User:   serviceAccountUser(saNamespace, sa),
+		Groups: serviceAccountGroups(saNamespace),
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Namespace: namespace, Verb: verb, Group: t.gvr.Group, Version: t.gvr.Version, Resource: t.gvr.Resource,
 		},
@@ -150,11 +181,55 @@ func (a *accessChecker) review(ctx context.Context, saNamespace, sa, verb, names
 	return got.Status.Allowed && !got.Status.Denied, nil
 }
 
-// invalidate makes every kept answer stale: RBAC changed.
-func (a *accessChecker) invalidate() {
+// invalidateKeys makes the kept answers of the triggers keys stale: an RBAC change named
+// their ServiceAccounts.
+func (a *accessChecker) invalidateKeys(keys []cache.ObjectName) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.epoch++
+	a.seq++
+	for _, key := range keys {
+		a.keyAt[key] = a.seq
+	}
+}
+
+// invalidateAll makes every kept answer stale, for an RBAC change that could not be
+// attributed, at most once per globalAccessChangeInterval: each time costs two reviews
+// for every trigger, and whoever may edit RBAC somewhere can make changes at will. The
+// first change makes the answers stale at once; a change within the interval after is
+// covered by a run when the interval is over (so the last change of a burst is never
+// lost), which the first check after that time makes (no timer runs). It returns after
+// how long the triggers should be looked at again, and false when a run due later covers
+// this change already. A trigger queued sooner for another reason (the workqueue keeps
+// the sooner of two delays) is told by check to be looked at again when the run is due.
+func (a *accessChecker) invalidateAll() (time.Duration, bool) {
+	now := a.clock.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.applyPendingLocked(now)
+	switch {
+	case !a.pendingGlobal.IsZero():
+		return 0, false
+	case a.lastGlobal.IsZero() || !now.Before(a.lastGlobal.Add(globalAccessChangeInterval)):
+		a.invalidateAllLocked(now)
+		return 0, true
+	}
+	a.pendingGlobal = a.lastGlobal.Add(globalAccessChangeInterval)
+	return a.pendingGlobal.Sub(now), true
+}
+
+// applyPendingLocked runs the pending invalidation of every answer once it is due.
+func (a *accessChecker) applyPendingLocked(now time.Time) {
+	if !a.pendingGlobal.IsZero() && !now.Before(a.pendingGlobal) {
+		a.invalidateAllLocked(a.pendingGlobal)
+		a.pendingGlobal = time.Time{}
+	}
+}
+
+func (a *accessChecker) invalidateAllLocked(at time.Time) {
+	a.seq++
+	a.globalAt = a.seq
+	clear(a.keyAt) // older than globalAt: they say nothing more
+	a.lastGlobal = at
 }
 
 // forgetKey drops the answer kept for a trigger that is gone.
@@ -162,4 +237,5 @@ func (a *accessChecker) forgetKey(key cache.ObjectName) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.entries, key)
+	delete(a.keyAt, key)
 }

@@ -208,7 +208,7 @@ func TestRBACChangeCountsBeforeTheAnswerExpires(t *testing.T) {
 	epoch := func() uint64 {
 		f.c.access.mu.Lock()
 		defer f.c.access.mu.Unlock()
-		return f.c.access.epoch
+		return f.c.access.seq
 	}
 	// queuedAfterChange makes an RBAC change, waits until it was seen and queued the
 	// trigger (after its short delay, on the fake clock), and empties the queue.
@@ -236,7 +236,8 @@ func TestRBACChangeCountsBeforeTheAnswerExpires(t *testing.T) {
 	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason, "the answer is kept for a minute")
 
 	queuedAfterChange(func() error {
-		_, err := kube.RbacV1().RoleBindings("ns").Create(f.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "retirer", Namespace: "ns"}}, metav1.CreateOptions{})
+		_, err := kube.RbacV1().RoleBindings("ns").Create(f.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "retirer", Namespace: "ns"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "retirer"}}}, metav1.CreateOptions{})
 		return err
 	})
 	f.sync("retire")

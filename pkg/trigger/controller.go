@@ -29,6 +29,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/fairqueue"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
@@ -83,8 +84,12 @@ type Config struct {
 	// AccessTTL is how long an answer on a trigger's rights is kept; 0: DefaultAccessTTL.
 	AccessTTL time.Duration
 	// AccessChanges are informers whose every change may change a trigger's rights (RBAC
-	// Roles, ClusterRoles and their bindings): each makes the kept answers stale and every
-	// trigger looked at again. New adds its handler, so they must not have started.
+	// Roles, ClusterRoles and their bindings). Of typed (rbac/v1) objects, a change makes
+	// stale the answers of the triggers whose ServiceAccount it names, and looks at those
+	// again; any other object (a metadata-only informer's) cannot be attributed, and
+	// makes every answer stale, at most once per globalAccessChangeInterval. TrimRBAC is a
+	// transform that keeps of them what that needs. New adds an index and its handler, so
+	// they must not have started.
 	AccessChanges    []cache.SharedInformer
 	WorkqueueMetrics workqueue.MetricsProvider
 	// Faults counts syncs that panicked (*metrics.Faults: an interface, so that the CLI,
@@ -115,11 +120,15 @@ type Controller struct {
 	clients        executor.ClientProvider
 	resources      *resourceResolver
 	access         *accessChecker
-	objects        *objectInformers
-	faults         reconcile.PanicRecorder
-	undecodable    lenient.DecodeErrors
-	raw            lenient.Patcher
-	clock          clock.WithTicker
+	// bindingIndexers are the indexers of AccessChanges, with bindingRoleIndex, and
+	// accessSynced tells whether they have synced.
+	bindingIndexers []cache.Indexer
+	accessSynced    []cache.InformerSynced
+	objects         *objectInformers
+	faults          reconcile.PanicRecorder
+	undecodable     lenient.DecodeErrors
+	raw             lenient.Patcher
+	clock           clock.WithTicker
 
 	mu sync.Mutex
 	// memories are what each trigger's syncs remember between them.
@@ -150,12 +159,15 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	c.resources = newResourceResolver(cfg.Mapper, cfg.Resources, c.clock)
 	c.access = newAccessChecker(cfg.Kube, c.clock, cfg.AccessTTL)
 	c.objects = newObjectInformers(cfg.Dynamic, cfg.Resync, c.enqueueKey)
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+	c.queue = fairqueue.NewRateLimiting(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](50*time.Millisecond, 5*time.Minute),
-		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
+		// Namespaces take turns: one with thousands of triggers does not delay another's.
+		// A trigger's sync makes no hook call, so no namespace needs a cap on its workers.
+		fairqueue.Config[cache.ObjectName]{
 			Name:            ControllerName,
 			MetricsProvider: cfg.WorkqueueMetrics,
 			Clock:           c.clock,
+			TenantOf:        func(key cache.ObjectName) string { return key.Namespace },
 		},
 	)
 
@@ -210,11 +222,26 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		return nil, fmt.Errorf("add pipeline event handler: %w", err)
 	}
 	for _, inf := range cfg.AccessChanges {
+		if indexed, ok := inf.(cache.SharedIndexInformer); ok {
+			if err := indexed.AddIndexers(cache.Indexers{bindingRoleIndex: byRoleRef}); err != nil {
+				return nil, fmt.Errorf("add RBAC binding index: %w", err)
+			}
+			c.bindingIndexers = append(c.bindingIndexers, indexed.GetIndexer())
+		}
+		c.accessSynced = append(c.accessSynced, inf.HasSynced)
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			// The initial list is no change: no answer was kept before it.
-			AddFunc:    func(_ any, initial bool) { c.onAccessChange(initial) },
-			UpdateFunc: func(oldObj, newObj any) { c.onAccessChange(!changed(oldObj, newObj)) },
-			DeleteFunc: func(any) { c.onAccessChange(false) },
+			AddFunc: func(obj any, initial bool) {
+				if !initial {
+					c.onAccessChange(nil, obj)
+				}
+			},
+			UpdateFunc: func(oldObj, newObj any) {
+				if changed(oldObj, newObj) {
+					c.onAccessChange(oldObj, newObj)
+				}
+			},
+			DeleteFunc: func(obj any) { c.onAccessChange(obj, nil) },
 		}); err != nil {
 			return nil, fmt.Errorf("add RBAC event handler: %w", err)
 		}
@@ -314,24 +341,6 @@ func (c *Controller) onTemplate(obj any) {
 		return
 	}
 	c.enqueueIndexed(triggerTemplateIndex, tpl.Namespace+"/"+tpl.Name)
-}
-
-// onAccessChange makes every kept answer on rights stale and looks at every trigger again
-// shortly: RBAC changed, so a ServiceAccount may have been given or lost its rights. An
-// object of the informer's initial list, or a resync, changes nothing.
-func (c *Controller) onAccessChange(nothingChanged bool) {
-	if nothingChanged {
-		return
-	}
-	c.access.invalidate()
-	for _, key := range c.triggerIndexer.ListKeys() {
-		name, err := cache.ParseObjectName(key)
-		if err != nil {
-			utilruntime.HandleError(fmt.Errorf("enqueue trigger %q: %w", key, err))
-			continue
-		}
-		c.queue.AddAfter(name, accessChangeDelay)
-	}
 }
 
 // onPipeline queues the trigger of a pipeline that changed: its place in the budget, its

@@ -51,7 +51,8 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 				unfinished++
 				continue
 			}
-			if !refusedObject(err) {
+			var taken *nameTakenError
+			if !refusedObject(err) && !errors.As(err, &taken) {
 				return err
 			}
 			// One object's refusal is its own: it waits, in the status and a Warning
@@ -59,7 +60,7 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 			// the budget. It is tried again at a later sync that has a place for it: at
 			// the latest when the trigger's access answer expires, which every sync
 			// asks to be requeued for. The status write queues no sync, so a refusal
-			// makes no loop.
+			// makes no loop. A name held by a pipeline not the trigger's waits the same way.
 			ts.objectErrors = append(ts.objectErrors, objectError{object: name, err: err})
 			ts.reportWaiting(cand.obj, corev1.EventTypeWarning, "%s waits: %s", name, truncate(err.Error(), maxMessage))
 		}
@@ -79,11 +80,29 @@ func (ts *triggerSync) unfinished() int {
 	return n
 }
 
-// create creates the pipeline of an object. One that exists already (made by an earlier
-// sync whose write the cache has not seen, the only way its name can be taken) takes its
-// place in the budget all the same.
+// nameTakenError: the name of an object's pipeline is held by a pipeline that is not the
+// trigger's (OwnershipOf). The object waits: taking that pipeline over, or deleting it,
+// could act on what another trigger, or a person, started.
+type nameTakenError struct{ name string }
+
+func (e *nameTakenError) Error() string {
+	return fmt.Sprintf("pipeline %s exists and is not this trigger's (an earlier trigger of the same name made it, or it is a copy): "+
+		"delete it for the trigger to run one", e.name)
+}
+
+// create creates the pipeline of an object, unless the cache shows a pipeline that is not
+// the trigger's under its name. One that exists already that the cache has not seen (made
+// by an earlier sync whose write the cache has not seen) takes its place in the budget
+// all the same.
 func (ts *triggerSync) create(ctx context.Context, cand candidate) error {
 	p := ts.newPipeline(cand.obj, cand.params)
+	existing, exists, err := ts.c.pipelines.GetByKey(p.Namespace + "/" + p.Name)
+	if err != nil {
+		return fmt.Errorf("get pipeline %s/%s from cache: %w", p.Namespace, p.Name, err)
+	}
+	if other, ok := existing.(*v1alpha1.Pipeline); exists && ok && OwnershipOf(ts.trig, other) == NotOwned {
+		return &nameTakenError{name: p.Name}
+	}
 	created, err := ts.c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Create(ctx, p, metav1.CreateOptions{FieldManager: ControllerName})
 	if apierrors.IsAlreadyExists(err) {
 		ts.pipelines = append(ts.pipelines, p)
@@ -123,9 +142,9 @@ func refusedObject(err error) bool {
 }
 
 // newPipeline is the pipeline of an object: in the trigger's namespace, named after the
-// trigger and the object (pipelineName), labelled with both, running the trigger's template
-// with the params bound to the object, as the trigger's ServiceAccount, under its update
-// policy. Under WhenUnmatched Delete, an object of the trigger's namespace owns its
+// trigger and the object (pipelineName), labelled with both (the trigger by name and by
+// UID), running the trigger's template with the params bound to the object, as the
+// trigger's ServiceAccount, under its update policy. Under WhenUnmatched Delete, an object of the trigger's namespace owns its
 // pipeline, so that the garbage collector deletes it with the object too (without making
 // the object's deletion wait for it). A cluster-scoped object owns nothing: the trigger
 // deletes its pipeline itself.
@@ -137,9 +156,11 @@ func (ts *triggerSync) newPipeline(obj *unstructured.Unstructured, params map[st
 	}
 	p := &v1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        pipelineName(trig.Name, obj.GetName(), obj.GetUID()),
-			Namespace:   trig.Namespace,
-			Labels:      map[string]string{LabelTrigger: LabelValueOf(trig.Name), LabelObjectUID: string(obj.GetUID())},
+			Name:      pipelineName(trig.Name, obj.GetName(), obj.GetUID()),
+			Namespace: trig.Namespace,
+			Labels: map[string]string{
+				LabelTrigger: LabelValueOf(trig.Name), LabelTriggerUID: string(trig.UID), LabelObjectUID: string(obj.GetUID()),
+			},
 			Annotations: map[string]string{AnnotationObject: ts.objectName(obj)},
 		},
 		Spec: v1alpha1.PipelineSpec{

@@ -97,7 +97,7 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 		recorder: record.NewFakeRecorder(1000),
 	}
 	f.dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		nodesGVR: "NodeList", webappsGVR: "WebAppList", secretsGVR: "SecretList",
+		nodesGVR: "NodeList", webappsGVR: "WebAppList", secretsGVR: "SecretList", pipelinesGVR: "PipelineList",
 	}, dynObjs...)
 	f.rbac.allow(nodeRetirerUser, "nodes", "", "list", "watch")
 	f.rbac.allow("system:serviceaccount:ns:deployer", "webapps", "ns", "list", "watch")
@@ -222,7 +222,7 @@ func (f *fixture) syncWithoutRefresh(name string) time.Duration {
 func (f *fixture) waitInformers() bool {
 	f.t.Helper()
 	waited := false
-	for _, gvr := range []schema.GroupVersionResource{nodesGVR, webappsGVR, secretsGVR} {
+	for _, gvr := range []schema.GroupVersionResource{nodesGVR, webappsGVR, secretsGVR, pipelinesGVR} {
 		if inf := f.c.objects.informer(gvr); inf != nil && !inf.Informer().HasSynced() {
 			waited = true
 			require.True(f.t, cache.WaitForCacheSync(f.ctx.Done(), inf.Informer().HasSynced))
@@ -451,6 +451,8 @@ func gvrOf(obj *unstructured.Unstructured) schema.GroupVersionResource {
 		return webappsGVR
 	case "Secret":
 		return secretsGVR
+	case "Pipeline":
+		return pipelinesGVR
 	}
 	panic("unknown kind " + obj.GetKind())
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
@@ -26,7 +27,8 @@ func selectorOf(trig *v1alpha1.PipelineTrigger) (labels.Selector, error) {
 // a namespaced kind, the cluster for a cluster-scoped one) from the informer, and keeps
 // those its selector and field requirements match, in the order of matching: the oldest object first
 // (creationTimestamp), then by namespace/name. This is the order the waiting objects
-// start in, and the order of status.queue. An object being deleted counts as gone.
+// start in, and the order of status.queue. An object being deleted counts as gone; a
+// Pipeline a trigger made is none (MadeByTrigger).
 func (ts *triggerSync) match(lister cache.GenericLister, selector labels.Selector, fields FieldMatcher) error {
 	var list []runtime.Object
 	var err error
@@ -40,7 +42,7 @@ func (ts *triggerSync) match(lister cache.GenericLister, selector labels.Selecto
 	}
 	for _, item := range list {
 		obj, ok := item.(*unstructured.Unstructured)
-		if !ok || obj.GetDeletionTimestamp() != nil {
+		if !ok || obj.GetDeletionTimestamp() != nil || MadeByTrigger(ts.target.gvr.GroupResource(), obj) {
 			continue
 		}
 		ts.present[obj.GetUID()] = obj
@@ -50,6 +52,17 @@ func (ts *triggerSync) match(lister cache.GenericLister, selector labels.Selecto
 	}
 	slices.SortFunc(ts.objects, CompareObjects)
 	return nil
+}
+
+// MadeByTrigger tells whether obj, of resource gr, is a stepwise Pipeline that a trigger
+// made (it carries LabelTrigger, whatever its value). No trigger matches one: a trigger on
+// Pipelines would match the pipelines it makes, make one for each, and for those again,
+// without end; two triggers on each other's pipelines would do the same. Ignoring such
+// objects, rather than refusing triggers on Pipelines, ends every such loop and keeps
+// triggers on the Pipelines people make (and their reruns, which drop the label).
+func MadeByTrigger(gr schema.GroupResource, obj metav1.Object) bool {
+	_, made := obj.GetLabels()[LabelTrigger]
+	return made && gr == v1alpha1.SchemeGroupVersion.WithResource("pipelines").GroupResource()
 }
 
 // CompareObjects orders objects by creationTimestamp, then namespace, then name.

@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
@@ -103,4 +106,84 @@ func TestTriggerMatchesByField(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.Equal(t, ReasonInvalidSelector, ready.Reason)
 	assert.Contains(t, ready.Message, "spec.matchFields[0].field: ")
+}
+
+// pipelineObject is a stepwise Pipeline of namespace ns as the dynamic informer holds it.
+func pipelineObject(name string, labels map[string]string) *unstructured.Unstructured {
+	p := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "stepwise.dev/v1alpha1", "kind": "Pipeline",
+		"metadata": map[string]any{"name": name, "namespace": "ns"},
+		"spec":     map[string]any{"templateRef": map[string]any{"name": "retire-node"}},
+	}}
+	p.SetUID(types.UID("uid-" + name))
+	p.SetLabels(labels)
+	p.SetCreationTimestamp(metav1.NewTime(start))
+	p.SetResourceVersion("1")
+	return p
+}
+
+// pipelineTrigger is the trigger "feed" of namespace ns: every stepwise Pipeline of ns,
+// ServiceAccount deployer, which may list and watch them.
+func pipelineTrigger() *v1alpha1.PipelineTrigger {
+	trig := webAppTrigger()
+	trig.Name, trig.UID = "feed", "feed-uid"
+	trig.Spec.Resource = v1alpha1.TriggerResource{APIVersion: "stepwise.dev/v1alpha1", Kind: "Pipeline"}
+	trig.Spec.TemplateRef.Name = "retire-node"
+	trig.Spec.Params = map[string]string{"node": "$(object.metadata.name)"}
+	trig.Spec.WhenUnmatched = v1alpha1.UnmatchedKeep
+	return trig
+}
+
+// TestNoTriggerMatchesATriggersPipeline: a Pipeline a trigger made (it carries
+// LabelTrigger) is no trigger's object; other Pipelines, and objects of other kinds with
+// that label, are.
+func TestNoTriggerMatchesATriggersPipeline(t *testing.T) {
+	tests := []struct {
+		name   string
+		gr     schema.GroupResource
+		labels map[string]string
+		want   bool
+	}{
+		{name: "a Pipeline a trigger made", gr: pipelinesGVR.GroupResource(),
+			labels: map[string]string{LabelTrigger: "feed", LabelTriggerUID: "feed-uid"}, want: true},
+		{name: "a Pipeline an old version made", gr: pipelinesGVR.GroupResource(), labels: map[string]string{LabelTrigger: "other"}, want: true},
+		{name: "a Pipeline with an empty trigger label", gr: pipelinesGVR.GroupResource(), labels: map[string]string{LabelTrigger: ""}, want: true},
+		{name: "a Pipeline a person made", gr: pipelinesGVR.GroupResource(), labels: map[string]string{"team": "ops"}},
+		{name: "a rerun of a trigger's Pipeline", gr: pipelinesGVR.GroupResource(), labels: map[string]string{LabelObjectUID: "uid-n1"}},
+		{name: "a WebApp with the label", gr: webappsGVR.GroupResource(), labels: map[string]string{LabelTrigger: "feed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, MadeByTrigger(tt.gr, pipelineObject("p", tt.labels)))
+		})
+	}
+}
+
+// TestTriggerOnPipelinesDoesNotFeedOnItself: a trigger on stepwise Pipelines makes one
+// pipeline for the Pipeline a person made, and none for its own, sync after sync (it made
+// one more at every sync before).
+func TestTriggerOnPipelinesDoesNotFeedOnItself(t *testing.T) {
+	manual := pipelineObject("manual", nil)
+	f := newFixture(t, objs(pipelineTrigger(), newTemplate("retire-node"), manual),
+		withResources(DefaultResources+",pipelines.stepwise.dev"))
+	f.rbac.allow("system:serviceaccount:ns:deployer", "pipelines", "ns", "list", "watch")
+
+	for range 3 {
+		f.sync("feed")
+		// The API server serves the pipelines the trigger made to its informer too.
+		for _, p := range f.pipelineList() {
+			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&p)
+			require.NoError(t, err)
+			u := &unstructured.Unstructured{Object: obj}
+			u.SetAPIVersion("stepwise.dev/v1alpha1")
+			u.SetKind("Pipeline")
+			if _, err := f.dynamic.Resource(pipelinesGVR).Namespace("ns").Get(f.ctx, p.Name, metav1.GetOptions{}); err != nil {
+				f.createObject(u)
+			}
+		}
+	}
+	assert.Equal(t, []string{pipelineName("feed", "manual", manual.GetUID())}, f.pipelineNames())
+	got := f.trigger("feed")
+	assert.Equal(t, int32(1), got.Status.Matched)
+	assert.Equal(t, ReasonActive, readyOf(got).Reason)
 }

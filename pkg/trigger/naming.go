@@ -7,13 +7,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
 // Labels and annotations a trigger puts on its pipelines.
 const (
-	// LabelTrigger names the trigger a pipeline was created for: its name, or when longer
-	// than a label value may be, its first 57 characters, a dash and a hash of the name.
-	LabelTrigger = "stepwise.dev/trigger"
+	// LabelTrigger names the trigger a pipeline was created for (v1alpha1.LabelTrigger).
+	LabelTrigger = v1alpha1.LabelTrigger
+	// LabelTriggerUID is the UID of the trigger a pipeline was created for: see
+	// v1alpha1.LabelTriggerUID and OwnershipOf.
+	LabelTriggerUID = v1alpha1.LabelTriggerUID
 	// LabelObjectUID is the UID of the object a pipeline is for.
 	LabelObjectUID = "stepwise.dev/object-uid"
 	// AnnotationObject names the object a pipeline is for: namespace/name, or name for a
@@ -37,6 +41,11 @@ func pipelineName(trigger, object string, uid types.UID) string {
 		base = strings.TrimRight(base[:limit], "-.")
 	}
 	return base + "-" + hash5(string(uid))
+}
+
+// PipelineName is the name of the pipeline a trigger runs for an object (pipelineName).
+func PipelineName(trigger, object string, uid types.UID) string {
+	return pipelineName(trigger, object, uid)
 }
 
 // subdomain turns s into a DNS-1123 subdomain, but for its length.

@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -19,16 +20,31 @@ import (
 // the trigger agree on this string.
 const reasonTornDownAfterFailure = v1alpha1.ReasonTornDownAfterFailure
 
-// collectPipelines finds the trigger's pipelines (by LabelTrigger) in the cache, with the
-// ones our writes made that the informer has not delivered yet.
-func (ts *triggerSync) collectPipelines() error {
+// collectPipelines finds the trigger's pipelines in the cache, with the ones our writes
+// made that the informer has not delivered yet: those LabelTrigger names the trigger by
+// that OwnershipOf says are its own. It adopts those an earlier version made for it.
+func (ts *triggerSync) collectPipelines(ctx context.Context) error {
 	items, err := ts.c.pipelines.ByIndex(pipelineTriggerIndex, ts.trig.Namespace+"/"+LabelValueOf(ts.trig.Name))
 	if err != nil {
 		return fmt.Errorf("list the pipelines of trigger %s from cache: %w", ts.key, err)
 	}
 	for _, item := range items {
-		if p, ok := item.(*v1alpha1.Pipeline); ok && p.Namespace == ts.trig.Namespace {
+		p, ok := item.(*v1alpha1.Pipeline)
+		if !ok {
+			continue
+		}
+		switch OwnershipOf(ts.trig, p) {
+		case Owned:
 			ts.pipelines = append(ts.pipelines, p)
+		case Adoptable:
+			adopted, err := ts.adopt(ctx, p)
+			if err != nil {
+				return err
+			}
+			if adopted != nil {
+				ts.pipelines = append(ts.pipelines, adopted)
+			}
+		case NotOwned:
 		}
 	}
 	slices.SortFunc(ts.pipelines, func(a, b *v1alpha1.Pipeline) int { return cmp.Compare(a.Name, b.Name) })

@@ -47,6 +47,8 @@ var (
 	nodesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	webappsGVR = schema.GroupVersionResource{Group: "demo.stepwise.dev", Version: "v1alpha1", Resource: "webapps"}
 	secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	// pipelinesGVR: stepwise's own Pipelines, which an installer may let triggers watch.
+	pipelinesGVR = v1alpha1.SchemeGroupVersion.WithResource("pipelines")
 )
 
 // testMapper knows Nodes, Secrets, ConfigMaps and WebApps, as discovery would.
@@ -56,6 +58,7 @@ func testMapper() meta.RESTMapper {
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Group: "demo.stepwise.dev", Version: "v1alpha1", Kind: "WebApp"}, meta.RESTScopeNamespace)
+	m.Add(v1alpha1.SchemeGroupVersion.WithKind("Pipeline"), meta.RESTScopeNamespace)
 	return m
 }
 

@@ -161,7 +161,7 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 	if err := ts.match(lister, selector, fields); err != nil {
 		return 0, err
 	}
-	if err := ts.collectPipelines(); err != nil {
+	if err := ts.collectPipelines(ctx); err != nil {
 		return 0, err
 	}
 	if _, err := c.templates.PipelineTemplates(trig.Namespace).Get(trig.Spec.TemplateRef.Name); err != nil {

@@ -37,7 +37,7 @@ func TestOnePipelinePerMatchingObject(t *testing.T) {
 	assert.Equal(t, []string{"Normal PipelineCreated", "Normal PipelineCreated"}, f.eventReasons())
 	p := f.pipelineFor("retire", n1)
 	assert.Equal(t, "retire-node-1-"+hash5("uid-node-1"), p.Name)
-	assert.Equal(t, map[string]string{LabelTrigger: "retire", LabelObjectUID: "uid-node-1"}, p.Labels)
+	assert.Equal(t, map[string]string{LabelTrigger: "retire", LabelTriggerUID: "trigger-uid", LabelObjectUID: "uid-node-1"}, p.Labels)
 	assert.Equal(t, map[string]string{AnnotationObject: "node-1"}, p.Annotations)
 	assert.Empty(t, p.OwnerReferences)
 	assert.Equal(t, v1alpha1.PipelineSpec{

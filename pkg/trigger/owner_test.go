@@ -1,0 +1,219 @@
+package trigger
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+// existingPipeline is an unfinished pipeline of trigger "retire" for obj, made before the
+// test's sync: labelled with the trigger UID uid (none when empty, as the versions before
+// LabelTriggerUID made them) and created at created.
+func existingPipeline(obj *unstructured.Unstructured, uid string, created time.Time) *v1alpha1.Pipeline {
+	name := pipelineName("retire", obj.GetName(), obj.GetUID())
+	labels := map[string]string{LabelTrigger: "retire", LabelObjectUID: string(obj.GetUID())}
+	if uid != "" {
+		labels[LabelTriggerUID] = uid
+	}
+	return &v1alpha1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: "1", Generation: 1,
+			CreationTimestamp: metav1.NewTime(created), Labels: labels,
+			Annotations: map[string]string{AnnotationObject: objectKey(obj.GetNamespace(), obj.GetName())},
+		},
+		Spec: v1alpha1.PipelineSpec{
+			TemplateRef:        &v1alpha1.TemplateRef{Name: "retire-node"},
+			Params:             map[string]string{"node": obj.GetName()},
+			ServiceAccountName: "retirer",
+			UpdatePolicy:       v1alpha1.UpdateImmutable,
+		},
+	}
+}
+
+// recreatedTrigger is newTrigger created at start, with concurrency 1 and whenUnmatched
+// Delete: a pipeline it took for its own would hold the only place, and one whose object
+// is gone would be deleted.
+func recreatedTrigger() *v1alpha1.PipelineTrigger {
+	trig := newTrigger()
+	trig.CreationTimestamp = metav1.NewTime(start)
+	trig.Spec.WhenUnmatched = v1alpha1.UnmatchedDelete
+	return trig
+}
+
+func TestOwnershipOf(t *testing.T) {
+	node := newNode("n1", 0, retiring)
+	webApp := newWebApp("ns", "wiki", 0, nil)
+	trig := recreatedTrigger()
+	tests := []struct {
+		name   string
+		trig   func(*v1alpha1.PipelineTrigger)
+		change func(*v1alpha1.Pipeline)
+		want   Ownership
+	}{
+		{name: "made by the trigger", want: Owned},
+		{name: "of a namespaced object", change: func(p *v1alpha1.Pipeline) {
+			*p = *existingPipeline(webApp, "trigger-uid", start.Add(time.Minute))
+		}, want: Owned},
+		{name: "made by an earlier trigger of the same name", change: func(p *v1alpha1.Pipeline) {
+			p.Labels[LabelTriggerUID] = "old-uid"
+		}, want: NotOwned},
+		{name: "with an empty trigger UID", change: func(p *v1alpha1.Pipeline) { p.Labels[LabelTriggerUID] = "" }, want: NotOwned},
+		{name: "of another trigger", change: func(p *v1alpha1.Pipeline) { p.Labels[LabelTrigger] = "other" }, want: NotOwned},
+		{name: "without the trigger label", change: func(p *v1alpha1.Pipeline) { delete(p.Labels, LabelTrigger) }, want: NotOwned},
+		{name: "in another namespace", change: func(p *v1alpha1.Pipeline) { p.Namespace = "other" }, want: NotOwned},
+		{name: "a copy that kept the labels (an older kubectl stepwise rerun)", change: func(p *v1alpha1.Pipeline) {
+			p.Name += "-x7k2q"
+		}, want: NotOwned},
+		{name: "whose object annotation was changed", change: func(p *v1alpha1.Pipeline) {
+			p.Annotations[AnnotationObject] = "n2"
+		}, want: NotOwned},
+		{name: "an old version's, created after the trigger", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, LabelTriggerUID)
+		}, want: Adoptable},
+		{name: "an old version's, created in the trigger's second", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, LabelTriggerUID)
+			p.CreationTimestamp = metav1.NewTime(start)
+		}, want: Adoptable},
+		{name: "an old version's, created before the trigger: an earlier trigger's", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, LabelTriggerUID)
+			p.CreationTimestamp = metav1.NewTime(start.Add(-time.Second))
+		}, want: NotOwned},
+		{name: "an older rerun's copy of an old version's", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, LabelTriggerUID)
+			p.Name += "-x7k2q"
+		}, want: NotOwned},
+		{name: "a trigger with no UID owns nothing", trig: func(tr *v1alpha1.PipelineTrigger) { tr.UID = "" },
+			change: func(p *v1alpha1.Pipeline) { p.Labels[LabelTriggerUID] = "" }, want: NotOwned},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := trig.DeepCopy()
+			if tt.trig != nil {
+				tt.trig(tr)
+			}
+			p := existingPipeline(node, "trigger-uid", start.Add(time.Minute))
+			if tt.change != nil {
+				tt.change(p)
+			}
+			assert.Equal(t, tt.want, OwnershipOf(tr, p))
+		})
+	}
+}
+
+// TestRecreatedTriggerLeavesTheOldTriggersPipelines: a trigger deleted and created again
+// under its name (another UID) neither counts nor deletes the pipelines of the earlier one,
+// those it made with its UID nor those an old version made before the new trigger existed;
+// an object whose pipeline name such a pipeline holds waits, and says why.
+func TestRecreatedTriggerLeavesTheOldTriggersPipelines(t *testing.T) {
+	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
+	gone, goneLegacy := newNode("gone", 0, retiring), newNode("gone-legacy", 0, retiring)
+	oldN1 := existingPipeline(n1, "old-uid", start.Add(-time.Hour))
+	oldGone := existingPipeline(gone, "old-uid", start.Add(-time.Hour))
+	oldLegacy := existingPipeline(goneLegacy, "", start.Add(-time.Hour))
+	f := newFixture(t, objs(recreatedTrigger(), newTemplate("retire-node"), n1, n2, oldN1, oldGone, oldLegacy))
+
+	f.sync("retire")
+
+	assert.Equal(t, []string{"create pipelines", "update pipelinetriggers/status"}, f.writes(),
+		"nothing deleted or stamped; the only place goes to n2")
+	mine := f.pipelineFor("retire", n2)
+	assert.Equal(t, "trigger-uid", mine.Labels[LabelTriggerUID])
+	for _, old := range []*v1alpha1.Pipeline{oldN1, oldGone, oldLegacy} {
+		got, err := f.client.StepwiseV1alpha1().Pipelines("ns").Get(f.ctx, old.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, old.Labels, got.Labels, "left as it was")
+	}
+	got := f.trigger("retire")
+	assert.Equal(t, int32(1), got.Status.Running, "n2's only")
+	assert.Equal(t, []string{"n1"}, got.Status.Queue)
+	assert.Contains(t, readyOf(got).Message, "n1 cannot start: pipeline "+oldN1.Name+" exists and is not this trigger's")
+	assert.Contains(t, f.events(), "Warning Waiting n1 waits: pipeline "+oldN1.Name+
+		" exists and is not this trigger's (an earlier trigger of the same name made it, or it is a copy): delete it for the trigger to run one")
+
+	// Once deleted, n1's pipeline is the trigger's own.
+	require.NoError(t, f.client.StepwiseV1alpha1().Pipelines("ns").Delete(f.ctx, oldN1.Name, metav1.DeleteOptions{}))
+	f.finish("retire", n2)
+	f.client.ClearActions()
+	f.sync("retire")
+	assert.Equal(t, "trigger-uid", f.pipelineFor("retire", n1).Labels[LabelTriggerUID])
+}
+
+// TestCopiesAreNotAdopted: a copy of a trigger's pipeline that kept its labels (as
+// kubectl stepwise rerun did) is not the trigger's: it takes no place, the object gets a
+// pipeline of its own, and the copy is not deleted with it.
+func TestCopiesAreNotAdopted(t *testing.T) {
+	tests := []struct {
+		name string
+		uid  string
+	}{
+		{name: "a copy of a pipeline with the trigger's UID", uid: "trigger-uid"},
+		{name: "a copy of an old version's pipeline", uid: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n1 := newNode("n1", 0, retiring)
+			copied := existingPipeline(n1, tt.uid, start.Add(time.Minute))
+			copied.Name += "-x7k2q"
+			copied.UID = "uid-copy"
+			f := newFixture(t, objs(recreatedTrigger(), newTemplate("retire-node"), n1, copied))
+
+			f.sync("retire")
+			assert.Equal(t, []string{"create pipelines", "update pipelinetriggers/status"}, f.writes())
+			f.pipelineFor("retire", n1)
+
+			f.deleteObject(n1)
+			f.client.ClearActions()
+			f.sync("retire")
+			assert.Equal(t, []string{"delete pipelines", "update pipelinetriggers/status"}, f.writes())
+			assert.Equal(t, []string{copied.Name}, f.pipelineNames(), "the copy stays")
+		})
+	}
+}
+
+// TestPipelineOfAnOldVersionIsAdoptedOnce: a pipeline made before LabelTriggerUID existed,
+// after the trigger was created, is the trigger's: it is stamped with the trigger's UID,
+// once, and counted. One made at the trigger's creation second is too; one made before is
+// an earlier trigger's.
+func TestPipelineOfAnOldVersionIsAdoptedOnce(t *testing.T) {
+	tests := []struct {
+		name        string
+		created     time.Time
+		wantAdopted bool
+	}{
+		{name: "made after the trigger", created: start.Add(time.Minute), wantAdopted: true},
+		{name: "made in the trigger's creation second", created: start, wantAdopted: true},
+		{name: "made before the trigger", created: start.Add(-time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
+			legacy := existingPipeline(n1, "", tt.created)
+			trig := recreatedTrigger()
+			trig.Spec.WhenUnmatched = v1alpha1.UnmatchedKeep
+			f := newFixture(t, objs(trig, newTemplate("retire-node"), n1, n2, legacy))
+
+			f.sync("retire")
+			got, err := f.client.StepwiseV1alpha1().Pipelines("ns").Get(f.ctx, legacy.Name, metav1.GetOptions{})
+			require.NoError(t, err)
+			if !tt.wantAdopted {
+				assert.Equal(t, legacy.Labels, got.Labels)
+				assert.Equal(t, []string{"create pipelines", "update pipelinetriggers/status"}, f.writes(), "n2 starts")
+				return
+			}
+			assert.Equal(t, "trigger-uid", got.Labels[LabelTriggerUID])
+			assert.Equal(t, []string{"patch pipelines", "update pipelinetriggers/status"}, f.writes(), "n2 waits for n1's")
+			assert.Equal(t, []string{"n2"}, f.trigger("retire").Status.Queue)
+
+			f.client.ClearActions()
+			f.sync("retire")
+			assert.Empty(t, f.writes(), "adopted once")
+		})
+	}
+}
