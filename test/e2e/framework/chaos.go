@@ -191,3 +191,21 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, grace, down time.Duratio
 	r.Outage = time.Since(start)
 	return r, nil
 }
+
+// PeakRSS is the peak resident set size of a live process (VmHWM), in bytes.
+func PeakRSS(pid int) (int64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read the status of process %d: %w", pid, err)
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("read VmHWM of process %d: %w", pid, err)
+			}
+			return kib << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("process %d has no VmHWM", pid)
+}
