@@ -29,7 +29,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
-	"github.com/stepwise-dev/stepwise/pkg/trigger"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 var pipelinesGVR = v1alpha1.SchemeGroupVersion.WithResource("pipelines")
@@ -556,11 +556,11 @@ func retireTrigger(mutate ...func(*v1alpha1.PipelineTrigger)) *v1alpha1.Pipeline
 // worker2Pipeline is the trigger's pipeline of worker-2, running: it holds a place.
 func worker2Pipeline() *v1alpha1.Pipeline {
 	return &v1alpha1.Pipeline{
-		ObjectMeta: metav1.ObjectMeta{Name: trigger.PipelineName("retire", "worker-2", "uid-2"), Namespace: "demo",
+		ObjectMeta: metav1.ObjectMeta{Name: rules.PipelineName("retire", "worker-2", "uid-2"), Namespace: "demo",
 			Labels: map[string]string{
-				trigger.LabelTrigger: "retire", trigger.LabelTriggerUID: "trigger-uid", trigger.LabelObjectUID: "uid-2",
+				v1alpha1.LabelTrigger: "retire", v1alpha1.LabelTriggerUID: "trigger-uid", v1alpha1.LabelObjectUID: "uid-2",
 			},
-			Annotations: map[string]string{trigger.AnnotationObject: "worker-2"}},
+			Annotations: map[string]string{v1alpha1.AnnotationObject: "worker-2"}},
 		Spec:   v1alpha1.PipelineSpec{TemplateRef: &v1alpha1.TemplateRef{Name: "retire-node"}},
 		Status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineRunning},
 	}
@@ -683,7 +683,7 @@ func TestPlanTrigger(t *testing.T) {
 			name: "an earlier trigger's pipeline of the same name holds no place", trig: retireTrigger(), answer: answerTemplate,
 			pipelines: []runtime.Object{func() runtime.Object {
 				p := worker2Pipeline()
-				p.Labels[trigger.LabelTriggerUID] = "old-uid"
+				p.Labels[v1alpha1.LabelTriggerUID] = "old-uid"
 				return p
 			}()},
 			args: []string{"plan", "--trigger", "retire", "--max", "1", "-o", "json"},
@@ -776,7 +776,8 @@ func TestPlanTrigger(t *testing.T) {
 				assert.Equal(t, map[string]string{planLabel: "true"}, p.Labels, "no trigger label: the trigger would count it")
 				assert.Equal(t, v1alpha1.PipelineSpec{
 					TemplateRef: &v1alpha1.TemplateRef{Name: "retire-node"}, ServiceAccountName: "retirer", DryRun: true,
-					Params: map[string]string{"node": p.Spec.Params["node"], "pool": "blue"},
+					Params:       map[string]string{"node": p.Spec.Params["node"], "pool": "blue"},
+					UpdatePolicy: v1alpha1.UpdateImmutable, // the trigger's default (retireTrigger sets none)
 				}, p.Spec)
 			}
 			if tt.noPipeline {
@@ -784,6 +785,33 @@ func TestPlanTrigger(t *testing.T) {
 			} else {
 				assert.Equal(t, tt.wantNodes, nodes, "planned in the trigger's order, params bound to each")
 			}
+		})
+	}
+}
+
+// TestPlanTriggerPlansTheTriggersPipeline: what plan --trigger plans is the spec of the
+// pipeline the trigger would make, update policy included: a trigger without one makes
+// Immutable pipelines, so that is what is planned (plan passed the empty policy through).
+func TestPlanTriggerPlansTheTriggersPipeline(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy v1alpha1.UpdatePolicy
+		want   v1alpha1.UpdatePolicy
+	}{
+		{name: "no policy: Immutable, as the trigger makes it", want: v1alpha1.UpdateImmutable},
+		{name: "Immutable", policy: v1alpha1.UpdateImmutable, want: v1alpha1.UpdateImmutable},
+		{name: "Rerun", policy: v1alpha1.UpdateRerun, want: v1alpha1.UpdateRerun},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			trig := retireTrigger(func(tr *v1alpha1.PipelineTrigger) { tr.Spec.UpdatePolicy = tt.policy })
+			c, sw := triggerClients(t, trig, worker2Pipeline())
+			op := newFakeOperator(t, sw, answerTemplate)
+			code, out, errOut := run(t, c, "plan", "--trigger", "retire", "--max", "1", "-o", "json")
+			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			created := op.createdPipelines()
+			require.Len(t, created, 1)
+			assert.Equal(t, tt.want, created[0].Spec.UpdatePolicy)
 		})
 	}
 }

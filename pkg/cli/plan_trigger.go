@@ -15,13 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/trigger"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/objectref"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 // listedNames bounds the object names a line of plan --trigger lists.
@@ -45,19 +44,20 @@ type triggerQueue struct {
 // it, or why they do not bind (such an object waits without taking a place).
 type waitingObject struct {
 	name   string
+	obj    *unstructured.Unstructured
 	params map[string]string
 	err    error
 }
 
-// concurrency is the trigger's spec.concurrency, at least 1, as the trigger counts it.
-func (q *triggerQueue) concurrency() int { return max(int(q.trig.Spec.Concurrency), 1) }
+// concurrency is the trigger's concurrency, as the trigger counts it.
+func (q *triggerQueue) concurrency() int { return rules.Concurrency(q.trig) }
 
 // free is how many pipelines the trigger would start now.
 func (q *triggerQueue) free() int {
 	if q.blocked != "" {
 		return 0
 	}
-	return max(q.concurrency()-q.unfinished, 0)
+	return rules.Free(q.trig, q.unfinished)
 }
 
 // startable are the waiting objects whose params bind, in order: those the trigger starts
@@ -93,12 +93,10 @@ func (po *planOptions) planTrigger(ctx context.Context) error {
 	planned := startable[:min(po.max, len(startable))]
 	pipelines := make([]*v1alpha1.Pipeline, len(planned))
 	for i, w := range planned {
-		pipelines[i] = dryRunOf(&v1alpha1.Pipeline{Spec: v1alpha1.PipelineSpec{
-			TemplateRef:        &v1alpha1.TemplateRef{Name: q.trig.Spec.TemplateRef.Name},
-			Params:             w.params,
-			ServiceAccountName: q.trig.Spec.ServiceAccountName,
-			UpdatePolicy:       q.trig.Spec.UpdatePolicy,
-		}}, q.trig.Name)
+		// The spec of the pipeline the trigger would make, and none of its names: the
+		// trigger would count a dry run with its labels as its own.
+		spec := rules.PipelineFor(q.trig, w.obj, w.params).Spec
+		pipelines[i] = dryRunOf(&v1alpha1.Pipeline{Spec: spec}, q.trig.Name)
 	}
 	pl := &planner{cs: c.Stepwise, ns: ns, keep: po.keep}
 	defer po.cleanup(ctx, pl)
@@ -123,8 +121,8 @@ func (po *planOptions) planTrigger(ctx context.Context) error {
 }
 
 // readTriggerQueue reads the trigger, its template, the objects it matches and its
-// pipelines, and finds in which order it would start the objects that have none, as
-// pkg/trigger does (match.go, sync.go, create.go).
+// pipelines, and finds in which order it would start the objects that have none, by the
+// trigger's own rules (package rules).
 func readTriggerQueue(ctx context.Context, c *Clients, ns, name string) (*triggerQueue, error) {
 	trig, err := c.Stepwise.StepwiseV1alpha1().PipelineTriggers(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -135,13 +133,7 @@ func readTriggerQueue(ctx context.Context, c *Clients, ns, name string) (*trigge
 		return nil, fmt.Errorf("get template %s/%s of trigger %s: %w", ns, tmpl, name, err)
 	}
 	// What makes the trigger invalid as a whole makes plan fail too.
-	selector := labels.Everything()
-	if trig.Spec.Selector != nil {
-		if selector, err = metav1.LabelSelectorAsSelector(trig.Spec.Selector.AsMeta()); err != nil {
-			return nil, fmt.Errorf("trigger %s/%s: spec.selector: %w", ns, name, err)
-		}
-	}
-	fields, err := trigger.ParseMatchFields(trig.Spec.MatchFields)
+	matcher, err := rules.ParseMatcher(trig)
 	if err != nil {
 		return nil, fmt.Errorf("trigger %s/%s: %w", ns, name, err)
 	}
@@ -149,37 +141,35 @@ func readTriggerQueue(ctx context.Context, c *Clients, ns, name string) (*trigge
 	if err != nil {
 		return nil, fmt.Errorf("trigger %s/%s: %w", ns, name, err)
 	}
-	objects, err := listMatching(ctx, c, trig, selector, fields)
+	objects, err := listMatching(ctx, c, trig, matcher)
 	if err != nil {
 		return nil, err
 	}
 
 	list, err := c.Stepwise.StepwiseV1alpha1().Pipelines(ns).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{trigger.LabelTrigger: trigger.LabelValueOf(trig.Name)}).String(),
+		LabelSelector: labels.SelectorFromSet(labels.Set{v1alpha1.LabelTrigger: rules.LabelValueOf(trig.Name)}).String(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the pipelines of trigger %s/%s: %w", ns, name, err)
 	}
-	q := &triggerQueue{trig: trig}
-	hasPipeline := map[types.UID]bool{}
+	var owned []*v1alpha1.Pipeline
 	for i := range list.Items {
-		p := &list.Items[i]
-		if trigger.OwnershipOf(trig, p) == trigger.NotOwned {
-			continue // an earlier trigger's of the same name, or a copy: the trigger leaves it
-		}
-		hasPipeline[types.UID(p.Labels[trigger.LabelObjectUID])] = true
-		if !trigger.Finished(p) {
-			q.unfinished++
+		// An earlier trigger's of the same name, or a copy, is not counted: the trigger
+		// leaves it. An old version's that the trigger would adopt is.
+		if p := &list.Items[i]; rules.OwnershipOf(trig, p) != rules.NotOwned {
+			owned = append(owned, p)
 		}
 	}
+	q := &triggerQueue{trig: trig, unfinished: rules.Unfinished(owned)}
+	byObject := rules.ByObject(owned)
 	for _, obj := range objects {
-		key := objectKey(obj)
-		if hasPipeline[obj.GetUID()] {
+		key := rules.ObjectKey(obj.GetNamespace(), obj.GetName())
+		if _, started := byObject[obj.GetUID()]; started {
 			q.started = append(q.started, key)
 			continue
 		}
 		bound, err := params.Bind(obj)
-		q.waiting = append(q.waiting, waitingObject{name: key, params: bound, err: err})
+		q.waiting = append(q.waiting, waitingObject{name: key, obj: obj, params: bound, err: err})
 	}
 	q.blocked = blockedBecause(trig)
 	return q, nil
@@ -189,7 +179,7 @@ func readTriggerQueue(ctx context.Context, c *Clients, ns, name string) (*trigge
 // scope (the trigger's namespace for a namespaced kind, the cluster for a cluster-scoped
 // one) that its selector and matchFields match, in the trigger's order of matching. An
 // object being deleted counts as gone, and a Pipeline a trigger made is none.
-func listMatching(ctx context.Context, c *Clients, trig *v1alpha1.PipelineTrigger, selector labels.Selector, fields trigger.FieldMatcher) ([]*unstructured.Unstructured, error) {
+func listMatching(ctx context.Context, c *Clients, trig *v1alpha1.PipelineTrigger, matcher *rules.Matcher) ([]*unstructured.Unstructured, error) {
 	res := trig.Spec.Resource
 	gv, err := schema.ParseGroupVersion(res.APIVersion)
 	if err != nil {
@@ -209,10 +199,9 @@ func listMatching(ctx context.Context, c *Clients, trig *v1alpha1.PipelineTrigge
 	list := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		return ri.List(ctx, opts)
 	})
-	err = list.EachListItem(ctx, metav1.ListOptions{LabelSelector: selector.String()}, func(item runtime.Object) error {
+	err = list.EachListItem(ctx, metav1.ListOptions{LabelSelector: matcher.Selector().String()}, func(item runtime.Object) error {
 		obj, ok := item.(*unstructured.Unstructured)
-		if ok && obj.GetDeletionTimestamp() == nil && !trigger.MadeByTrigger(mapping.Resource.GroupResource(), obj) &&
-			selector.Matches(labels.Set(obj.GetLabels())) && fields.Matches(obj) {
+		if ok && rules.Eligible(mapping.Resource.GroupResource(), obj) && matcher.Matches(obj) {
 			objects = append(objects, obj)
 		}
 		return nil
@@ -220,17 +209,8 @@ func listMatching(ctx context.Context, c *Clients, trig *v1alpha1.PipelineTrigge
 	if err != nil {
 		return nil, fmt.Errorf("list %s in %s: %w", mapping.Resource.GroupResource(), scope, err)
 	}
-	slices.SortFunc(objects, trigger.CompareObjects)
+	slices.SortFunc(objects, rules.CompareObjects)
 	return objects, nil
-}
-
-// objectKey names an object as the trigger does: namespace/name, or name when
-// cluster-scoped.
-func objectKey(obj *unstructured.Unstructured) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetName()
-	}
-	return obj.GetNamespace() + "/" + obj.GetName()
 }
 
 // blockedBecause says why the trigger starts nothing now, from its spec and from what its

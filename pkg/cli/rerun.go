@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
 // rerunOf is the new Pipeline that runs p's spec again: the same spec (suspend off), labels
@@ -16,8 +15,8 @@ import (
 // trigger's labels would have the trigger count the copy, and maybe delete it, as its own.
 func rerunOf(p *v1alpha1.Pipeline) *v1alpha1.Pipeline {
 	labels := maps.Clone(p.Labels)
-	delete(labels, trigger.LabelTrigger)
-	delete(labels, trigger.LabelTriggerUID)
+	delete(labels, v1alpha1.LabelTrigger)
+	delete(labels, v1alpha1.LabelTriggerUID)
 	annotations := maps.Clone(p.Annotations)
 	delete(annotations, v1alpha1.RetryAnnotation)
 	delete(annotations, v1alpha1.TeardownPolicyAnnotation)

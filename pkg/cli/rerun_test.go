@@ -11,7 +11,6 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
 func TestRerun(t *testing.T) {
@@ -45,15 +44,15 @@ func TestRerun(t *testing.T) {
 	// could delete it, as its own.
 	mine := pipeline(v1alpha1.StepFailed, failedBuild, func(p *v1alpha1.Pipeline) {
 		p.Name = "retire-n1-abcde"
-		p.Labels = map[string]string{trigger.LabelTrigger: "retire", trigger.LabelTriggerUID: "trigger-uid",
-			trigger.LabelObjectUID: "uid-n1", "team": "ops"}
+		p.Labels = map[string]string{v1alpha1.LabelTrigger: "retire", v1alpha1.LabelTriggerUID: "trigger-uid",
+			v1alpha1.LabelObjectUID: "uid-n1", "team": "ops"}
 	})
 	require.NoError(t, sw.Tracker().Add(mine))
 	code, _, errOut = run(t, c, "rerun", mine.Name)
 	require.Equal(t, ExitOK, code, errOut)
 	got, err = sw.StepwiseV1alpha1().Pipelines("demo").Get(context.Background(), mine.Name+"-x7k2q", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{trigger.LabelObjectUID: "uid-n1", "team": "ops"}, got.Labels)
+	assert.Equal(t, map[string]string{v1alpha1.LabelObjectUID: "uid-n1", "team": "ops"}, got.Labels)
 
 	code, _, errOut = run(t, c, "rerun", "nope")
 	assert.Equal(t, ExitError, code)

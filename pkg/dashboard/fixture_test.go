@@ -161,7 +161,7 @@ func byTrigger(name string) func(*v1alpha1.Pipeline) {
 		if p.Labels == nil {
 			p.Labels = map[string]string{}
 		}
-		p.Labels[triggerLabel] = name
+		p.Labels[v1alpha1.LabelTrigger] = name
 	}
 }
 

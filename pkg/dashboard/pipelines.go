@@ -100,7 +100,7 @@ func summarizePipeline(p *v1alpha1.Pipeline) pipelineSummary {
 		CurrentStep:       p.Status.CurrentStep,
 		Progress:          p.Status.Progress,
 		Template:          templateOf(p),
-		Trigger:           p.Labels[triggerLabel],
+		Trigger:           p.Labels[v1alpha1.LabelTrigger],
 		CreationTimestamp: p.CreationTimestamp,
 		StartTime:         p.Status.StartTime,
 		CompletionTime:    p.Status.CompletionTime,

@@ -11,9 +11,6 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
-// triggerLabel names the trigger that made a pipeline.
-const triggerLabel = v1alpha1.LabelTrigger
-
 // pipelineQuery is what GET /api/pipelines asks for.
 type pipelineQuery struct {
 	namespace string
@@ -83,13 +80,13 @@ func (q *pipelineQuery) matches(p *v1alpha1.Pipeline, phase string) bool {
 	if q.template != "" && templateOf(p) != q.template {
 		return false
 	}
-	if q.trigger != "" && p.Labels[triggerLabel] != q.trigger {
+	if q.trigger != "" && p.Labels[v1alpha1.LabelTrigger] != q.trigger {
 		return false
 	}
 	if q.text == "" {
 		return true
 	}
-	for _, field := range [...]string{p.Name, p.Namespace, templateOf(p), p.Labels[triggerLabel], p.Status.CurrentStep} {
+	for _, field := range [...]string{p.Name, p.Namespace, templateOf(p), p.Labels[v1alpha1.LabelTrigger], p.Status.CurrentStep} {
 		if containsFold(field, q.text) {
 			return true
 		}

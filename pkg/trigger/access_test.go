@@ -226,14 +226,14 @@ func TestRBACChangeCountsBeforeTheAnswerExpires(t *testing.T) {
 	allowed := f.rbac.allowed
 	f.rbac.allowed = nil
 	f.sync("retire")
-	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonForbidden, readyOf(f.trigger("retire")).Reason)
 	assert.Empty(t, f.pipelineList())
 	assert.Empty(t, drain(f.c), "the RoleBinding that existed at start queued nothing")
 
 	// The right is given: the kept answer still holds until RBAC is seen to change.
 	f.rbac.allowed = allowed
 	f.sync("retire")
-	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason, "the answer is kept for a minute")
+	assert.Equal(t, v1alpha1.TriggerReasonForbidden, readyOf(f.trigger("retire")).Reason, "the answer is kept for a minute")
 
 	queuedAfterChange(func() error {
 		_, err := kube.RbacV1().RoleBindings("ns").Create(f.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "retirer", Namespace: "ns"},
@@ -241,12 +241,12 @@ func TestRBACChangeCountsBeforeTheAnswerExpires(t *testing.T) {
 		return err
 	})
 	f.sync("retire")
-	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonActive, readyOf(f.trigger("retire")).Reason)
 	f.pipelineFor("retire", node)
 
 	// The right is taken away: seen at the binding's deletion.
 	f.rbac.allowed = nil
 	queuedAfterChange(func() error { return kube.RbacV1().RoleBindings("ns").Delete(f.ctx, "retirer", metav1.DeleteOptions{}) })
 	f.sync("retire")
-	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonForbidden, readyOf(f.trigger("retire")).Reason)
 }

@@ -6,7 +6,10 @@
 // It is a client-go controller like the engine (pkg/controller): informers for triggers,
 // templates and pipelines (shared with the engine), one shared dynamic informer per kind
 // that some trigger watches, a rate-limited workqueue of trigger keys, and a sync that
-// reads from those caches only and writes pipelines and the trigger's status.
+// reads from those caches only and writes pipelines and the trigger's status. What it
+// decides (which objects match, their order, the concurrency budget, the pipeline of an
+// object, which pipelines are its own) is in package rules, which the clients share; the
+// names it writes are in pkg/apis.
 package trigger
 
 import (
@@ -36,6 +39,7 @@ import (
 	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/lenient"
 	"github.com/stepwise-dev/stepwise/pkg/reconcile"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 const (
@@ -92,8 +96,8 @@ type Config struct {
 	// they must not have started.
 	AccessChanges    []cache.SharedInformer
 	WorkqueueMetrics workqueue.MetricsProvider
-	// Faults counts syncs that panicked (*metrics.Faults: an interface, so that the CLI,
-	// which imports this package for its rules, links no Prometheus).
+	// Faults counts syncs that panicked (*metrics.Faults, behind an interface so that this
+	// package links no Prometheus).
 	Faults reconcile.PanicRecorder
 	// UndecodableTriggers tells which triggers the informer could not decode (a lenient
 	// informer); nil: every trigger decodes.
@@ -256,7 +260,7 @@ func byTriggerLabel(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	return []string{tr.Namespace + "/" + LabelValueOf(tr.Name)}, nil
+	return []string{tr.Namespace + "/" + rules.LabelValueOf(tr.Name)}, nil
 }
 
 // byTemplate indexes a trigger by its template.
@@ -274,7 +278,7 @@ func byTrigger(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	label, ok := p.Labels[LabelTrigger]
+	label, ok := p.Labels[v1alpha1.LabelTrigger]
 	if !ok {
 		return nil, nil
 	}
@@ -350,7 +354,7 @@ func (c *Controller) onPipeline(obj any) {
 	if !ok {
 		return
 	}
-	if label, ok := p.Labels[LabelTrigger]; ok {
+	if label, ok := p.Labels[v1alpha1.LabelTrigger]; ok {
 		c.enqueueIndexed(triggerLabelIndex, p.Namespace+"/"+label)
 	}
 }

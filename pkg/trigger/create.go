@@ -11,9 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 // candidate is a matching object without a pipeline, and its params.
@@ -29,7 +29,7 @@ type candidate struct {
 // nothing starts while the trigger is suspended, outside its maintenance window, or while
 // its template is missing. The others wait, and each is reported once.
 func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error {
-	unfinished := ts.unfinished()
+	unfinished := rules.Unfinished(ts.pipelines)
 	for _, cand := range candidates {
 		name := ts.objectName(cand.obj)
 		switch {
@@ -42,9 +42,9 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 		case ts.windowClosed:
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the maintenance window opens at %s",
 				name, ts.nextWindow.UTC().Format(time.RFC3339))
-		case unfinished >= ts.concurrency():
+		case rules.Free(ts.trig, unfinished) == 0:
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: %d pipelines of the trigger are unfinished (concurrency %d)",
-				name, unfinished, ts.concurrency())
+				name, unfinished, rules.Concurrency(ts.trig))
 		default:
 			err := ts.create(ctx, cand)
 			if err == nil {
@@ -69,20 +69,9 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 	return nil
 }
 
-// unfinished counts the trigger's unfinished pipelines.
-func (ts *triggerSync) unfinished() int {
-	n := 0
-	for _, p := range ts.pipelines {
-		if !Finished(p) {
-			n++
-		}
-	}
-	return n
-}
-
 // nameTakenError: the name of an object's pipeline is held by a pipeline that is not the
-// trigger's (OwnershipOf). The object waits: taking that pipeline over, or deleting it,
-// could act on what another trigger, or a person, started.
+// trigger's (rules.OwnershipOf). The object waits: taking that pipeline over, or deleting
+// it, could act on what another trigger, or a person, started.
 type nameTakenError struct{ name string }
 
 func (e *nameTakenError) Error() string {
@@ -90,17 +79,17 @@ func (e *nameTakenError) Error() string {
 		"delete it for the trigger to run one", e.name)
 }
 
-// create creates the pipeline of an object, unless the cache shows a pipeline that is not
-// the trigger's under its name. One that exists already that the cache has not seen (made
-// by an earlier sync whose write the cache has not seen) takes its place in the budget
-// all the same.
+// create creates the pipeline of an object (rules.PipelineFor), unless the cache shows a
+// pipeline that is not the trigger's under its name. One that exists already that the
+// cache has not seen (made by an earlier sync whose write the cache has not seen) takes
+// its place in the budget all the same.
 func (ts *triggerSync) create(ctx context.Context, cand candidate) error {
-	p := ts.newPipeline(cand.obj, cand.params)
+	p := rules.PipelineFor(ts.trig, cand.obj, cand.params)
 	existing, exists, err := ts.c.pipelines.GetByKey(p.Namespace + "/" + p.Name)
 	if err != nil {
 		return fmt.Errorf("get pipeline %s/%s from cache: %w", p.Namespace, p.Name, err)
 	}
-	if other, ok := existing.(*v1alpha1.Pipeline); exists && ok && OwnershipOf(ts.trig, other) == NotOwned {
+	if other, ok := existing.(*v1alpha1.Pipeline); exists && ok && rules.OwnershipOf(ts.trig, other) == rules.NotOwned {
 		return &nameTakenError{name: p.Name}
 	}
 	created, err := ts.c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Create(ctx, p, metav1.CreateOptions{FieldManager: ControllerName})
@@ -115,7 +104,7 @@ func (ts *triggerSync) create(ctx context.Context, cand candidate) error {
 	ts.c.pipelines.Mutation(created)
 	ts.pipelines = append(ts.pipelines, created)
 	ts.byObject[cand.obj.GetUID()] = created
-	ts.event(corev1.EventTypeNormal, ReasonPipelineCreated, "created pipeline %s for %s", created.Name, ts.objectName(cand.obj))
+	ts.event(corev1.EventTypeNormal, v1alpha1.TriggerReasonPipelineCreated, "created pipeline %s for %s", created.Name, ts.objectName(cand.obj))
 	return nil
 }
 
@@ -139,45 +128,4 @@ func refusedObject(err error) bool {
 	}
 	code := status.Status().Code
 	return code >= http.StatusBadRequest && code < http.StatusInternalServerError && code != http.StatusRequestTimeout
-}
-
-// newPipeline is the pipeline of an object: in the trigger's namespace, named after the
-// trigger and the object (pipelineName), labelled with both (the trigger by name and by
-// UID), running the trigger's template with the params bound to the object, as the
-// trigger's ServiceAccount, under its update policy. Under WhenUnmatched Delete, an object of the trigger's namespace owns its
-// pipeline, so that the garbage collector deletes it with the object too (without making
-// the object's deletion wait for it). A cluster-scoped object owns nothing: the trigger
-// deletes its pipeline itself.
-func (ts *triggerSync) newPipeline(obj *unstructured.Unstructured, params map[string]string) *v1alpha1.Pipeline {
-	trig := ts.trig
-	policy := trig.Spec.UpdatePolicy
-	if policy == "" {
-		policy = v1alpha1.UpdateImmutable
-	}
-	p := &v1alpha1.Pipeline{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      pipelineName(trig.Name, obj.GetName(), obj.GetUID()),
-			Namespace: trig.Namespace,
-			Labels: map[string]string{
-				LabelTrigger: LabelValueOf(trig.Name), LabelTriggerUID: string(trig.UID), LabelObjectUID: string(obj.GetUID()),
-			},
-			Annotations: map[string]string{AnnotationObject: ts.objectName(obj)},
-		},
-		Spec: v1alpha1.PipelineSpec{
-			TemplateRef:        &v1alpha1.TemplateRef{Name: trig.Spec.TemplateRef.Name},
-			Params:             params,
-			ServiceAccountName: trig.Spec.ServiceAccountName,
-			UpdatePolicy:       policy,
-		},
-	}
-	if ts.target.namespaced && obj.GetNamespace() == trig.Namespace && trig.Spec.WhenUnmatched == v1alpha1.UnmatchedDelete {
-		p.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion:         trig.Spec.Resource.APIVersion,
-			Kind:               trig.Spec.Resource.Kind,
-			Name:               obj.GetName(),
-			UID:                obj.GetUID(),
-			BlockOwnerDeletion: ptr.To(false),
-		}}
-	}
-	return p
 }

@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 // refuseCreate makes the API server refuse, with the error refusal makes, the create of
@@ -25,7 +26,7 @@ import (
 func refuseCreate(f *fixture, object string, refusal func(p *v1alpha1.Pipeline) error, refusing *atomic.Bool) {
 	f.client.PrependReactor("create", "pipelines", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		p := action.(clienttesting.CreateAction).GetObject().(*v1alpha1.Pipeline)
-		if !refusing.Load() || p.Annotations[AnnotationObject] != object {
+		if !refusing.Load() || p.Annotations[v1alpha1.AnnotationObject] != object {
 			return false, nil, nil
 		}
 		return true, nil, refusal(p)
@@ -100,7 +101,7 @@ func TestCreateRefusedForOneObject(t *testing.T) {
 			refuseCreate(f, "a", tt.refusal, &refusing)
 
 			requeue := f.sync("retire")
-			assert.ElementsMatch(t, []string{pipelineName("retire", "b", b.GetUID()), pipelineName("retire", "c", c.GetUID())},
+			assert.ElementsMatch(t, []string{rules.PipelineName("retire", "b", b.GetUID()), rules.PipelineName("retire", "c", c.GetUID())},
 				f.pipelineNames(), "a takes no place: b and c start")
 			assert.Positive(t, requeue)
 			assert.LessOrEqual(t, requeue, DefaultAccessTTL, "looked at again within the TTL, not at once")
@@ -110,7 +111,7 @@ func TestCreateRefusedForOneObject(t *testing.T) {
 			assert.Equal(t, []string{"a"}, got.Status.Queue)
 			ready := readyOf(got)
 			assert.Equal(t, metav1.ConditionTrue, ready.Status)
-			assert.Contains(t, ready.Message, "a cannot start: create pipeline ns/"+pipelineName("retire", "a", a.GetUID())+" for a: ")
+			assert.Contains(t, ready.Message, "a cannot start: create pipeline ns/"+rules.PipelineName("retire", "a", a.GetUID())+" for a: ")
 			assert.Contains(t, ready.Message, tt.want)
 			events := f.events()
 			require.Len(t, events, 3)
@@ -118,8 +119,8 @@ func TestCreateRefusedForOneObject(t *testing.T) {
 			assert.Contains(t, events[0], tt.want)
 			assert.LessOrEqual(t, len(events[0]), 2*maxMessage)
 			assert.LessOrEqual(t, len(ready.Message), maxMessage)
-			assert.Contains(t, events[1], "Normal PipelineCreated created pipeline "+pipelineName("retire", "b", b.GetUID()))
-			assert.Contains(t, events[2], "Normal PipelineCreated created pipeline "+pipelineName("retire", "c", c.GetUID()))
+			assert.Contains(t, events[1], "Normal PipelineCreated created pipeline "+rules.PipelineName("retire", "b", b.GetUID()))
+			assert.Contains(t, events[2], "Normal PipelineCreated created pipeline "+rules.PipelineName("retire", "c", c.GetUID()))
 
 			// b finishes: a is tried in the place that frees, and refused again; at the
 			// next sync too, which reports nothing new and leaves the status as it is.
@@ -175,7 +176,7 @@ func TestCreateFailingForTheServer(t *testing.T) {
 			err := syncForError(f, "retire")
 			require.Error(t, err)
 			assert.True(t, tt.check(err), "the cause is kept: %v", err)
-			assert.Contains(t, err.Error(), "create pipeline ns/"+pipelineName("retire", "a", a.GetUID())+" for a")
+			assert.Contains(t, err.Error(), "create pipeline ns/"+rules.PipelineName("retire", "a", a.GetUID())+" for a")
 			assert.Empty(t, f.pipelineList(), "the sync stops at the server's failure")
 			assert.Empty(t, f.events(), "nothing is recorded against the object")
 

@@ -3,24 +3,10 @@ package trigger
 import (
 	"fmt"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-)
-
-// Reasons of the Events recorded on a trigger.
-const (
-	// ReasonPipelineCreated: a pipeline was created for an object.
-	ReasonPipelineCreated = "PipelineCreated"
-	// ReasonWaiting: an object waits for a place in the budget, for the trigger to be
-	// resumed, or (a Warning) for a field its params refer to. Recorded once per object.
-	ReasonWaiting = "Waiting"
-	// ReasonObjectChanged: an object's params changed; its pipeline runs again (Rerun) or
-	// keeps its params (Immutable).
-	ReasonObjectChanged = "ObjectChanged"
-	// ReasonPipelineDeleted: the pipeline of an object that went, or past the history
-	// limit, was deleted.
-	ReasonPipelineDeleted = "PipelineDeleted"
 )
 
 // memory is what a trigger's syncs remember between them, so that an Event is recorded
@@ -100,5 +86,5 @@ func (ts *triggerSync) reportWaiting(obj *unstructured.Unstructured, eventType, 
 		return
 	}
 	ts.mem.waiting[obj.GetUID()] = true
-	ts.event(eventType, ReasonWaiting, format, args...)
+	ts.event(eventType, v1alpha1.TriggerReasonWaiting, format, args...)
 }

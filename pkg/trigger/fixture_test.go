@@ -28,6 +28,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 var start = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
@@ -317,7 +318,7 @@ func (f *fixture) pipelineNames() []string {
 // pipelineFor returns the stored pipeline of a trigger's object.
 func (f *fixture) pipelineFor(trigger string, obj *unstructured.Unstructured) *v1alpha1.Pipeline {
 	f.t.Helper()
-	p, err := f.client.StepwiseV1alpha1().Pipelines("ns").Get(f.ctx, pipelineName(trigger, obj.GetName(), obj.GetUID()), metav1.GetOptions{})
+	p, err := f.client.StepwiseV1alpha1().Pipelines("ns").Get(f.ctx, rules.PipelineName(trigger, obj.GetName(), obj.GetUID()), metav1.GetOptions{})
 	require.NoError(f.t, err)
 	return p
 }
@@ -337,7 +338,7 @@ func (f *fixture) setPipelineStatus(name string, change func(*v1alpha1.PipelineS
 // finish marks the pipeline of obj Succeeded.
 func (f *fixture) finish(trigger string, obj *unstructured.Unstructured) {
 	f.t.Helper()
-	f.setPipelineStatus(pipelineName(trigger, obj.GetName(), obj.GetUID()), func(s *v1alpha1.PipelineStatus) {
+	f.setPipelineStatus(rules.PipelineName(trigger, obj.GetName(), obj.GetUID()), func(s *v1alpha1.PipelineStatus) {
 		s.Phase = v1alpha1.PipelineSucceeded
 		now := metav1.NewTime(f.clock.Now())
 		s.CompletionTime = &now
@@ -432,7 +433,7 @@ func (f *fixture) waitObject(obj *unstructured.Unstructured, present bool) {
 		if inf == nil {
 			return !present // not watched yet: the first sync lists it
 		}
-		got, exists, err := inf.Informer().GetIndexer().GetByKey(objectKey(obj.GetNamespace(), obj.GetName()))
+		got, exists, err := inf.Informer().GetIndexer().GetByKey(rules.ObjectKey(obj.GetNamespace(), obj.GetName()))
 		if err != nil {
 			return false
 		}

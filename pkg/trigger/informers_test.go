@@ -15,6 +15,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 // inNamespace is a copy of trig in namespace ns.
@@ -42,7 +43,7 @@ func TestOneInformerPerKind(t *testing.T) {
 	assert.ElementsMatch(t, []cache.ObjectName{keyOf("retire"), keyOf("retire-too")}, f.c.objects.watchersOf(nodesGVR))
 
 	f.sync("web")
-	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("web")).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonForbidden, readyOf(f.trigger("web")).Reason)
 	assert.Nil(t, f.c.objects.informer(webappsGVR), "not watched for a trigger that may not")
 }
 
@@ -100,10 +101,10 @@ func TestPipelineAndTemplateEventsQueueTheirTrigger(t *testing.T) {
 	f := newFixture(t, objs(newTrigger(), long, webAppTrigger()))
 
 	f.c.onPipeline(&v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p",
-		Labels: map[string]string{LabelTrigger: LabelValueOf(long.Name)}}})
+		Labels: map[string]string{v1alpha1.LabelTrigger: rules.LabelValueOf(long.Name)}}})
 	assert.Equal(t, []string{"ns/" + long.Name}, drain(f.c))
 	f.c.onPipeline(&v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "p",
-		Labels: map[string]string{LabelTrigger: "retire"}}})
+		Labels: map[string]string{v1alpha1.LabelTrigger: "retire"}}})
 	f.c.onPipeline(&v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}})
 	assert.Empty(t, drain(f.c), "another namespace's, or no trigger's")
 
@@ -156,7 +157,7 @@ func TestRunDrivesTriggersThroughInformers(t *testing.T) {
 	require.Eventually(t, func() bool { return pipelines() == 1 }, 10*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool {
 		trig, err := f.client.StepwiseV1alpha1().PipelineTriggers("ns").Get(ctx, "retire", metav1.GetOptions{})
-		return err == nil && trig.Status.Running == 1 && readyOf(trig).Reason == ReasonActive
+		return err == nil && trig.Status.Running == 1 && readyOf(trig).Reason == v1alpha1.TriggerReasonActive
 	}, 10*time.Second, 10*time.Millisecond)
 
 	// Concurrency 1: a second node waits until the first pipeline succeeds.
@@ -170,7 +171,7 @@ func TestRunDrivesTriggersThroughInformers(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, 1, pipelines())
 
-	p, err := f.client.StepwiseV1alpha1().Pipelines("ns").Get(ctx, pipelineName("retire", "n1", "uid-n1"), metav1.GetOptions{})
+	p, err := f.client.StepwiseV1alpha1().Pipelines("ns").Get(ctx, rules.PipelineName("retire", "n1", "uid-n1"), metav1.GetOptions{})
 	require.NoError(t, err)
 	p.Status = v1alpha1.PipelineStatus{ObservedGeneration: p.Generation, Phase: v1alpha1.PipelineSucceeded}
 	_, err = f.client.StepwiseV1alpha1().Pipelines("ns").UpdateStatus(ctx, p, metav1.UpdateOptions{})

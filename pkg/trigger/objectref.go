@@ -24,15 +24,3 @@ func parseParams(params map[string]string) (boundParams, error) {
 func (b boundParams) bind(obj *unstructured.Unstructured) (map[string]string, error) {
 	return b.params.Bind(obj)
 }
-
-// parsePath parses a whole PATH.
-func parsePath(s string) ([]string, error) { return objectref.ParsePath(s) }
-
-// lookup finds the field at path in obj.
-func lookup(obj *unstructured.Unstructured, path []string) (any, bool) {
-	return objectref.Lookup(obj, path)
-}
-
-// scalarText is a field's value as text when it is a string, a number or a bool; else
-// kind says what it is ("null", "an object", ...).
-func scalarText(v any) (text, kind string) { return objectref.ScalarText(v) }

@@ -11,22 +11,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 // existingPipeline is an unfinished pipeline of trigger "retire" for obj, made before the
 // test's sync: labelled with the trigger UID uid (none when empty, as the versions before
 // LabelTriggerUID made them) and created at created.
 func existingPipeline(obj *unstructured.Unstructured, uid string, created time.Time) *v1alpha1.Pipeline {
-	name := pipelineName("retire", obj.GetName(), obj.GetUID())
-	labels := map[string]string{LabelTrigger: "retire", LabelObjectUID: string(obj.GetUID())}
+	name := rules.PipelineName("retire", obj.GetName(), obj.GetUID())
+	labels := map[string]string{v1alpha1.LabelTrigger: "retire", v1alpha1.LabelObjectUID: string(obj.GetUID())}
 	if uid != "" {
-		labels[LabelTriggerUID] = uid
+		labels[v1alpha1.LabelTriggerUID] = uid
 	}
 	return &v1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: "1", Generation: 1,
 			CreationTimestamp: metav1.NewTime(created), Labels: labels,
-			Annotations: map[string]string{AnnotationObject: objectKey(obj.GetNamespace(), obj.GetName())},
+			Annotations: map[string]string{v1alpha1.AnnotationObject: rules.ObjectKey(obj.GetNamespace(), obj.GetName())},
 		},
 		Spec: v1alpha1.PipelineSpec{
 			TemplateRef:        &v1alpha1.TemplateRef{Name: "retire-node"},
@@ -47,66 +48,6 @@ func recreatedTrigger() *v1alpha1.PipelineTrigger {
 	return trig
 }
 
-func TestOwnershipOf(t *testing.T) {
-	node := newNode("n1", 0, retiring)
-	webApp := newWebApp("ns", "wiki", 0, nil)
-	trig := recreatedTrigger()
-	tests := []struct {
-		name   string
-		trig   func(*v1alpha1.PipelineTrigger)
-		change func(*v1alpha1.Pipeline)
-		want   Ownership
-	}{
-		{name: "made by the trigger", want: Owned},
-		{name: "of a namespaced object", change: func(p *v1alpha1.Pipeline) {
-			*p = *existingPipeline(webApp, "trigger-uid", start.Add(time.Minute))
-		}, want: Owned},
-		{name: "made by an earlier trigger of the same name", change: func(p *v1alpha1.Pipeline) {
-			p.Labels[LabelTriggerUID] = "old-uid"
-		}, want: NotOwned},
-		{name: "with an empty trigger UID", change: func(p *v1alpha1.Pipeline) { p.Labels[LabelTriggerUID] = "" }, want: NotOwned},
-		{name: "of another trigger", change: func(p *v1alpha1.Pipeline) { p.Labels[LabelTrigger] = "other" }, want: NotOwned},
-		{name: "without the trigger label", change: func(p *v1alpha1.Pipeline) { delete(p.Labels, LabelTrigger) }, want: NotOwned},
-		{name: "in another namespace", change: func(p *v1alpha1.Pipeline) { p.Namespace = "other" }, want: NotOwned},
-		{name: "a copy that kept the labels (an older kubectl stepwise rerun)", change: func(p *v1alpha1.Pipeline) {
-			p.Name += "-x7k2q"
-		}, want: NotOwned},
-		{name: "whose object annotation was changed", change: func(p *v1alpha1.Pipeline) {
-			p.Annotations[AnnotationObject] = "n2"
-		}, want: NotOwned},
-		{name: "an old version's, created after the trigger", change: func(p *v1alpha1.Pipeline) {
-			delete(p.Labels, LabelTriggerUID)
-		}, want: Adoptable},
-		{name: "an old version's, created in the trigger's second", change: func(p *v1alpha1.Pipeline) {
-			delete(p.Labels, LabelTriggerUID)
-			p.CreationTimestamp = metav1.NewTime(start)
-		}, want: Adoptable},
-		{name: "an old version's, created before the trigger: an earlier trigger's", change: func(p *v1alpha1.Pipeline) {
-			delete(p.Labels, LabelTriggerUID)
-			p.CreationTimestamp = metav1.NewTime(start.Add(-time.Second))
-		}, want: NotOwned},
-		{name: "an older rerun's copy of an old version's", change: func(p *v1alpha1.Pipeline) {
-			delete(p.Labels, LabelTriggerUID)
-			p.Name += "-x7k2q"
-		}, want: NotOwned},
-		{name: "a trigger with no UID owns nothing", trig: func(tr *v1alpha1.PipelineTrigger) { tr.UID = "" },
-			change: func(p *v1alpha1.Pipeline) { p.Labels[LabelTriggerUID] = "" }, want: NotOwned},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tr := trig.DeepCopy()
-			if tt.trig != nil {
-				tt.trig(tr)
-			}
-			p := existingPipeline(node, "trigger-uid", start.Add(time.Minute))
-			if tt.change != nil {
-				tt.change(p)
-			}
-			assert.Equal(t, tt.want, OwnershipOf(tr, p))
-		})
-	}
-}
-
 // TestRecreatedTriggerLeavesTheOldTriggersPipelines: a trigger deleted and created again
 // under its name (another UID) neither counts nor deletes the pipelines of the earlier one,
 // those it made with its UID nor those an old version made before the new trigger existed;
@@ -124,7 +65,7 @@ func TestRecreatedTriggerLeavesTheOldTriggersPipelines(t *testing.T) {
 	assert.Equal(t, []string{"create pipelines", "update pipelinetriggers/status"}, f.writes(),
 		"nothing deleted or stamped; the only place goes to n2")
 	mine := f.pipelineFor("retire", n2)
-	assert.Equal(t, "trigger-uid", mine.Labels[LabelTriggerUID])
+	assert.Equal(t, "trigger-uid", mine.Labels[v1alpha1.LabelTriggerUID])
 	for _, old := range []*v1alpha1.Pipeline{oldN1, oldGone, oldLegacy} {
 		got, err := f.client.StepwiseV1alpha1().Pipelines("ns").Get(f.ctx, old.Name, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -142,7 +83,7 @@ func TestRecreatedTriggerLeavesTheOldTriggersPipelines(t *testing.T) {
 	f.finish("retire", n2)
 	f.client.ClearActions()
 	f.sync("retire")
-	assert.Equal(t, "trigger-uid", f.pipelineFor("retire", n1).Labels[LabelTriggerUID])
+	assert.Equal(t, "trigger-uid", f.pipelineFor("retire", n1).Labels[v1alpha1.LabelTriggerUID])
 }
 
 // TestCopiesAreNotAdopted: a copy of a trigger's pipeline that kept its labels (as
@@ -207,7 +148,7 @@ func TestPipelineOfAnOldVersionIsAdoptedOnce(t *testing.T) {
 				assert.Equal(t, []string{"create pipelines", "update pipelinetriggers/status"}, f.writes(), "n2 starts")
 				return
 			}
-			assert.Equal(t, "trigger-uid", got.Labels[LabelTriggerUID])
+			assert.Equal(t, "trigger-uid", got.Labels[v1alpha1.LabelTriggerUID])
 			assert.Equal(t, []string{"patch pipelines", "update pipelinetriggers/status"}, f.writes(), "n2 waits for n1's")
 			assert.Equal(t, []string{"n2"}, f.trigger("retire").Status.Queue)
 

@@ -91,7 +91,7 @@ func newResourceResolver(mapper meta.RESTMapper, allowed []schema.GroupResource,
 func (r *resourceResolver) resolve(res v1alpha1.TriggerResource) (target, *problem) {
 	gv, err := schema.ParseGroupVersion(res.APIVersion)
 	if err != nil {
-		return target{}, &problem{reason: ReasonInvalidResource, message: fmt.Sprintf("apiVersion %q: %v", res.APIVersion, err)}
+		return target{}, &problem{reason: v1alpha1.TriggerReasonInvalidResource, message: fmt.Sprintf("apiVersion %q: %v", res.APIVersion, err)}
 	}
 	gk := schema.GroupKind{Group: gv.Group, Kind: res.Kind}
 	mapping, err := r.mapper.RESTMapping(gk, gv.Version)
@@ -99,13 +99,13 @@ func (r *resourceResolver) resolve(res v1alpha1.TriggerResource) (target, *probl
 		if meta.IsNoMatchError(err) {
 			r.resetMapper()
 		}
-		return target{}, &problem{reason: ReasonInvalidResource, retry: true,
+		return target{}, &problem{reason: v1alpha1.TriggerReasonInvalidResource, retry: true,
 			message: fmt.Sprintf("the API server serves no kind %s in %s", res.Kind, res.APIVersion)}
 	}
 	t := target{gvr: mapping.Resource, namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
 	gr := t.gvr.GroupResource()
 	if !slices.Contains(r.allowed, gr) {
-		return target{}, &problem{reason: ReasonResourceNotAllowed, message: r.notAllowed(gr)}
+		return target{}, &problem{reason: v1alpha1.TriggerReasonResourceNotAllowed, message: r.notAllowed(gr)}
 	}
 	return t, nil
 }

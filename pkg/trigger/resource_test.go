@@ -75,11 +75,11 @@ func TestResolveResource(t *testing.T) {
 		{name: "namespaced custom resource", resource: v1alpha1.TriggerResource{APIVersion: "demo.stepwise.dev/v1alpha1", Kind: "WebApp"},
 			want: target{gvr: webappsGVR, namespaced: true}},
 		{name: "not allowed", resource: v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Secret"},
-			wantReason: ReasonResourceNotAllowed, wantMsg: []string{`"secrets"`, "--trigger-resources", "nodes,webapps.demo.stepwise.dev"}},
+			wantReason: v1alpha1.TriggerReasonResourceNotAllowed, wantMsg: []string{`"secrets"`, "--trigger-resources", "nodes,webapps.demo.stepwise.dev"}},
 		{name: "unknown kind", resource: v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Nope"},
-			wantReason: ReasonInvalidResource, wantMsg: []string{"v1", "Nope"}},
+			wantReason: v1alpha1.TriggerReasonInvalidResource, wantMsg: []string{"v1", "Nope"}},
 		{name: "bad apiVersion", resource: v1alpha1.TriggerResource{APIVersion: "a/b/c", Kind: "Node"},
-			wantReason: ReasonInvalidResource, wantMsg: []string{"a/b/c"}},
+			wantReason: v1alpha1.TriggerReasonInvalidResource, wantMsg: []string{"a/b/c"}},
 	}
 	allowed, err := ParseResources("nodes,webapps.demo.stepwise.dev")
 	require.NoError(t, err)
@@ -111,6 +111,6 @@ func TestSecretsOnlyWhenListed(t *testing.T) {
 
 	_, prob = newResourceResolver(testMapper(), nil, nil).resolve(v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Node"})
 	require.NotNil(t, prob)
-	assert.Equal(t, ReasonResourceNotAllowed, prob.reason)
+	assert.Equal(t, v1alpha1.TriggerReasonResourceNotAllowed, prob.reason)
 	assert.Contains(t, prob.message, "no kind")
 }

@@ -14,39 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-)
-
-// Reasons of a trigger's Ready condition.
-const (
-	// Ready=True.
-	//
-	// ReasonActive: the trigger starts pipelines for the objects that match.
-	ReasonActive = "Active"
-	// ReasonBlocked: every running pipeline waits on a PodDisruptionBudget, and the
-	// objects waiting wait for them.
-	ReasonBlocked = "Blocked"
-	// ReasonSuspended: spec.suspend; the running pipelines go on.
-	ReasonSuspended = "Suspended"
-	// ReasonOutsideWindow: the maintenance window is closed; the running pipelines go on.
-	ReasonOutsideWindow = "OutsideWindow"
-	// ReasonInvalidWindow: the maintenance window cannot be read (schedule, zone, duration).
-	ReasonInvalidWindow = "InvalidWindow"
-
-	// Ready=False: the trigger starts nothing.
-	//
-	// ReasonInvalidResource: spec.resource names no kind the API server serves.
-	ReasonInvalidResource = "InvalidResource"
-	// ReasonResourceNotAllowed: the operator's installer did not let it watch the kind
-	// (ResourcesFlag).
-	ReasonResourceNotAllowed = "ResourceNotAllowed"
-	// ReasonForbidden: the trigger's ServiceAccount may not list and watch the kind.
-	ReasonForbidden = "Forbidden"
-	// ReasonTemplateNotFound: the template does not exist (yet).
-	ReasonTemplateNotFound = "TemplateNotFound"
-	// ReasonInvalidSelector: spec.selector does not parse.
-	ReasonInvalidSelector = "InvalidSelector"
-	// ReasonInvalidParameters: a $(object...) reference of spec.params does not parse.
-	ReasonInvalidParameters = "InvalidParameters"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 // Bounds of the status.
@@ -78,7 +46,7 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	var running, succeeded, failed int32
 	for _, p := range ts.pipelines {
 		switch {
-		case !Finished(p):
+		case !p.Finished():
 			running++
 		case p.Status.Phase == v1alpha1.PipelineSucceeded:
 			succeeded++
@@ -100,25 +68,25 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	ready.Status = metav1.ConditionTrue
 	switch budgets, blocked := ts.blocked(); {
 	case ts.templateMissing:
-		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonTemplateNotFound
+		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonTemplateNotFound
 		ready.Message = fmt.Sprintf("PipelineTemplate %s/%s does not exist: nothing starts until it does", trig.Namespace, trig.Spec.TemplateRef.Name)
 	case trig.Spec.Suspend:
-		ready.Reason = ReasonSuspended
+		ready.Reason = v1alpha1.TriggerReasonSuspended
 		ready.Message = fmt.Sprintf("suspended: nothing starts; %d running, %d waiting", running, s.Waiting)
 	case ts.windowClosed:
-		ready.Reason = ReasonOutsideWindow
+		ready.Reason = v1alpha1.TriggerReasonOutsideWindow
 		ready.Message = fmt.Sprintf("outside the maintenance window: nothing starts until %s; %d running, %d waiting",
 			ts.nextWindow.UTC().Format(time.RFC3339), running, s.Waiting)
 	case blocked:
-		ready.Reason = ReasonBlocked
+		ready.Reason = v1alpha1.TriggerReasonBlocked
 		ready.Message = fmt.Sprintf("%s on %s %s", count(int(running), "running pipeline waits", "running pipelines wait"),
 			plural(len(budgets), "PodDisruptionBudget", "PodDisruptionBudgets"), strings.Join(budgets, ", "))
 		if s.Waiting > 0 {
 			ready.Message += "; " + count(int(s.Waiting), "object waits", "objects wait")
 		}
 	default:
-		ready.Reason = ReasonActive
-		ready.Message = fmt.Sprintf("%d running (concurrency %d), %d waiting", running, ts.concurrency(), s.Waiting)
+		ready.Reason = v1alpha1.TriggerReasonActive
+		ready.Message = fmt.Sprintf("%d running (concurrency %d), %d waiting", running, rules.Concurrency(ts.trig), s.Waiting)
 	}
 	if len(ts.objectErrors) > 0 {
 		first := ts.objectErrors[0]
@@ -146,7 +114,7 @@ func (ts *triggerSync) blocked() ([]string, bool) {
 	var budgets []string
 	running := 0
 	for _, p := range ts.pipelines {
-		if Finished(p) {
+		if p.Finished() {
 			continue
 		}
 		running++
@@ -160,7 +128,7 @@ func (ts *triggerSync) blocked() ([]string, bool) {
 			}
 		}
 	}
-	if running == 0 || len(ts.objectErrors) > 0 || (len(ts.waiting) > 0 && running < ts.concurrency()) {
+	if running == 0 || len(ts.objectErrors) > 0 || (len(ts.waiting) > 0 && running < rules.Concurrency(ts.trig)) {
 		return nil, false
 	}
 	slices.Sort(budgets)

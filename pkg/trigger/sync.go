@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 const (
@@ -90,7 +91,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 		}
 	}
 	if trig.DeletionTimestamp != nil {
-		if slices.Contains(trig.Finalizers, FinalizerTaints) {
+		if slices.Contains(trig.Finalizers, v1alpha1.FinalizerTaints) {
 			return c.finalizeTaints(ctx, key, trig)
 		}
 		c.forget(key)
@@ -128,25 +129,19 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 	requeue := max(answer.expires.Sub(c.clock.Now()), time.Second)
 	if !answer.allowed {
 		c.objects.unwatch(ts.key)
-		ts.problem = &problem{reason: ReasonForbidden, message: answer.message}
+		ts.problem = &problem{reason: v1alpha1.TriggerReasonForbidden, message: answer.message}
 		return requeue, nil
 	}
-	selector, err := selectorOf(trig)
+	matcher, err := rules.ParseMatcher(trig)
 	if err != nil {
 		c.objects.unwatch(ts.key)
-		ts.problem = &problem{reason: ReasonInvalidSelector, message: fmt.Sprintf("spec.selector: %v", err)}
-		return requeue, nil
-	}
-	fields, err := ParseMatchFields(trig.Spec.MatchFields)
-	if err != nil {
-		c.objects.unwatch(ts.key)
-		ts.problem = &problem{reason: ReasonInvalidSelector, message: err.Error()}
+		ts.problem = &problem{reason: v1alpha1.TriggerReasonInvalidSelector, message: err.Error()}
 		return requeue, nil
 	}
 	params, err := parseParams(trig.Spec.Params)
 	if err != nil {
 		c.objects.unwatch(ts.key)
-		ts.problem = &problem{reason: ReasonInvalidParameters, message: err.Error()}
+		ts.problem = &problem{reason: v1alpha1.TriggerReasonInvalidParameters, message: err.Error()}
 		return requeue, nil
 	}
 
@@ -158,7 +153,7 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 		ts.keepStatus = true
 		return min(requeue, cacheSyncRetry), nil
 	}
-	if err := ts.match(lister, selector, fields); err != nil {
+	if err := ts.match(lister, matcher); err != nil {
 		return 0, err
 	}
 	if err := ts.collectPipelines(ctx); err != nil {
@@ -173,7 +168,7 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 	w, err := windowAt(trig.Spec.MaintenanceWindow, c.clock.Now())
 	if err != nil {
 		c.objects.unwatch(ts.key)
-		ts.problem = &problem{reason: ReasonInvalidWindow, message: err.Error()}
+		ts.problem = &problem{reason: v1alpha1.TriggerReasonInvalidWindow, message: err.Error()}
 		return requeue, nil
 	}
 	if !w.change.IsZero() {
@@ -222,12 +217,7 @@ func (ts *triggerSync) canStart() bool {
 	return !ts.trig.Spec.Suspend && !ts.templateMissing && !ts.windowClosed
 }
 
-// concurrency is spec.concurrency, at least 1.
-func (ts *triggerSync) concurrency() int {
-	return max(int(ts.trig.Spec.Concurrency), 1)
-}
-
 // objectName names an object in messages, the queue and AnnotationObject.
 func (ts *triggerSync) objectName(obj *unstructured.Unstructured) string {
-	return objectKey(obj.GetNamespace(), obj.GetName())
+	return rules.ObjectKey(obj.GetNamespace(), obj.GetName())
 }

@@ -13,6 +13,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 // TestOnePipelinePerMatchingObject: each matching Node gets one pipeline, named after the
@@ -36,9 +37,9 @@ func TestOnePipelinePerMatchingObject(t *testing.T) {
 	assert.Equal(t, []string{"create pipelines", "create pipelines", "update pipelinetriggers/status"}, f.writes())
 	assert.Equal(t, []string{"Normal PipelineCreated", "Normal PipelineCreated"}, f.eventReasons())
 	p := f.pipelineFor("retire", n1)
-	assert.Equal(t, "retire-node-1-"+hash5("uid-node-1"), p.Name)
-	assert.Equal(t, map[string]string{LabelTrigger: "retire", LabelTriggerUID: "trigger-uid", LabelObjectUID: "uid-node-1"}, p.Labels)
-	assert.Equal(t, map[string]string{AnnotationObject: "node-1"}, p.Annotations)
+	assert.Equal(t, "retire-node-1-5cu6s", p.Name, "TRIGGER-OBJECT, a dash and a hash of the object's UID")
+	assert.Equal(t, map[string]string{v1alpha1.LabelTrigger: "retire", v1alpha1.LabelTriggerUID: "trigger-uid", v1alpha1.LabelObjectUID: "uid-node-1"}, p.Labels)
+	assert.Equal(t, map[string]string{v1alpha1.AnnotationObject: "node-1"}, p.Annotations)
 	assert.Empty(t, p.OwnerReferences)
 	assert.Equal(t, v1alpha1.PipelineSpec{
 		TemplateRef:        &v1alpha1.TemplateRef{Name: "retire-node"},
@@ -57,7 +58,7 @@ func TestOnePipelinePerMatchingObject(t *testing.T) {
 	assert.Empty(t, got.Status.Queue)
 	ready := readyOf(got)
 	assert.Equal(t, metav1.ConditionTrue, ready.Status)
-	assert.Equal(t, ReasonActive, ready.Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonActive, ready.Reason)
 	assert.Equal(t, int64(1), ready.ObservedGeneration)
 
 	// Nothing changed: nothing is written.
@@ -82,7 +83,7 @@ func TestConcurrencyBoundsUnfinishedPipelines(t *testing.T) {
 	trig.Spec.Concurrency = 2
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), nodes[0], nodes[1], nodes[2], nodes[3], nodes[4]))
 	pipelineOf := func(obj *unstructured.Unstructured) string {
-		return pipelineName("retire", obj.GetName(), obj.GetUID())
+		return rules.PipelineName("retire", obj.GetName(), obj.GetUID())
 	}
 
 	f.sync("retire")
@@ -134,44 +135,6 @@ func TestConcurrencyBoundsUnfinishedPipelines(t *testing.T) {
 	assert.Equal(t, []string{"c"}, got.Status.Queue)
 }
 
-func TestFinished(t *testing.T) {
-	now := metav1.Now()
-	tests := []struct {
-		name       string
-		status     v1alpha1.PipelineStatus
-		generation int64
-		delete     bool
-		want       bool
-	}{
-		{name: "new", want: false},
-		{name: "pending", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelinePending}, want: false},
-		{name: "running", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineRunning}, want: false},
-		{name: "suspended", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineSuspended}, want: false},
-		{name: "succeeded", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineSucceeded}, want: true},
-		{name: "failed, stopped", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineFailed,
-			Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: "StepFailed"}}}, want: false},
-		{name: "failed, tearing down", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineFailed,
-			Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: "TearingDownAfterFailure"}}}, want: false},
-		{name: "failed, torn down", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineFailed,
-			Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: "TornDownAfterFailure"}}}, want: true},
-		{name: "succeeded, being deleted", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineSucceeded}, delete: true, want: false},
-		{name: "deleting", status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineDeleting}, delete: true, want: false},
-		{name: "succeeded, spec changed since", generation: 2, status: v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineSucceeded,
-			ObservedGeneration: 1}, want: false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := &v1alpha1.Pipeline{Status: tt.status}
-			p.Generation = tt.generation
-			if tt.delete {
-				p.DeletionTimestamp = &now
-			}
-			assert.Equal(t, tt.want, Finished(p))
-		})
-	}
-	assert.Equal(t, "TornDownAfterFailure", reasonTornDownAfterFailure, "the engine's reason, by its string")
-}
-
 func TestSuspendStartsNothing(t *testing.T) {
 	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
 	trig := newTrigger()
@@ -186,7 +149,7 @@ func TestSuspendStartsNothing(t *testing.T) {
 	f.sync("retire")
 	assert.Equal(t, []string{"update pipelinetriggers/status"}, f.writes(), "n2 does not start")
 	got := f.trigger("retire")
-	assert.Equal(t, ReasonSuspended, readyOf(got).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonSuspended, readyOf(got).Reason)
 	assert.Equal(t, metav1.ConditionTrue, readyOf(got).Status)
 	assert.Equal(t, int32(1), got.Status.Waiting)
 	assert.Equal(t, []string{"n2"}, got.Status.Queue)
@@ -194,7 +157,7 @@ func TestSuspendStartsNothing(t *testing.T) {
 	f.updateTrigger("retire", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Suspend = false })
 	f.sync("retire")
 	f.pipelineFor("retire", n2)
-	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonActive, readyOf(f.trigger("retire")).Reason)
 }
 
 // TestTriggerThatCannotAct: a trigger whose kind, rights, selector, params or template are
@@ -212,19 +175,19 @@ func TestTriggerThatCannotAct(t *testing.T) {
 		wantCounts  bool
 	}{
 		{name: "unknown kind", change: func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Resource.Kind = "Nope" },
-			wantReason: ReasonInvalidResource, wantMsg: "the API server serves no kind Nope in v1", wantRequeue: true},
+			wantReason: v1alpha1.TriggerReasonInvalidResource, wantMsg: "the API server serves no kind Nope in v1", wantRequeue: true},
 		{name: "kind not allowed", change: func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Resource.Kind = "Secret" },
-			wantReason: ReasonResourceNotAllowed, wantMsg: `its installer must add "secrets" to --trigger-resources`},
+			wantReason: v1alpha1.TriggerReasonResourceNotAllowed, wantMsg: `its installer must add "secrets" to --trigger-resources`},
 		{name: "ServiceAccount may not list the kind", deny: true, wantReviews: true, wantRequeue: true,
-			wantReason: ReasonForbidden, wantMsg: "ServiceAccount ns/retirer may not list and watch nodes cluster-wide"},
+			wantReason: v1alpha1.TriggerReasonForbidden, wantMsg: "ServiceAccount ns/retirer may not list and watch nodes cluster-wide"},
 		{name: "bad selector", wantReviews: true, wantRequeue: true, change: func(tr *v1alpha1.PipelineTrigger) {
 			tr.Spec.Selector = &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{{Key: "a", Operator: "Bad"}}}
-		}, wantReason: ReasonInvalidSelector, wantMsg: `"Bad" is not a valid label selector operator`},
+		}, wantReason: v1alpha1.TriggerReasonInvalidSelector, wantMsg: `"Bad" is not a valid label selector operator`},
 		{name: "bad reference", wantReviews: true, wantRequeue: true, change: func(tr *v1alpha1.PipelineTrigger) {
 			tr.Spec.Params["node"] = "$(object.metadata..name)"
-		}, wantReason: ReasonInvalidParameters, wantMsg: "params.node: $(object.metadata..name): field name expected at 9"},
+		}, wantReason: v1alpha1.TriggerReasonInvalidParameters, wantMsg: "params.node: $(object.metadata..name): field name expected at 9"},
 		{name: "no template", noTemplate: true, wantReviews: true, wantRequeue: true, wantCounts: true,
-			wantReason: ReasonTemplateNotFound, wantMsg: "PipelineTemplate ns/retire-node does not exist"},
+			wantReason: v1alpha1.TriggerReasonTemplateNotFound, wantMsg: "PipelineTemplate ns/retire-node does not exist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,7 +235,7 @@ func TestForbiddenUntilGranted(t *testing.T) {
 	requeue := f.sync("retire")
 	assert.Equal(t, time.Minute, requeue, "asked again when the answer expires")
 	assert.Nil(t, f.c.objects.informer(nodesGVR), "no informer started for a denied trigger")
-	assert.Equal(t, ReasonForbidden, readyOf(f.trigger("retire")).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonForbidden, readyOf(f.trigger("retire")).Reason)
 	assert.Empty(t, f.pipelineList())
 
 	f.rbac.allow(nodeRetirerUser, "nodes", "", "list", "watch")
@@ -283,7 +246,7 @@ func TestForbiddenUntilGranted(t *testing.T) {
 	f.clock.Step(30 * time.Second)
 	f.sync("retire")
 	assert.Len(t, f.pipelineList(), 1)
-	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonActive, readyOf(f.trigger("retire")).Reason)
 
 	// Rights taken away: nothing more starts, and the status forgets the objects.
 	f.rbac.allowed = nil
@@ -293,7 +256,7 @@ func TestForbiddenUntilGranted(t *testing.T) {
 	f.sync("retire")
 	assert.Len(t, f.pipelineList(), 1)
 	got := f.trigger("retire")
-	assert.Equal(t, ReasonForbidden, readyOf(got).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonForbidden, readyOf(got).Reason)
 	assert.Zero(t, got.Status.Matched)
 	assert.Zero(t, got.Status.Succeeded)
 	assert.Empty(t, got.Status.Queue)
@@ -305,7 +268,7 @@ func TestTemplateAppearing(t *testing.T) {
 	f := newFixture(t, objs(newTrigger(), newNode("n1", 0, retiring)))
 	f.sync("retire")
 	assert.Empty(t, f.pipelineList())
-	assert.Equal(t, ReasonTemplateNotFound, readyOf(f.trigger("retire")).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonTemplateNotFound, readyOf(f.trigger("retire")).Reason)
 	drain(f.c)
 
 	tpl := newTemplate("retire-node")
@@ -315,7 +278,7 @@ func TestTemplateAppearing(t *testing.T) {
 	require.NoError(t, f.templates.Add(tpl))
 	f.sync("retire")
 	assert.Len(t, f.pipelineList(), 1)
-	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonActive, readyOf(f.trigger("retire")).Reason)
 }
 
 // TestObjectWithoutAFieldWaits: an object that lacks a field the params refer to waits,
@@ -330,7 +293,7 @@ func TestObjectWithoutAFieldWaits(t *testing.T) {
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), bad, good))
 
 	f.sync("retire")
-	assert.Equal(t, []string{pipelineName("retire", "good", good.GetUID())}, f.pipelineNames())
+	assert.Equal(t, []string{rules.PipelineName("retire", "good", good.GetUID())}, f.pipelineNames())
 	got := f.trigger("retire")
 	assert.Equal(t, int32(1), got.Status.Waiting)
 	assert.Equal(t, []string{"bad"}, got.Status.Queue)
@@ -389,7 +352,7 @@ func TestNamespacedKind(t *testing.T) {
 	require.Len(t, f.pipelineList(), 1)
 	p := f.pipelineFor("web", mine)
 	assert.Equal(t, map[string]string{"image": "web:1", "name": "shop"}, p.Spec.Params)
-	assert.Equal(t, "ns/shop", p.Annotations[AnnotationObject])
+	assert.Equal(t, "ns/shop", p.Annotations[v1alpha1.AnnotationObject])
 	assert.Equal(t, v1alpha1.UpdateRerun, p.Spec.UpdatePolicy)
 	assert.Equal(t, "deployer", p.Spec.ServiceAccountName)
 	no := false
@@ -406,7 +369,7 @@ func TestNamespacedKind(t *testing.T) {
 	blog := f.pipelineList()
 	require.Len(t, blog, 2)
 	for _, p := range blog {
-		if p.Annotations[AnnotationObject] == "ns/blog" {
+		if p.Annotations[v1alpha1.AnnotationObject] == "ns/blog" {
 			assert.Empty(t, p.OwnerReferences)
 		}
 	}
@@ -515,7 +478,7 @@ func TestObjectGoneOrUnmatched(t *testing.T) {
 			f := newFixture(t, objs(trig, newTemplate("retire-node"), n1))
 			f.sync("retire")
 			f.events()
-			name := pipelineName("retire", "n1", n1.GetUID())
+			name := rules.PipelineName("retire", "n1", n1.GetUID())
 
 			tt.unmatch(f, n1)
 			f.client.ClearActions()
@@ -592,11 +555,11 @@ func TestHistoryLimit(t *testing.T) {
 
 	deleted := f.events()
 	require.Len(t, deleted, 2)
-	assert.Contains(t, deleted[0], "PipelineDeleted history limit 2: deleted pipeline "+pipelineName("retire", "d", nodes[3].GetUID()))
-	assert.Contains(t, deleted[1], "deleted pipeline "+pipelineName("retire", "a", nodes[0].GetUID()))
+	assert.Contains(t, deleted[0], "PipelineDeleted history limit 2: deleted pipeline "+rules.PipelineName("retire", "d", nodes[3].GetUID()))
+	assert.Contains(t, deleted[1], "deleted pipeline "+rules.PipelineName("retire", "a", nodes[0].GetUID()))
 	assert.ElementsMatch(t, []string{
-		pipelineName("retire", "b", nodes[1].GetUID()), pipelineName("retire", "c", nodes[2].GetUID()),
-		pipelineName("retire", "running", nodes[4].GetUID()), pipelineName("retire", "unlabelled", nodes[5].GetUID()),
+		rules.PipelineName("retire", "b", nodes[1].GetUID()), rules.PipelineName("retire", "c", nodes[2].GetUID()),
+		rules.PipelineName("retire", "running", nodes[4].GetUID()), rules.PipelineName("retire", "unlabelled", nodes[5].GetUID()),
 	}, f.pipelineNames())
 }
 
@@ -613,7 +576,7 @@ func TestRecreatedObjectGetsANewPipeline(t *testing.T) {
 	again.SetUID("uid-n1-again")
 	f.createObject(again)
 	f.sync("retire")
-	assert.ElementsMatch(t, []string{pipelineName("retire", "n1", "uid-n1"), pipelineName("retire", "n1", "uid-n1-again")}, f.pipelineNames())
+	assert.ElementsMatch(t, []string{rules.PipelineName("retire", "n1", "uid-n1"), rules.PipelineName("retire", "n1", "uid-n1-again")}, f.pipelineNames())
 }
 
 // TestCreateRacingTheCache: a pipeline created by an earlier sync that the cache has not
@@ -633,7 +596,7 @@ func TestCreateRacingTheCache(t *testing.T) {
 // which the cache has not seen, takes its place in the budget.
 func TestAlreadyExists(t *testing.T) {
 	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
-	existing := &v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: pipelineName("retire", "n1", n1.GetUID()), Namespace: "ns"}}
+	existing := &v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: rules.PipelineName("retire", "n1", n1.GetUID()), Namespace: "ns"}}
 	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), n1, n2))
 	require.NoError(t, f.client.Tracker().Add(existing))
 	f.client.ClearActions()
@@ -652,9 +615,9 @@ func TestLongTriggerName(t *testing.T) {
 	f.sync(trig.Name)
 	p := f.pipelineList()
 	require.Len(t, p, 1)
-	assert.Equal(t, LabelValueOf(trig.Name), p[0].Labels[LabelTrigger])
-	assert.LessOrEqual(t, len(p[0].Labels[LabelTrigger]), 63)
-	assert.NotEqual(t, trig.Name, p[0].Labels[LabelTrigger])
+	assert.Equal(t, rules.LabelValueOf(trig.Name), p[0].Labels[v1alpha1.LabelTrigger])
+	assert.LessOrEqual(t, len(p[0].Labels[v1alpha1.LabelTrigger]), 63)
+	assert.NotEqual(t, trig.Name, p[0].Labels[v1alpha1.LabelTrigger])
 	f.client.ClearActions()
 	f.sync(trig.Name)
 	assert.Empty(t, f.writes())
@@ -677,7 +640,7 @@ func TestBlockedByPodDisruptionBudgets(t *testing.T) {
 	f := newFixture(t, in)
 	f.sync("retire")
 	block := func(i int, msg string) {
-		f.setPipelineStatus(pipelineName("retire", nodes[i].GetName(), nodes[i].GetUID()), func(s *v1alpha1.PipelineStatus) {
+		f.setPipelineStatus(rules.PipelineName("retire", nodes[i].GetName(), nodes[i].GetUID()), func(s *v1alpha1.PipelineStatus) {
 			s.Phase = v1alpha1.PipelineRunning
 			s.CurrentStep = "drain"
 			s.Steps = []v1alpha1.StepStatus{{Name: "cordon", Message: "cordoned"}, {Name: "drain", Message: msg}}
@@ -687,13 +650,13 @@ func TestBlockedByPodDisruptionBudgets(t *testing.T) {
 	block(1, "1 pods left; apps/web-2: The disruption budget web-pdb needs 2 healthy pods and has 2 currently")
 	block(2, "3 pods left")
 	f.sync("retire")
-	assert.Equal(t, ReasonActive, readyOf(f.trigger("retire")).Reason, "one pipeline is not blocked")
+	assert.Equal(t, v1alpha1.TriggerReasonActive, readyOf(f.trigger("retire")).Reason, "one pipeline is not blocked")
 
 	block(2, "3 pods left; db/db-0: The disruption budget db-pdb needs 1 healthy pods and has 1 currently; apps/web-3: The disruption budget web-pdb needs 2 healthy pods and has 2 currently")
 	f.sync("retire")
 	ready := readyOf(f.trigger("retire"))
 	assert.Equal(t, metav1.ConditionTrue, ready.Status)
-	assert.Equal(t, ReasonBlocked, ready.Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonBlocked, ready.Reason)
 	assert.Equal(t, "3 running pipelines wait on PodDisruptionBudgets db-pdb, web-pdb; 5 objects wait", ready.Message)
 }
 

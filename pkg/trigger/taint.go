@@ -18,23 +18,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
-const (
-	// TaintWaiting is the key of the PreferNoSchedule taint a trigger with
-	// spec.taintWaiting puts on the nodes waiting in its queue; its value names the trigger
-	// (taintValue).
-	TaintWaiting = "stepwise.dev/waiting"
-	// FinalizerTaints holds a trigger with spec.taintWaiting until its taints are removed.
-	FinalizerTaints = "stepwise.dev/waiting-taints"
-	// ReasonTaintFailed: a waiting node could not be tainted, or a taint not removed.
-	ReasonTaintFailed = "TaintFailed"
-)
-
-// taintValue names a trigger in its taints: NAMESPACE.NAME, made a label value.
-func taintValue(trig *v1alpha1.PipelineTrigger) string {
-	return labelValue(trig.Namespace + "." + trig.Name)
-}
+// waitingEffect is the effect of the trigger's taint, typed.
+const waitingEffect = corev1.TaintEffect(v1alpha1.TaintWaitingEffect)
 
 // taintsNodes tells whether the trigger watches Nodes, the only kind it may taint.
 func (ts *triggerSync) taintsNodes() bool {
@@ -73,7 +61,7 @@ func (ts *triggerSync) syncTaints(ctx context.Context) error {
 // them. A node it may not patch (Forbidden, or gone) is reported in ts.taintErr, once, and
 // skipped; a conflict (the cache is behind) is an error, so the sync runs again.
 func (ts *triggerSync) setTaints(ctx context.Context, nodes []*unstructured.Unstructured, want map[types.UID]bool) (int, error) {
-	value := taintValue(ts.trig)
+	value := rules.TaintValueOf(ts.trig)
 	left := 0
 	for _, node := range nodes {
 		taints, err := taintsOf(node)
@@ -81,12 +69,12 @@ func (ts *triggerSync) setTaints(ctx context.Context, nodes []*unstructured.Unst
 			return left, err
 		}
 		i := slices.IndexFunc(taints, func(t corev1.Taint) bool {
-			return t.Key == TaintWaiting && t.Effect == corev1.TaintEffectPreferNoSchedule
+			return t.Key == v1alpha1.TaintWaiting && t.Effect == waitingEffect
 		})
 		has := i >= 0 && taints[i].Value == value
 		switch {
 		case want[node.GetUID()] && i < 0:
-			taints = append(taints, corev1.Taint{Key: TaintWaiting, Value: value, Effect: corev1.TaintEffectPreferNoSchedule})
+			taints = append(taints, corev1.Taint{Key: v1alpha1.TaintWaiting, Value: value, Effect: waitingEffect})
 		case !want[node.GetUID()] && has:
 			taints = slices.Delete(taints, i, i+1)
 		default:
@@ -103,7 +91,7 @@ func (ts *triggerSync) setTaints(ctx context.Context, nodes []*unstructured.Unst
 			}
 			if ts.taintErr == nil {
 				ts.taintErr = err
-				ts.event(corev1.EventTypeWarning, ReasonTaintFailed, "%v", err)
+				ts.event(corev1.EventTypeWarning, v1alpha1.TriggerReasonTaintFailed, "%v", err)
 			}
 		default:
 			return left, err
@@ -190,20 +178,20 @@ func (c *Controller) finalizeTaints(ctx context.Context, key cache.ObjectName, t
 	return 0, nil
 }
 
-// ensureFinalizer adds FinalizerTaints to the trigger if it has not got it.
+// ensureFinalizer adds v1alpha1.FinalizerTaints to the trigger if it has not got it.
 func (ts *triggerSync) ensureFinalizer(ctx context.Context) error {
-	if slices.Contains(ts.trig.Finalizers, FinalizerTaints) {
+	if slices.Contains(ts.trig.Finalizers, v1alpha1.FinalizerTaints) {
 		return nil
 	}
-	return ts.patchFinalizers(ctx, append(slices.Clone(ts.trig.Finalizers), FinalizerTaints))
+	return ts.patchFinalizers(ctx, append(slices.Clone(ts.trig.Finalizers), v1alpha1.FinalizerTaints))
 }
 
-// removeFinalizer removes FinalizerTaints from the trigger if it has it.
+// removeFinalizer removes v1alpha1.FinalizerTaints from the trigger if it has it.
 func (ts *triggerSync) removeFinalizer(ctx context.Context) error {
-	if !slices.Contains(ts.trig.Finalizers, FinalizerTaints) {
+	if !slices.Contains(ts.trig.Finalizers, v1alpha1.FinalizerTaints) {
 		return nil
 	}
-	return ts.patchFinalizers(ctx, slices.DeleteFunc(slices.Clone(ts.trig.Finalizers), func(f string) bool { return f == FinalizerTaints }))
+	return ts.patchFinalizers(ctx, slices.DeleteFunc(slices.Clone(ts.trig.Finalizers), func(f string) bool { return f == v1alpha1.FinalizerTaints }))
 }
 
 // patchFinalizers writes the trigger's finalizers, on condition that it is as the cache saw

@@ -90,7 +90,7 @@ func (f *fixture) waitingTaints() map[string]string {
 		taints, err := taintsOf(&n)
 		require.NoError(f.t, err)
 		for _, t := range taints {
-			if t.Key == TaintWaiting {
+			if t.Key == v1alpha1.TaintWaiting {
 				assert.Equal(f.t, corev1.TaintEffectPreferNoSchedule, t.Effect)
 				out[n.GetName()] = t.Value
 			}
@@ -117,7 +117,7 @@ func TestWaitingNodesAreTainted(t *testing.T) {
 	c := newNode("c", 2*time.Second, retiring)
 	other := newNode("other", 0, nil)
 	require.NoError(t, unstructured.SetNestedSlice(other.Object, []any{
-		map[string]any{"key": TaintWaiting, "value": "elsewhere.retire", "effect": "PreferNoSchedule"},
+		map[string]any{"key": v1alpha1.TaintWaiting, "value": "elsewhere.retire", "effect": "PreferNoSchedule"},
 	}, "spec", "taints"))
 	trig := newTrigger()
 	trig.Spec.TaintWaiting = true
@@ -127,7 +127,7 @@ func TestWaitingNodesAreTainted(t *testing.T) {
 	f.pipelineFor("retire", a)
 	assert.Equal(t, map[string]string{"b": "ns.retire", "c": "ns.retire", "other": "elsewhere.retire"}, f.waitingTaints())
 	assert.ElementsMatch(t, []string{"ns/retirer b", "ns/retirer c"}, sa.patched, "as the trigger's ServiceAccount")
-	assert.Contains(t, f.trigger("retire").Finalizers, FinalizerTaints)
+	assert.Contains(t, f.trigger("retire").Finalizers, v1alpha1.FinalizerTaints)
 
 	// Nothing changed: nothing is written.
 	sa.patched = nil
@@ -147,7 +147,7 @@ func TestWaitingNodesAreTainted(t *testing.T) {
 	f.updateTrigger("retire", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.TaintWaiting = false })
 	f.sync("retire")
 	assert.Equal(t, map[string]string{"other": "elsewhere.retire"}, f.waitingTaints())
-	assert.NotContains(t, f.trigger("retire").Finalizers, FinalizerTaints)
+	assert.NotContains(t, f.trigger("retire").Finalizers, v1alpha1.FinalizerTaints)
 }
 
 // TestDeletedTriggerRemovesItsTaints: a trigger being deleted takes its taints off every
@@ -158,11 +158,11 @@ func TestDeletedTriggerRemovesItsTaints(t *testing.T) {
 			a := newNode("a", 0, retiring)
 			require.NoError(t, unstructured.SetNestedSlice(a.Object, []any{
 				map[string]any{"key": "other", "effect": "NoSchedule"},
-				map[string]any{"key": TaintWaiting, "value": "ns.retire", "effect": "PreferNoSchedule"},
+				map[string]any{"key": v1alpha1.TaintWaiting, "value": "ns.retire", "effect": "PreferNoSchedule"},
 			}, "spec", "taints"))
 			trig := newTrigger()
 			trig.Spec.TaintWaiting = true
-			trig.Finalizers = []string{FinalizerTaints, "example.com/other"}
+			trig.Finalizers = []string{v1alpha1.FinalizerTaints, "example.com/other"}
 			trig.DeletionTimestamp = &metav1.Time{Time: start}
 			f, sa := newTaintFixture(t, trig, a)
 			sa.forbidden = forbidden
@@ -195,7 +195,7 @@ func TestTaintRefusedIsReported(t *testing.T) {
 	assert.Len(t, f.pipelineList(), 1, "the trigger goes on")
 	assert.Empty(t, f.waitingTaints())
 	ready := readyOf(f.trigger("retire"))
-	assert.Equal(t, ReasonActive, ready.Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonActive, ready.Reason)
 	assert.Contains(t, ready.Message, "waiting nodes are not all tainted as they should be: ")
 	assert.Contains(t, ready.Message, "forbidden")
 	assert.Contains(t, f.eventReasons(), "Warning TaintFailed")

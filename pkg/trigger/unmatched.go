@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 // unmatched handles the pipelines whose object no longer matches: it is gone (deleted, or
@@ -24,12 +25,12 @@ import (
 func (ts *triggerSync) unmatched(ctx context.Context, matched map[types.UID]bool) error {
 	var history []*v1alpha1.Pipeline
 	for _, p := range ts.pipelines {
-		uid := types.UID(p.Labels[LabelObjectUID])
+		uid := rules.ObjectUIDOf(p)
 		if matched[uid] || p.UID == "" || p.DeletionTimestamp != nil || ts.mem.deleted[p.UID] {
 			continue
 		}
 		_, present := ts.present[uid]
-		object := p.Annotations[AnnotationObject]
+		object := p.Annotations[v1alpha1.AnnotationObject]
 		if ts.trig.Spec.WhenUnmatched == v1alpha1.UnmatchedDelete {
 			why := "is gone"
 			if present {
@@ -40,7 +41,7 @@ func (ts *triggerSync) unmatched(ctx context.Context, matched map[types.UID]bool
 			}
 			continue
 		}
-		if !present && Finished(p) {
+		if !present && p.Finished() {
 			history = append(history, p)
 		}
 	}
@@ -56,7 +57,7 @@ func (ts *triggerSync) unmatched(ctx context.Context, matched map[types.UID]bool
 	})
 	for _, p := range history[:len(history)-limit] {
 		if err := ts.deletePipeline(ctx, p, "history limit %d: deleted pipeline %s of %s, which is gone (its teardown runs)",
-			limit, p.Name, p.Annotations[AnnotationObject]); err != nil {
+			limit, p.Name, p.Annotations[v1alpha1.AnnotationObject]); err != nil {
 			return err
 		}
 	}
@@ -82,6 +83,6 @@ func (ts *triggerSync) deletePipeline(ctx context.Context, p *v1alpha1.Pipeline,
 		return fmt.Errorf("delete pipeline %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	ts.mem.deleted[p.UID] = true
-	ts.event(corev1.EventTypeNormal, ReasonPipelineDeleted, format, args...)
+	ts.event(corev1.EventTypeNormal, v1alpha1.TriggerReasonPipelineDeleted, format, args...)
 	return nil
 }

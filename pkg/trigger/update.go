@@ -2,6 +2,8 @@ package trigger
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -38,7 +40,7 @@ func (ts *triggerSync) objectChanged(ctx context.Context, obj *unstructured.Unst
 		if err := ts.patchParams(ctx, p, params); err != nil {
 			return err
 		}
-		ts.event(corev1.EventTypeNormal, ReasonObjectChanged, "%s changed: pipeline %s runs again with %s changed", name, p.Name, changed)
+		ts.event(corev1.EventTypeNormal, v1alpha1.TriggerReasonObjectChanged, "%s changed: pipeline %s runs again with %s changed", name, p.Name, changed)
 		return nil
 	}
 	digest := paramsDigest(params)
@@ -46,7 +48,7 @@ func (ts *triggerSync) objectChanged(ctx context.Context, obj *unstructured.Unst
 		return nil
 	}
 	ts.mem.changed[p.UID] = digest
-	ts.event(corev1.EventTypeNormal, ReasonObjectChanged,
+	ts.event(corev1.EventTypeNormal, v1alpha1.TriggerReasonObjectChanged,
 		"%s changed %s, but pipeline %s is immutable (updatePolicy %s): it keeps its params; delete it for the trigger to run a new one",
 		name, changed, p.Name, p.Spec.UpdatePolicy)
 	return nil
@@ -94,8 +96,10 @@ func changedParams(old, new map[string]string) string {
 	return strings.Join(names, " and ")
 }
 
-// paramsDigest identifies a set of params.
+// paramsDigest identifies a set of params in the trigger's memory: a short hash and the
+// length, so that remembering it costs little whatever the params' size.
 func paramsDigest(params map[string]string) string {
 	data, _ := json.Marshal(params) // sorted keys
-	return hash5(string(data)) + fmt.Sprint(len(data))
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:4]) + fmt.Sprint(len(data))
 }

@@ -133,7 +133,7 @@ func TestMaintenanceWindowGatesStarts(t *testing.T) {
 
 	assert.Empty(t, f.pipelineList(), "nothing starts outside the window")
 	got := f.trigger("retire")
-	assert.Equal(t, ReasonOutsideWindow, readyOf(got).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonOutsideWindow, readyOf(got).Reason)
 	assert.Contains(t, readyOf(got).Message, opens.Format(time.RFC3339))
 	require.NotNil(t, got.Status.NextWindow)
 	assert.True(t, opens.Equal(got.Status.NextWindow.Time))
@@ -144,6 +144,6 @@ func TestMaintenanceWindowGatesStarts(t *testing.T) {
 	f.sync("retire")
 	f.pipelineFor("retire", n1)
 	got = f.trigger("retire")
-	assert.Equal(t, ReasonActive, readyOf(got).Reason)
+	assert.Equal(t, v1alpha1.TriggerReasonActive, readyOf(got).Reason)
 	assert.Nil(t, got.Status.NextWindow)
 }

@@ -23,7 +23,7 @@ import (
 )
 
 // The trigger phase's objects, all in the benchmark's namespace. The trigger's name is
-// short, so that it is also the value of trigger.LabelTrigger on its pipelines.
+// short, so that it is also the value of v1alpha1.LabelTrigger on its pipelines.
 const (
 	triggerName     = "bench"
 	triggerTemplate = "bench-noop"
@@ -324,7 +324,7 @@ feed:
 	return errors.Join(failed...)
 }
 
-// triggerWatch follows one trigger's pipelines (by trigger.LabelTrigger) and the trigger
+// triggerWatch follows one trigger's pipelines (by v1alpha1.LabelTrigger) and the trigger
 // itself through the benchmark's informers: a watch sees the pipelines' states in the
 // order the API server wrote them, so the count of unfinished ones it sees is one the
 // cluster had.
@@ -357,7 +357,7 @@ func watchTrigger(ctx context.Context, client clientset.Interface, ns, name stri
 		created: map[string]time.Time{}, succeeded: map[string]time.Time{}, unfinished: map[string]bool{},
 	}
 	pipelines := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = trigger.LabelTrigger + "=" + name }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = v1alpha1.LabelTrigger + "=" + name }))
 	triggers := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }))
 	pInf := pipelines.Stepwise().V1alpha1().Pipelines().Informer()

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
 // fleetRetirer is a ServiceAccount with what node retirement needs, and the right to list
@@ -135,7 +134,7 @@ func watchFleet(t *testing.T, ns, trig, pool string, timeout time.Duration, done
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	pipes := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns)
-	pipelineOpts := metav1.ListOptions{LabelSelector: trigger.LabelTrigger + "=" + trig}
+	pipelineOpts := metav1.ListOptions{LabelSelector: v1alpha1.LabelTrigger + "=" + trig}
 	list, err := pipes.List(ctx, pipelineOpts)
 	require.NoError(t, err)
 	pipelineOpts.ResourceVersion = list.ResourceVersion
@@ -165,7 +164,7 @@ func watchFleet(t *testing.T, ns, trig, pool string, timeout time.Duration, done
 		if n.Spec.Unschedulable {
 			seen.cordoned[n.Name] = true
 		}
-		if slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == trigger.TaintWaiting }) {
+		if slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == v1alpha1.TaintWaiting }) {
 			seen.tainted[n.Name] = true
 			if running(n.Name) {
 				seen.taintedWhileRunning[n.Name] = true
@@ -316,7 +315,7 @@ func TestTriggerRetiresAFleetBehindAPodDisruptionBudget(t *testing.T) {
 	}
 	got, err := client.StepwiseV1alpha1().PipelineTriggers(ns).Get(ctx, "retire", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Contains(t, got.Finalizers, trigger.FinalizerTaints)
+	assert.Contains(t, got.Finalizers, v1alpha1.FinalizerTaints)
 
 	// Deleted, the trigger goes: no taint was left to remove.
 	require.NoError(t, client.StepwiseV1alpha1().PipelineTriggers(ns).Delete(ctx, "retire", metav1.DeleteOptions{}))
@@ -357,7 +356,7 @@ func TestTriggerTearsDownARetirementBlockedByAPodDisruptionBudget(t *testing.T) 
 
 	// Its drain waits on the budget, and the trigger says so.
 	blocked := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
-		return readyReason(tr) == "True/"+trigger.ReasonBlocked && tr.Status.Waiting == 1
+		return readyReason(tr) == "True/"+v1alpha1.TriggerReasonBlocked && tr.Status.Waiting == 1
 	})
 	ready := meta.FindStatusCondition(blocked.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Equal(t, "1 running pipeline waits on PodDisruptionBudget web-pdb; 1 object waits", ready.Message)
@@ -367,7 +366,7 @@ func TestTriggerTearsDownARetirementBlockedByAPodDisruptionBudget(t *testing.T) 
 	done := waitTrigger(t, ns, "retire", 2*time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
 		return tr.Status.Failed == 1 && tr.Status.Succeeded == 1 && tr.Status.Running == 0
 	})
-	assert.Equal(t, "True/"+trigger.ReasonActive, readyReason(done))
+	assert.Equal(t, "True/"+v1alpha1.TriggerReasonActive, readyReason(done))
 	var failed *v1alpha1.Pipeline
 	for _, p := range triggerPipelines(t, ns, "retire") {
 		if p.Spec.Params["node"] == stuck {

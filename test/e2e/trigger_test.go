@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
 // retireTemplate is a template of test.record steps: "retire" waits at its gate until the
@@ -87,7 +86,7 @@ func waitTrigger(t *testing.T, ns, name string, timeout time.Duration, cond func
 func triggerPipelines(t *testing.T, ns, name string) []v1alpha1.Pipeline {
 	t.Helper()
 	list, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).List(t.Context(),
-		metav1.ListOptions{LabelSelector: trigger.LabelTrigger + "=" + name})
+		metav1.ListOptions{LabelSelector: v1alpha1.LabelTrigger + "=" + name})
 	require.NoError(t, err)
 	return list.Items
 }
@@ -141,14 +140,14 @@ func TestTriggerRetiresLabelledNodesTwoAtATime(t *testing.T) {
 		return tr.Status.Matched == 5 && tr.Status.Running == 2 && tr.Status.Waiting == 3
 	})
 	assert.Equal(t, order[2:], trig.Status.Queue)
-	assert.Equal(t, "True/"+trigger.ReasonActive, readyReason(trig))
+	assert.Equal(t, "True/"+v1alpha1.TriggerReasonActive, readyReason(trig))
 	started := triggerPipelines(t, ns, "retire")
 	require.Len(t, started, 2)
 	var startedNodes []string
 	for _, p := range started {
 		startedNodes = append(startedNodes, p.Spec.Params["node"])
 		assert.Equal(t, ns, p.Spec.Params["pool"])
-		assert.Equal(t, p.Spec.Params["node"], p.Annotations[trigger.AnnotationObject])
+		assert.Equal(t, p.Spec.Params["node"], p.Annotations[v1alpha1.AnnotationObject])
 		assert.Equal(t, &v1alpha1.TemplateRef{Name: "retire-node"}, p.Spec.TemplateRef)
 		assert.Equal(t, "retirer", p.Spec.ServiceAccountName)
 		assert.True(t, strings.HasPrefix(p.Name, "retire-"+p.Spec.Params["node"]+"-"), p.Name)
@@ -189,7 +188,7 @@ func TestTriggerRetiresLabelledNodesTwoAtATime(t *testing.T) {
 	assert.Zero(t, trig.Status.Waiting)
 	assert.Zero(t, trig.Status.Failed)
 	assert.Empty(t, trig.Status.Queue)
-	assert.Equal(t, "True/"+trigger.ReasonActive, readyReason(trig))
+	assert.Equal(t, "True/"+v1alpha1.TriggerReasonActive, readyReason(trig))
 	assert.Equal(t, trig.Generation, trig.Status.ObservedGeneration)
 	for _, p := range triggerPipelines(t, ns, "retire") {
 		assert.Equal(t, p.Spec.Params["node"], p.Status.Steps[0].Outputs["value"], "the step ran with the node's name")
@@ -205,7 +204,7 @@ func TestTriggerRetiresLabelledNodesTwoAtATime(t *testing.T) {
 		for _, e := range events.Items {
 			counts[e.Reason] += max(e.Count, 1)
 		}
-		return counts[trigger.ReasonPipelineCreated] == 5 && counts[trigger.ReasonWaiting] == 3, nil
+		return counts[v1alpha1.TriggerReasonPipelineCreated] == 5 && counts[v1alpha1.TriggerReasonWaiting] == 3, nil
 	})
 	assert.NoError(t, err, "5 PipelineCreated and 3 Waiting Events")
 
@@ -238,7 +237,7 @@ func TestTriggerWhoseServiceAccountMayNotListNodesIsForbidden(t *testing.T) {
 	require.NoError(t, err)
 
 	trig := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
-		return readyReason(tr) == "False/"+trigger.ReasonForbidden
+		return readyReason(tr) == "False/"+v1alpha1.TriggerReasonForbidden
 	})
 	ready := meta.FindStatusCondition(trig.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Equal(t, "ServiceAccount "+ns+"/powerless may not list and watch nodes cluster-wide", ready.Message)
@@ -254,14 +253,14 @@ func TestTriggerWhoseServiceAccountMayNotListNodesIsForbidden(t *testing.T) {
 	cluster.GrantClusterWide(t, ns, "powerless", name,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}})
 	waitTrigger(t, ns, "retire", 20*time.Second, func(tr *v1alpha1.PipelineTrigger) bool {
-		return readyReason(tr) == "True/"+trigger.ReasonActive && tr.Status.Running == 1
+		return readyReason(tr) == "True/"+v1alpha1.TriggerReasonActive && tr.Status.Running == 1
 	})
 	require.Len(t, triggerPipelines(t, ns, "retire"), 1)
 
 	// The right taken away, it stops acting as soon as the binding goes.
 	require.NoError(t, cluster.Client.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}))
 	waitTrigger(t, ns, "retire", 20*time.Second, func(tr *v1alpha1.PipelineTrigger) bool {
-		return readyReason(tr) == "False/"+trigger.ReasonForbidden && tr.Status.Matched == 0
+		return readyReason(tr) == "False/"+v1alpha1.TriggerReasonForbidden && tr.Status.Matched == 0
 	})
 }
 
@@ -276,7 +275,7 @@ func TestTriggerOnAKindTheInstallerDidNotAllow(t *testing.T) {
 	_, err := stepwiseClient(t).StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
 	require.NoError(t, err)
 	got := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
-		return readyReason(tr) == "False/"+trigger.ReasonResourceNotAllowed
+		return readyReason(tr) == "False/"+v1alpha1.TriggerReasonResourceNotAllowed
 	})
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Contains(t, ready.Message, `add "secrets" to --trigger-resources`)

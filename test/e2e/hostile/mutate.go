@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
 // strategies: how Mutate changes an object, by weight.
@@ -616,7 +615,7 @@ func (g *Generator) mutateMetadata(o *Object) {
 	case 3:
 		set("metadata.namespace", meta, "namespace", g.env.Foreign)
 	case 4:
-		set("metadata.labels", sub("labels"), trigger.LabelTrigger, g.pick([]string{"trg-0001", "x", strings.Repeat("t", 64)}))
+		set("metadata.labels", sub("labels"), v1alpha1.LabelTrigger, g.pick([]string{"trg-0001", "x", strings.Repeat("t", 64)}))
 	case 5:
 		set("metadata.annotations", sub("annotations"), v1alpha1.TeardownPolicyAnnotation, g.pick([]string{v1alpha1.TeardownOrphan, "orphan", "", "Delete", "garbage"}))
 	case 6:

@@ -24,7 +24,6 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/controller"
-	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
 const (
@@ -284,7 +283,7 @@ func (tn *tenant) unhandled(ctx context.Context) (pending []string, byEvent int,
 			}
 			cond, ok := readyCondition(u)
 			states[fmt.Sprintf("%s Ready=%v/%v", kind, cond["status"], cond["reason"])]++
-			if kind == KindPipeline && u.GetLabels()[trigger.LabelObjectUID] != "" {
+			if kind == KindPipeline && u.GetLabels()[v1alpha1.LabelObjectUID] != "" {
 				states["Pipeline made by a trigger"]++
 			}
 			gen, _, _ := unstructured.NestedInt64(cond, "observedGeneration")
@@ -375,7 +374,7 @@ func (tn *tenant) breaches(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	for _, p := range ours {
-		if p.GetLabels()[trigger.LabelObjectUID] == string(tn.foreignBait) {
+		if p.GetLabels()[v1alpha1.LabelObjectUID] == string(tn.foreignBait) {
 			out = append(out, "Pipeline "+p.GetName()+" for the ConfigMap of the canary's namespace")
 		}
 	}

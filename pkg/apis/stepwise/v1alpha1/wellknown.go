@@ -24,17 +24,10 @@ const (
 	PlanAsAnnotation = "stepwise.dev/plan-as"
 	// TeardownOrphan is the value of TeardownPolicyAnnotation that skips the teardown.
 	TeardownOrphan = "Orphan"
-	// LabelTrigger names the PipelineTrigger a pipeline was created for: its name, or when
-	// longer than a label value may be, its first 57 characters, a dash and a hash of the
-	// name (pkg/trigger makes it).
-	LabelTrigger = "stepwise.dev/trigger"
-	// LabelTriggerUID is the UID of the trigger a pipeline was created for. LabelTrigger
-	// finds a trigger's pipelines, but a name is not an identity: a trigger deleted and
-	// created again under its name, a copy of a pipeline that kept its labels, or two long
-	// names that share a hash give the same value. A trigger counts, changes and deletes
-	// only the pipelines with its UID.
-	LabelTriggerUID = "stepwise.dev/trigger-uid"
 )
+
+// The names a PipelineTrigger puts on its pipelines, nodes and itself are in
+// trigger_wellknown.go.
 
 // Reasons of a pipeline's Ready condition.
 const (

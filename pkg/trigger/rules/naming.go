@@ -1,4 +1,4 @@
-package trigger
+package rules
 
 import (
 	"crypto/sha256"
@@ -11,41 +11,22 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
-// Labels and annotations a trigger puts on its pipelines.
-const (
-	// LabelTrigger names the trigger a pipeline was created for (v1alpha1.LabelTrigger).
-	LabelTrigger = v1alpha1.LabelTrigger
-	// LabelTriggerUID is the UID of the trigger a pipeline was created for: see
-	// v1alpha1.LabelTriggerUID and OwnershipOf.
-	LabelTriggerUID = v1alpha1.LabelTriggerUID
-	// LabelObjectUID is the UID of the object a pipeline is for.
-	LabelObjectUID = "stepwise.dev/object-uid"
-	// AnnotationObject names the object a pipeline is for: namespace/name, or name for a
-	// cluster-scoped object.
-	AnnotationObject = "stepwise.dev/object"
-)
-
 // hashLength is the length of the hashes names end with.
 const hashLength = 5
 
-// pipelineName is the name of the pipeline a trigger runs for an object:
+// PipelineName is the name of the pipeline a trigger runs for an object:
 // TRIGGER-OBJECT made a valid DNS-1123 subdomain (lower case; characters a subdomain has
 // not become '-'; each dot-separated label starts and ends with a letter or digit), cut to
 // leave room for a dash and a hash of the object's UID, which always ends it. The name is
 // the same at every sync, so that a create is idempotent, and differs for a re-created
 // object of the same name and for long names that share their beginning.
-func pipelineName(trigger, object string, uid types.UID) string {
+func PipelineName(trigger, object string, uid types.UID) string {
 	base := subdomain(trigger + "-" + object)
 	limit := validation.DNS1123SubdomainMaxLength - 1 - hashLength
 	if len(base) > limit {
 		base = strings.TrimRight(base[:limit], "-.")
 	}
 	return base + "-" + hash5(string(uid))
-}
-
-// PipelineName is the name of the pipeline a trigger runs for an object (pipelineName).
-func PipelineName(trigger, object string, uid types.UID) string {
-	return pipelineName(trigger, object, uid)
 }
 
 // subdomain turns s into a DNS-1123 subdomain, but for its length.
@@ -72,6 +53,12 @@ func subdomain(s string) string {
 // LabelValueOf is the value of LabelTrigger for a trigger's name.
 func LabelValueOf(trigger string) string { return labelValue(trigger) }
 
+// TaintValueOf names a trigger in its TaintWaiting taints: NAMESPACE.NAME, made a label
+// value.
+func TaintValueOf(trig *v1alpha1.PipelineTrigger) string {
+	return labelValue(trig.Namespace + "." + trig.Name)
+}
+
 // labelValue makes s, a DNS-1123 subdomain or names of them joined by '.', a label value:
 // only its length may need fixing, by cutting it and ending it with a dash and a hash of s.
 func labelValue(s string) string {
@@ -88,8 +75,9 @@ func hash5(s string) string {
 	return strings.ToLower(base32.StdEncoding.EncodeToString(sum[:]))[:hashLength]
 }
 
-// objectKey names an object as AnnotationObject, the status's queue and messages do.
-func objectKey(namespace, name string) string {
+// ObjectKey names an object as AnnotationObject, a trigger's status.queue and its
+// messages do: namespace/name, or name for a cluster-scoped object.
+func ObjectKey(namespace, name string) string {
 	if namespace == "" {
 		return name
 	}

@@ -1,4 +1,4 @@
-package trigger
+package rules
 
 import (
 	"strings"
@@ -31,7 +31,7 @@ func TestPipelineName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := pipelineName(tt.trigger, tt.object, tt.uid)
+			got := PipelineName(tt.trigger, tt.object, tt.uid)
 			assert.Equal(t, tt.want, got)
 			assert.Empty(t, validation.IsDNS1123Subdomain(got))
 		})
@@ -40,9 +40,9 @@ func TestPipelineName(t *testing.T) {
 
 func TestPipelineNameDiffersByUID(t *testing.T) {
 	long := strings.Repeat("x", 300)
-	assert.NotEqual(t, pipelineName("t", "node", "uid-1"), pipelineName("t", "node", "uid-2"),
+	assert.NotEqual(t, PipelineName("t", "node", "uid-1"), PipelineName("t", "node", "uid-2"),
 		"a re-created object gets a new pipeline")
-	assert.NotEqual(t, pipelineName("t", long+"a", "uid-1"), pipelineName("t", long+"b", "uid-2"),
+	assert.NotEqual(t, PipelineName("t", long+"a", "uid-1"), PipelineName("t", long+"b", "uid-2"),
 		"long names that share their start do not collide")
 	assert.Len(t, hash5("anything"), 5)
 }
@@ -65,6 +65,21 @@ func TestTriggerLabelValue(t *testing.T) {
 }
 
 func TestObjectAnnotation(t *testing.T) {
-	assert.Equal(t, "ns/web", objectKey("ns", "web"))
-	assert.Equal(t, "node-1", objectKey("", "node-1"))
+	assert.Equal(t, "ns/web", ObjectKey("ns", "web"))
+	assert.Equal(t, "node-1", ObjectKey("", "node-1"))
+}
+
+func TestTaintValueOf(t *testing.T) {
+	trig := newTrigger()
+	assert.Equal(t, "ns.retire", TaintValueOf(trig))
+	trig.Name = strings.Repeat("r", 70)
+	got := TaintValueOf(trig)
+	assert.Equal(t, "ns."+strings.Repeat("r", 54)+"-"+hash5("ns."+trig.Name), got)
+	assert.Empty(t, validation.IsValidLabelValue(got))
+}
+
+// TestHash pins the hash that ends names: a change would rename every pipeline a trigger
+// made, and the trigger would make them again.
+func TestHash(t *testing.T) {
+	assert.Equal(t, "5cu6s", hash5("uid-node-1"))
 }

@@ -1,0 +1,71 @@
+package rules
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+)
+
+func TestOwnershipOf(t *testing.T) {
+	node := newNode("n1", 0, retiring)
+	webApp := newWebApp("ns", "wiki", 0, nil)
+	trig := recreatedTrigger()
+	tests := []struct {
+		name   string
+		trig   func(*v1alpha1.PipelineTrigger)
+		change func(*v1alpha1.Pipeline)
+		want   Ownership
+	}{
+		{name: "made by the trigger", want: Owned},
+		{name: "of a namespaced object", change: func(p *v1alpha1.Pipeline) {
+			*p = *existingPipeline(webApp, "trigger-uid", start.Add(time.Minute))
+		}, want: Owned},
+		{name: "made by an earlier trigger of the same name", change: func(p *v1alpha1.Pipeline) {
+			p.Labels[v1alpha1.LabelTriggerUID] = "old-uid"
+		}, want: NotOwned},
+		{name: "with an empty trigger UID", change: func(p *v1alpha1.Pipeline) { p.Labels[v1alpha1.LabelTriggerUID] = "" }, want: NotOwned},
+		{name: "of another trigger", change: func(p *v1alpha1.Pipeline) { p.Labels[v1alpha1.LabelTrigger] = "other" }, want: NotOwned},
+		{name: "without the trigger label", change: func(p *v1alpha1.Pipeline) { delete(p.Labels, v1alpha1.LabelTrigger) }, want: NotOwned},
+		{name: "in another namespace", change: func(p *v1alpha1.Pipeline) { p.Namespace = "other" }, want: NotOwned},
+		{name: "a copy that kept the labels (an older kubectl stepwise rerun)", change: func(p *v1alpha1.Pipeline) {
+			p.Name += "-x7k2q"
+		}, want: NotOwned},
+		{name: "whose object annotation was changed", change: func(p *v1alpha1.Pipeline) {
+			p.Annotations[v1alpha1.AnnotationObject] = "n2"
+		}, want: NotOwned},
+		{name: "an old version's, created after the trigger", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, v1alpha1.LabelTriggerUID)
+		}, want: Adoptable},
+		{name: "an old version's, created in the trigger's second", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, v1alpha1.LabelTriggerUID)
+			p.CreationTimestamp = metav1.NewTime(start)
+		}, want: Adoptable},
+		{name: "an old version's, created before the trigger: an earlier trigger's", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, v1alpha1.LabelTriggerUID)
+			p.CreationTimestamp = metav1.NewTime(start.Add(-time.Second))
+		}, want: NotOwned},
+		{name: "an older rerun's copy of an old version's", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, v1alpha1.LabelTriggerUID)
+			p.Name += "-x7k2q"
+		}, want: NotOwned},
+		{name: "a trigger with no UID owns nothing", trig: func(tr *v1alpha1.PipelineTrigger) { tr.UID = "" },
+			change: func(p *v1alpha1.Pipeline) { p.Labels[v1alpha1.LabelTriggerUID] = "" }, want: NotOwned},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := trig.DeepCopy()
+			if tt.trig != nil {
+				tt.trig(tr)
+			}
+			p := existingPipeline(node, "trigger-uid", start.Add(time.Minute))
+			if tt.change != nil {
+				tt.change(p)
+			}
+			assert.Equal(t, tt.want, OwnershipOf(tr, p))
+		})
+	}
+}
