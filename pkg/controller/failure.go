@@ -3,10 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
@@ -23,18 +21,13 @@ func (ps *pipelineSync) onFailure() v1alpha1.FailurePolicy {
 	return v1alpha1.FailureStop
 }
 
-// failureTeardownReason is the Ready reason of a pipeline torn down, or being torn down,
-// after a step failed for good under onFailure Teardown; empty otherwise.
-func (ps *pipelineSync) failureTeardownReason() string {
-	ready := meta.FindStatusCondition(ps.status.Conditions, v1alpha1.ConditionReady)
-	if ready == nil || ps.status.Phase != v1alpha1.PipelineFailed {
+// failureTeardown is where the teardown after a failure under onFailure: Teardown is;
+// empty when the pipeline is not handling one.
+func (ps *pipelineSync) failureTeardown() v1alpha1.FailureTeardownPhase {
+	if ps.status.Failure == nil {
 		return ""
 	}
-	switch ready.Reason {
-	case v1alpha1.ReasonTearingDownAfterFailure, v1alpha1.ReasonTornDownAfterFailure:
-		return ready.Reason
-	}
-	return ""
+	return ps.status.Failure.Teardown
 }
 
 // tearDownAfterFailure tears down the steps that ran, last first, once a step failed for
@@ -42,7 +35,7 @@ func (ps *pipelineSync) failureTeardownReason() string {
 // node is uncordoned, a trigger's budget slot is freed). It runs while the teardowns finish
 // at once, as syncDeletion does, and returns when to look again.
 func (ps *pipelineSync) tearDownAfterFailure(ctx context.Context) time.Duration {
-	if ps.failureTeardownReason() == "" {
+	if ps.failureTeardown() == "" {
 		i := ps.failedStep()
 		if i < 0 || ps.onFailure() != v1alpha1.FailureTeardown {
 			return 0
@@ -50,8 +43,10 @@ func (ps *pipelineSync) tearDownAfterFailure(ctx context.Context) time.Duration 
 		s := &ps.status.Steps[i]
 		ps.status.Phase = v1alpha1.PipelineFailed
 		ps.status.CurrentStep = s.Name
-		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTearingDownAfterFailure, fmt.Sprintf(
-			"step %s failed: %s"+tearingDownSuffix, s.Name, s.Message))
+		ps.status.Failure = &v1alpha1.FailureRecord{
+			Step: s.Name, Message: s.Message, Since: *ps.timeNow(), Teardown: v1alpha1.FailureTearingDown,
+		}
+		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTearingDownAfterFailure, failedStepMessage(ps.status.Failure)+tearingDownSuffix)
 		ps.warningEvent(v1alpha1.ReasonTearingDownAfterFailure, "Step %q failed; tearing down the steps that ran", s.Name)
 	}
 	requeue, _ := ps.tearDown(ctx, false, ps.now())
@@ -61,24 +56,31 @@ func (ps *pipelineSync) tearDownAfterFailure(ctx context.Context) time.Duration 
 // summarizeFailureTeardown derives the status of a pipeline torn down after a failure, and
 // reports whether it is one.
 func (ps *pipelineSync) summarizeFailureTeardown() bool {
-	if ps.failureTeardownReason() == "" {
+	f := ps.status.Failure
+	if f == nil {
 		return false
 	}
-	ready := meta.FindStatusCondition(ps.status.Conditions, v1alpha1.ConditionReady)
-	failure := ready.Message
+	failure := failedStepMessage(f)
 	if r, ok := ps.nextTeardown(false); ok {
+		msg := failure + tearingDownSuffix
 		if teardownBlocked(r.s) {
-			failure = fmt.Sprintf("%s"+blockedInfix+"%s is blocked: %s (annotate %s to retry)",
-				cut(failure), r.s.Name, r.s.Message, v1alpha1.RetryAnnotation)
+			msg = fmt.Sprintf("%s"+blockedInfix+"%s is blocked: %s (annotate %s to retry)",
+				failure, r.s.Name, r.s.Message, v1alpha1.RetryAnnotation)
 		}
-		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTearingDownAfterFailure, failure)
+		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTearingDownAfterFailure, msg)
 		return true
 	}
-	if ready.Reason != v1alpha1.ReasonTornDownAfterFailure {
+	if f.Teardown != v1alpha1.FailureTornDown {
 		ps.normalEvent(v1alpha1.ReasonTornDownAfterFailure, "The steps that ran were torn down after step %q failed", ps.status.CurrentStep)
+		f.Teardown = v1alpha1.FailureTornDown
 	}
-	ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTornDownAfterFailure, cut(failure)+tornDownSuffix)
+	ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTornDownAfterFailure, failure+tornDownSuffix)
 	return true
+}
+
+// failedStepMessage says which step failed, and how.
+func failedStepMessage(f *v1alpha1.FailureRecord) string {
+	return fmt.Sprintf("step %s failed: %s", f.Step, f.Message)
 }
 
 // Suffixes the failure teardown appends to the failure's message.
@@ -87,16 +89,3 @@ const (
 	tornDownSuffix    = "; the steps that ran were torn down"
 	blockedInfix      = "; the teardown of step "
 )
-
-// cut keeps a failure message's first part, before what the teardown appended.
-func cut(msg string) string {
-	for _, suffix := range []string{tearingDownSuffix, tornDownSuffix} {
-		if before, ok := strings.CutSuffix(msg, suffix); ok {
-			return before
-		}
-	}
-	if i := strings.Index(msg, blockedInfix); i >= 0 {
-		return msg[:i]
-	}
-	return msg
-}

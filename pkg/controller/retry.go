@@ -43,11 +43,12 @@ func (ps *pipelineSync) retryCreation() bool {
 		return false
 	}
 	ps.retryBlockedTeardowns() // of retired runs, which hold the steps back
-	if ps.failureTeardownReason() == v1alpha1.ReasonTornDownAfterFailure {
+	if ps.failureTeardown() == v1alpha1.FailureTornDown {
 		// Everything that ran was torn down: the pipeline starts over.
 		for i := range ps.status.Steps {
 			ps.resetStep(&ps.status.Steps[i])
 		}
+		ps.status.Failure = nil
 		ps.status.Phase = v1alpha1.PipelineRunning
 		ps.status.CompletionTime = nil
 		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRunning, "retrying from the first step")

@@ -35,6 +35,7 @@ func (c *Controller) newPipelineSync(p *v1alpha1.Pipeline) *pipelineSync {
 		ps.steps, ps.params = t.Steps, t.Params
 	}
 	ps.alignSteps()
+	ps.recordLegacyFailure()
 	return ps
 }
 

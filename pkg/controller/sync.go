@@ -86,7 +86,7 @@ func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (ti
 		requeue, stopped = ps.tearDown(ctx, true, batchStart)
 	}
 	ps.dropTornDownRetired()
-	if len(ps.status.RetiredSteps) == 0 && ps.failureTeardownReason() == "" {
+	if len(ps.status.RetiredSteps) == 0 && ps.failureTeardown() == "" {
 		for i := ps.currentStep(); i >= 0 && !stopped && !ps.failed(); i = ps.currentStep() {
 			requeue = ps.runStep(ctx, ps.specStep(i), createDirection)
 			stopped = !ps.goOn(&ps.status.Steps[i], v1alpha1.StepSucceeded, batchStart)

@@ -185,12 +185,17 @@ func TestOnFailureTeardownUndoesWhatRan(t *testing.T) {
 	assert.Contains(t, ready.Message, "step drain failed")
 	assert.Contains(t, ready.Message, "boom")
 	assert.Contains(t, f.events(), "Normal "+v1alpha1.ReasonTornDownAfterFailure)
+	require.NotNil(t, got.Status.Failure, "the state is a typed record, not only a condition's reason")
+	assert.Equal(t, "drain", got.Status.Failure.Step)
+	assert.Equal(t, v1alpha1.FailureTornDown, got.Status.Failure.Teardown)
+	assert.Contains(t, got.Status.Failure.Message, "boom")
 
 	f.exec.reset()
 	f.exec.on("drain", v1alpha1.HookCreate, func(context.Context, *executor.Request) (contract.Result, error) { return contract.Done(""), nil })
 	f.update("p", func(p *v1alpha1.Pipeline) { p.Annotations = map[string]string{v1alpha1.RetryAnnotation: ""} })
 	f.syncUntilIdle("p")
 	assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
+	assert.Nil(t, f.get("p").Status.Failure, "a retry starts over")
 	assert.Equal(t, "cordon/PreCreate#1", f.exec.Calls()[0], "from the first step")
 
 	f.exec.reset()

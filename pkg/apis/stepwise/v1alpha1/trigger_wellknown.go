@@ -91,7 +91,8 @@ const (
 )
 
 // Finished tells whether the pipeline no longer counts against its trigger's concurrency:
-// it succeeded, or it failed and was torn down after its failure (ReasonTornDownAfterFailure:
+// it succeeded, or it failed and was torn down after its failure (status.failure says so,
+// or, written by an engine before that record, the Ready reason ReasonTornDownAfterFailure:
 // it leaves nothing half done). Any other pipeline is unfinished: pending, running,
 // suspended, failed and stopped (its object is left half done, as a failed drain leaves a
 // node cordoned, until someone retries or deletes it), one whose spec changed since the
@@ -105,6 +106,9 @@ func (p *Pipeline) Finished() bool {
 	case PipelineSucceeded:
 		return true
 	case PipelineFailed:
+		if f := p.Status.Failure; f != nil {
+			return f.Teardown == FailureTornDown
+		}
 		ready := meta.FindStatusCondition(p.Status.Conditions, ConditionReady)
 		return ready != nil && ready.Reason == ReasonTornDownAfterFailure
 	}

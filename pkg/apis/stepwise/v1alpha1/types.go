@@ -357,7 +357,43 @@ type PipelineStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50
 	RetiredSteps []StepStatus `json:"retiredSteps,omitempty"`
+
+	// Failure is the step failure the pipeline handles under onFailure: Teardown, from the
+	// moment the teardown of the steps that ran begins until a retry starts the pipeline
+	// over. The engine reads what it is doing from here; the Ready condition only tells it.
+	// +optional
+	Failure *FailureRecord `json:"failure,omitempty"`
 }
+
+// FailureRecord is a step that failed for good under onFailure: Teardown, and where the
+// teardown of the steps that ran is.
+type FailureRecord struct {
+	// Step is the step that failed.
+	// +kubebuilder:validation:MaxLength=63
+	Step string `json:"step"`
+
+	// Message is what the step's status said of its failure.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// Since is when the teardown after the failure began.
+	Since metav1.Time `json:"since"`
+
+	// Teardown is where the teardown of the steps that ran is.
+	Teardown FailureTeardownPhase `json:"teardown"`
+}
+
+// FailureTeardownPhase is where the teardown after a failure is.
+// +kubebuilder:validation:Enum=TearingDown;TornDown
+type FailureTeardownPhase string
+
+const (
+	// FailureTearingDown: the steps that ran are being torn down, last first.
+	FailureTearingDown FailureTeardownPhase = "TearingDown"
+	// FailureTornDown: every step that ran was torn down; the pipeline is finished.
+	FailureTornDown FailureTeardownPhase = "TornDown"
+)
 
 // StepStatus is the observed state of one step.
 type StepStatus struct {

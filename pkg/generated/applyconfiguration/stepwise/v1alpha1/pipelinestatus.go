@@ -56,6 +56,10 @@ type PipelineStatusApplyConfiguration struct {
 	// down from their run record, last first, before the steps run again, and when the
 	// pipeline is deleted.
 	RetiredSteps []StepStatusApplyConfiguration `json:"retiredSteps,omitempty"`
+	// Failure is the step failure the pipeline handles under onFailure: Teardown, from the
+	// moment the teardown of the steps that ran begins until a retry starts the pipeline
+	// over. The engine reads what it is doing from here; the Ready condition only tells it.
+	Failure *FailureRecordApplyConfiguration `json:"failure,omitempty"`
 }
 
 // PipelineStatusApplyConfiguration constructs a declarative configuration of the PipelineStatus type for use with
@@ -164,5 +168,13 @@ func (b *PipelineStatusApplyConfiguration) WithRetiredSteps(values ...*StepStatu
 		}
 		b.RetiredSteps = append(b.RetiredSteps, *values[i])
 	}
+	return b
+}
+
+// WithFailure sets the Failure field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Failure field is set to the value of the last call.
+func (b *PipelineStatusApplyConfiguration) WithFailure(value *FailureRecordApplyConfiguration) *PipelineStatusApplyConfiguration {
+	b.Failure = value
 	return b
 }
