@@ -12,8 +12,9 @@ import (
 // runHook runs the hook of e that req.Hook names (contract.RunHook), as the engine expects
 // of every executor: the parameters are checked against e's declarations first, with the
 // defaults of those not set (paramsFor); the hook's context carries a Logger writing to
-// logs; a panic becomes an error; and every Secret value given to the call is removed
-// from the answer, error text included, before it leaves the plugin.
+// logs and the pipeline's namespace (TenantFrom); a panic becomes an error; and every
+// Secret value given to the call is removed from the answer, error text included, before
+// it leaves the plugin.
 func runHook(ctx context.Context, e Executor, req *Request, logs io.Writer) (Result, error) {
 	redactor := req.Redactor()
 	res, err := guarded(ctx, e, req, logs, redactor, paramsFor, func(ctx context.Context, req *Request) (Result, error) {
@@ -40,8 +41,9 @@ func runPlan(ctx context.Context, e Executor, req *Request, logs io.Writer) (Pla
 	return redactor.Plan(p), redactor.Error(err)
 }
 
-// guarded calls f with req's parameters as params gives them and a Logger in its
-// context, recovering from its panic; the caller's request stays as it was.
+// guarded calls f with req's parameters as params gives them and, in its context, a
+// Logger and the pipeline's namespace (TenantFrom), recovering from its panic; the
+// caller's request stays as it was.
 func guarded[T any](ctx context.Context, e Executor, req *Request, logs io.Writer, redactor Redactor,
 	params func([]Parameter, *Request) (map[string]string, error), f func(context.Context, *Request) (T, error)) (out T, err error) {
 	logger := newHookLogger(logs, redactor, e.Name(), req)
@@ -58,7 +60,7 @@ func guarded[T any](ctx context.Context, e Executor, req *Request, logs io.Write
 		var zero T
 		return zero, err
 	}
-	return f(withLogger(ctx, logger), &checked)
+	return f(WithTenant(withLogger(ctx, logger), req.Pipeline.Namespace), &checked)
 }
 
 // paramsFor is what the hook of req sees of its parameters, as the engine gives them: a

@@ -1,17 +1,26 @@
 package sdk
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/utils/lru"
 )
 
-// RateLimitedTransport limits the HTTP requests a plugin makes to its cloud API, so that a
-// retry storm across many pipelines cannot exhaust the cloud's API quota. Requests wait for
-// a token (or their context); base nil means http.DefaultTransport. Share one transport
-// (or one limiter) among all the executors of a plugin: the quota is per account, not per
-// executor.
+// reasonRateLimited is the reason of a request the client-side rate limit refused.
+const reasonRateLimited = "RateLimited"
+
+// RateLimitedTransport limits the HTTP requests a plugin makes to its cloud API with one
+// bucket for all: requests wait for a token (or their context); base nil means
+// http.DefaultTransport.
+//
+// Deprecated: one plugin process serves every namespace, and with one bucket that waits,
+// one namespace's retry storm holds every other namespace's hooks. Use TenantLimiter.
 func RateLimitedTransport(base http.RoundTripper, limiter *rate.Limiter) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -31,7 +40,152 @@ type rateLimitedTransport struct {
 
 func (t *rateLimitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := t.limiter.Wait(req.Context()); err != nil {
-		return nil, Retryable("RateLimited", fmt.Errorf("client-side rate limit of the cloud API: %w", err))
+		return nil, Retryable(reasonRateLimited, fmt.Errorf("client-side rate limit of the cloud API: %w", err))
 	}
 	return t.base.RoundTrip(req)
+}
+
+// Defaults of TenantLimits.
+const (
+	// DefaultMaxWait is how long a request waits at most for the plugin's bucket: long
+	// enough to smooth a burst, short enough not to hold the engine's worker.
+	DefaultMaxWait = time.Second
+	// DefaultMaxBuckets is how many (namespace, host) buckets a TenantLimiter keeps.
+	DefaultMaxBuckets = 4096
+)
+
+// TenantLimits are the rates of a TenantLimiter. A burst of 0 lets no request through.
+type TenantLimits struct {
+	// TenantQPS and TenantBurst are the bucket of each tenant and host: the requests a
+	// second, and the most at once, that the hooks of one namespace's pipelines send to
+	// one host.
+	TenantQPS   float64
+	TenantBurst int
+	// PluginQPS and PluginBurst are the bucket every request of the plugin shares, whatever
+	// its namespace: what the plugin may send in all (a cloud account's quota).
+	PluginQPS   float64
+	PluginBurst int
+	// MaxWait is how long a request may wait for a token of the plugin's bucket before it
+	// fails; DefaultMaxWait when 0 or less.
+	MaxWait time.Duration
+	// MaxBuckets bounds the tenant buckets kept, the least recently used going first (it
+	// comes back full); DefaultMaxBuckets when 0 or less.
+	MaxBuckets int
+}
+
+// TenantLimiter limits the HTTP requests of a plugin, which serves every namespace, so that
+// one namespace's retry storm neither floods its endpoint nor takes the share of the
+// others: each (namespace, host) has its own token bucket (TenantFrom of the request's
+// context; requests made outside any hook share one bucket of their own), and every
+// request also takes a token of the plugin's bucket. A request whose tenant's bucket is
+// empty fails at once, and one that would wait longer than MaxWait for the plugin's
+// bucket fails too, with a retryable RateLimited error: the hook is retried with backoff,
+// rather than holding the engine's worker. Share one TenantLimiter among all the
+// executors of a plugin.
+type TenantLimiter struct {
+	limits TenantLimits
+	plugin *rate.Limiter
+	// mu makes finding a bucket, or adding it, one step.
+	mu sync.Mutex
+	// buckets holds a *rate.Limiter by bucketKey.
+	buckets *lru.Cache
+}
+
+// bucketKey names the bucket of a request: its tenant ("" outside any hook) and host.
+type bucketKey struct {
+	namespace string
+	host      string
+}
+
+// NewTenantLimiter is a TenantLimiter with the given limits.
+func NewTenantLimiter(limits TenantLimits) *TenantLimiter {
+	if limits.MaxWait <= 0 {
+		limits.MaxWait = DefaultMaxWait
+	}
+	if limits.MaxBuckets <= 0 {
+		limits.MaxBuckets = DefaultMaxBuckets
+	}
+	return &TenantLimiter{
+		limits:  limits,
+		plugin:  rate.NewLimiter(rate.Limit(limits.PluginQPS), limits.PluginBurst),
+		buckets: lru.New(limits.MaxBuckets),
+	}
+}
+
+// Transport wraps base (http.DefaultTransport when nil) so that every request it sends
+// takes a token of l first, or fails.
+func (l *TenantLimiter) Transport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &tenantLimitedTransport{base: base, limiter: l}
+}
+
+type tenantLimitedTransport struct {
+	base    http.RoundTripper
+	limiter *TenantLimiter
+}
+
+func (t *tenantLimitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := t.limiter.take(req.Context(), strings.ToLower(req.URL.Host)); err != nil {
+		// A RoundTripper closes the request's body, even when it sends nothing.
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
+	return t.base.RoundTrip(req)
+}
+
+// take takes a token of the bucket of ctx's tenant and host, then one of the plugin's,
+// waiting no longer than MaxWait for it, or says why not.
+func (l *TenantLimiter) take(ctx context.Context, host string) error {
+	namespace, inHook := TenantFrom(ctx)
+	now := time.Now()
+	own := l.bucket(bucketKey{namespace: namespace, host: host}).ReserveN(now, 1)
+	if !own.OK() || own.DelayFrom(now) > 0 {
+		own.CancelAt(now)
+		who := fmt.Sprintf("namespace %q", namespace)
+		if !inHook {
+			who = "requests made outside any hook"
+		}
+		return Retryable(reasonRateLimited, fmt.Errorf(
+			"client-side rate limit: %s reached its limit of requests to %s, %g requests a second in bursts of %d for each namespace and host",
+			who, host, l.limits.TenantQPS, l.limits.TenantBurst))
+	}
+	shared := l.plugin.ReserveN(now, 1)
+	wait := shared.DelayFrom(now)
+	if !shared.OK() || wait > l.limits.MaxWait {
+		// Neither bucket keeps a token for a request that is not sent.
+		shared.CancelAt(now)
+		own.CancelAt(now)
+		return Retryable(reasonRateLimited, fmt.Errorf(
+			"client-side rate limit: the plugin, which every namespace shares, reached its limit of %g requests a second in bursts of %d, with no request free within %s",
+			l.limits.PluginQPS, l.limits.PluginBurst, l.limits.MaxWait))
+	}
+	if wait == 0 {
+		return nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		shared.Cancel()
+		own.Cancel()
+		return fmt.Errorf("wait for the plugin's client-side rate limit: %w", ctx.Err())
+	}
+}
+
+// bucket is the bucket of key, made full when it is not kept.
+func (l *TenantLimiter) bucket(key bucketKey) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.buckets.Get(key); ok {
+		return b.(*rate.Limiter)
+	}
+	b := rate.NewLimiter(rate.Limit(l.limits.TenantQPS), l.limits.TenantBurst)
+	l.buckets.Add(key, b)
+	return b
 }

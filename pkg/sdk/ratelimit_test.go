@@ -3,15 +3,21 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
 func TestRateLimitedTransport(t *testing.T) {
@@ -38,4 +44,213 @@ func TestRateLimitedTransport(t *testing.T) {
 	assert.Equal(t, "RateLimited", e.Reason)
 	assert.False(t, e.Permanent)
 	assert.Equal(t, int32(2), served.Load(), "the limited request never reached the server")
+}
+
+// tenantProbe answers, from Create and Plan, the tenant its hook's context carries.
+type tenantProbe struct{ sdk.Base }
+
+func (tenantProbe) Name() string { return "test.tenant" }
+
+func (tenantProbe) Create(ctx context.Context, _ *sdk.Request) (sdk.Result, error) {
+	ns, ok := sdk.TenantFrom(ctx)
+	return sdk.Done(fmt.Sprintf("%q %t", ns, ok)), nil
+}
+
+func (tenantProbe) Plan(ctx context.Context, _ *sdk.Request) (sdk.Plan, error) {
+	ns, ok := sdk.TenantFrom(ctx)
+	return sdk.Plan{Summary: fmt.Sprintf("%q %t", ns, ok)}, nil
+}
+
+// TestHooksGetTheirTenantInTheirContext: through the plugin's server, the context of a
+// hook and of a plan carries the namespace of the pipeline it runs for, what the tenant
+// limiter keys on.
+func TestHooksGetTheirTenantInTheirContext(t *testing.T) {
+	s := sdk.NewServerWithLogs(io.Discard, tenantProbe{})
+	tests := []struct {
+		namespace string
+		want      string
+	}{
+		{namespace: "team-a", want: `"team-a" true`},
+		{namespace: "", want: `"" false`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.namespace, func(t *testing.T) {
+			req := plugintest.Request(sdk.HookCreate, "uid-1", nil)
+			req.Pipeline.Namespace = tt.namespace
+			in, err := proto.EncodeRequest("test.tenant", req)
+			require.NoError(t, err)
+			hookResp, err := s.RunHook(t.Context(), in)
+			require.NoError(t, err)
+			res, err := proto.DecodeOutcome(hookResp)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, res.Message, "a hook")
+			planResp, err := s.Plan(t.Context(), in)
+			require.NoError(t, err)
+			plan, err := proto.DecodePlanOutcome(planResp)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, plan.Summary, "a plan")
+			_, ok := sdk.TenantFrom(t.Context())
+			assert.False(t, ok, "no tenant outside a hook")
+		})
+	}
+}
+
+// tenantCall is one request of a test of the TenantLimiter: from the hook of a pipeline
+// in namespace tenant ("" outside any hook), to server srv.
+type tenantCall struct {
+	tenant string
+	srv    int
+	// wantLimited is in the RateLimited error the call fails with; "" when it passes.
+	wantLimited []string
+}
+
+func TestTenantLimiterFailsFast(t *testing.T) {
+	var served atomic.Int32
+	handler := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served.Add(1) })
+	servers := []*httptest.Server{httptest.NewServer(handler), httptest.NewServer(handler)}
+	for _, s := range servers {
+		defer s.Close()
+	}
+	host := func(i int) string { return servers[i].Listener.Addr().String() }
+	// A refill far slower than the test: what a bucket holds is its burst.
+	tenantOf2 := sdk.TenantLimits{TenantQPS: 0.001, TenantBurst: 2, PluginQPS: 1000, PluginBurst: 1000}
+
+	tests := []struct {
+		name   string
+		limits sdk.TenantLimits
+		calls  []tenantCall
+	}{
+		{
+			name:   "tenant A exhausting its bucket fails fast, tenant B still passes",
+			limits: tenantOf2,
+			calls: []tenantCall{
+				{tenant: "team-a"}, {tenant: "team-a"},
+				{tenant: "team-a", wantLimited: []string{`namespace "team-a"`, host(0), "0.001 requests a second", "bursts of 2"}},
+				{tenant: "team-b"}, {tenant: "team-b"},
+				{tenant: "team-a", wantLimited: []string{`namespace "team-a"`}},
+			},
+		},
+		{
+			name:   "each host of a tenant has its own bucket",
+			limits: tenantOf2,
+			calls: []tenantCall{
+				{tenant: "team-a"}, {tenant: "team-a"},
+				{tenant: "team-a", wantLimited: []string{host(0)}},
+				{tenant: "team-a", srv: 1},
+			},
+		},
+		{
+			name:   "a request without a tenant has a bucket of its own, not a free pass",
+			limits: tenantOf2,
+			calls: []tenantCall{
+				{}, {},
+				{wantLimited: []string{"outside any hook", host(0)}},
+				{tenant: "team-a"},
+				{wantLimited: []string{"outside any hook"}},
+			},
+		},
+		{
+			name:   "the plugin's bucket, shared by every tenant, fails fast too",
+			limits: sdk.TenantLimits{TenantQPS: 1000, TenantBurst: 1000, PluginQPS: 0.001, PluginBurst: 2, MaxWait: 50 * time.Millisecond},
+			calls: []tenantCall{
+				{tenant: "team-a"}, {tenant: "team-b"},
+				{tenant: "team-c", wantLimited: []string{"every namespace", "0.001 requests a second", "bursts of 2", "50ms"}},
+			},
+		},
+		{
+			name:   "the plugin's bucket waits within its bound",
+			limits: sdk.TenantLimits{TenantQPS: 1000, TenantBurst: 1000, PluginQPS: 20, PluginBurst: 1, MaxWait: time.Second},
+			calls:  []tenantCall{{tenant: "team-a"}, {tenant: "team-b"}, {tenant: "team-c"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := &http.Client{Transport: sdk.NewTenantLimiter(tt.limits).Transport(nil)}
+			// A limiter that waits instead of failing would hold the test until here.
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			for i, call := range tt.calls {
+				served.Store(0)
+				req, err := http.NewRequestWithContext(sdk.WithTenant(ctx, call.tenant), http.MethodGet, servers[call.srv].URL, nil)
+				require.NoError(t, err)
+				start := time.Now()
+				resp, err := client.Do(req)
+				assert.Less(t, time.Since(start), time.Second, "call %d: fails fast or passes, never waits long", i)
+				if len(call.wantLimited) == 0 {
+					require.NoError(t, err, "call %d", i)
+					require.NoError(t, resp.Body.Close())
+					assert.Equal(t, int32(1), served.Load(), "call %d reached its server", i)
+					continue
+				}
+				var e *sdk.Error
+				require.ErrorAs(t, err, &e, "call %d", i)
+				assert.Equal(t, "RateLimited", e.Reason, "call %d", i)
+				assert.False(t, e.Permanent, "call %d", i)
+				for _, want := range call.wantLimited {
+					assert.Contains(t, e.Error(), want, "call %d", i)
+				}
+				assert.Zero(t, served.Load(), "call %d never reached its server", i)
+			}
+		})
+	}
+}
+
+// TestTenantLimiterKeepsABoundedNumberOfBuckets: every namespace and host has its bucket,
+// but the limiter keeps only the most recently used, so that a plugin serving many
+// tenants holds a bounded memory; a bucket that goes comes back full.
+func TestTenantLimiterKeepsABoundedNumberOfBuckets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	l := sdk.NewTenantLimiter(sdk.TenantLimits{TenantQPS: 0.001, TenantBurst: 1, PluginQPS: 1000, PluginBurst: 1000, MaxBuckets: 3})
+	client := &http.Client{Transport: l.Transport(nil)}
+	get := func(tenant string) error {
+		req, err := http.NewRequestWithContext(sdk.WithTenant(t.Context(), tenant), http.MethodGet, srv.URL, nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
+		if err == nil {
+			require.NoError(t, resp.Body.Close())
+		}
+		return err
+	}
+
+	require.NoError(t, get("team-0"))
+	require.Error(t, get("team-0"), "team-0's bucket is empty")
+	for i := 1; i <= 10; i++ {
+		require.NoError(t, get(fmt.Sprintf("team-%d", i)))
+		assert.LessOrEqual(t, l.Buckets(), 3)
+	}
+	assert.Equal(t, 3, l.Buckets())
+	assert.NoError(t, get("team-0"), "team-0's bucket went, the least recently used")
+}
+
+// TestTenantLimiterCountsConcurrentRequests: requests of many hooks at once take exactly
+// their namespace's burst, each namespace its own.
+func TestTenantLimiterCountsConcurrentRequests(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	const burst, callers = 5, 16
+	client := &http.Client{Transport: sdk.NewTenantLimiter(sdk.TenantLimits{
+		TenantQPS: 0.001, TenantBurst: burst, PluginQPS: 1000, PluginBurst: 1000,
+	}).Transport(nil)}
+	tenants := []string{"team-a", "team-b", ""}
+	passed := make([]atomic.Int32, len(tenants))
+	var wg sync.WaitGroup
+	for i, tenant := range tenants {
+		for range callers {
+			wg.Go(func() {
+				req, err := http.NewRequestWithContext(sdk.WithTenant(t.Context(), tenant), http.MethodGet, srv.URL, nil)
+				if !assert.NoError(t, err) {
+					return
+				}
+				if resp, err := client.Do(req); err == nil {
+					_ = resp.Body.Close()
+					passed[i].Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for i, tenant := range tenants {
+		assert.Equal(t, int32(burst), passed[i].Load(), "namespace %q", tenant)
+	}
 }

@@ -31,6 +31,9 @@
 //     writes to the plugin's original standard error too, whose plain lines the operator
 //     logs as they are. Once serving, go-plugin points os.Stderr and os.Stdout at streams
 //     of its own: what a hook prints there reaches the operator only if it copies them.
+//   - Tenants: TenantFrom(ctx) is the namespace of the pipeline the hook runs for. One
+//     plugin process serves every namespace: what it shares among hooks is kept apart by
+//     it, as TenantLimiter keeps a rate limit per namespace and host.
 //   - Panics: a panicking hook is a retryable error, its stack logged.
 //
 // With STEPWISE_PLUGIN_DEBUG=1 in its environment, Serve does not wait for the operator to

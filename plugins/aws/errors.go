@@ -41,11 +41,16 @@ func isNotFound(err error) bool {
 	return errors.Is(err, errNotListed) || (errors.As(err, &apiErr) && apiErr.ErrorCode() == "InvalidInstanceID.NotFound")
 }
 
-// notRefused tells the SDK's retryer that an address the egress policy refused is not worth
-// a retry, and leaves other errors to its other checks.
+// notRefused tells the SDK's retryer that an address the egress policy refused, and a
+// request the client-side rate limit refused, are not worth a retry within the hook (the
+// limit fails fast so that the engine retries the hook with its backoff, rather than the
+// SDK holding it), and leaves other errors to its other checks.
 func notRefused(err error) aws.Ternary {
-	var refused *egress.RefusedError
-	if errors.As(err, &refused) {
+	var (
+		refused *egress.RefusedError
+		limited *sdk.Error
+	)
+	if errors.As(err, &refused) || errors.As(err, &limited) {
 		return aws.FalseTernary
 	}
 	return aws.UnknownTernary

@@ -7,20 +7,30 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
-// The client-side limit on the requests this plugin makes to EC2, shared by every pipeline
-// the plugin process serves: EC2 throttles per account and region, so a retry storm across
-// many pipelines must not exhaust the quota other tools of the account rely on.
+// The client-side limits on the requests this plugin makes to EC2. EC2 throttles per
+// account and region, so a retry storm across many pipelines must not exhaust the quota
+// other tools of the account rely on: the plugin's bucket bounds what all its pipelines
+// send. One plugin process serves every namespace: the pipelines of one namespace have a
+// bucket of their own for each endpoint, at half the plugin's rate, so that their retry
+// storm fails fast against it rather than take every other namespace's share. A
+// termination costs two requests, and one a look while the instance shuts down.
 const (
-	apiQPS   = 10
-	apiBurst = 20
+	apiQPS      = 10
+	apiBurst    = 20
+	tenantQPS   = 5
+	tenantBurst = 10
 )
+
+// limits are the plugin's client-side limits.
+func limits() sdk.TenantLimits {
+	return sdk.TenantLimits{TenantQPS: tenantQPS, TenantBurst: tenantBurst, PluginQPS: apiQPS, PluginBurst: apiBurst}
+}
 
 func main() {
 	// The addresses EC2 may be at: every public one, and the ranges the operator's
@@ -31,6 +41,5 @@ func main() {
 		fmt.Fprintf(os.Stderr, "stepwise-plugin-aws: %v\n", err)
 		os.Exit(1)
 	}
-	limiter := sdk.NewLimiter(apiQPS, apiBurst)
-	sdk.Serve(newTerminateInstance(policy, func(rt http.RoundTripper) http.RoundTripper { return sdk.RateLimitedTransport(rt, limiter) }))
+	sdk.Serve(newTerminateInstance(policy, sdk.NewTenantLimiter(limits()).Transport))
 }

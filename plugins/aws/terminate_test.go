@@ -277,13 +277,53 @@ func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 	counter := &countingTransport{}
 	c := plugintest.Serve(t, newTerminateInstance(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
 		counter.base = rt
-		return sdk.RateLimitedTransport(counter, sdk.NewLimiter(apiQPS, apiBurst))
+		return sdk.NewTenantLimiter(limits()).Transport(counter)
 	}))
 	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1",
 		map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds"}), validSecrets())
 	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), counter.n.Load(), "DescribeInstances and TerminateInstances through the plugin's transport")
+}
+
+// TestNamespacesRateLimitFailsFast: a namespace whose bucket is empty fails its hook at
+// once with RateLimited, the SDK's retryer not trying the request again (the engine
+// retries the hook with its backoff), while another namespace's hook passes.
+func TestNamespacesRateLimitFailsFast(t *testing.T) {
+	const otherInstance = "i-0fedcba9876543210"
+	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
+	f.addInstance(instanceID, "running", 0)
+	f.addInstance(otherInstance, "running", 0)
+	counter := &countingTransport{}
+	// Two requests for each namespace and endpoint, what one termination costs.
+	limiter := sdk.NewTenantLimiter(sdk.TenantLimits{TenantQPS: 0.001, TenantBurst: 2, PluginQPS: apiQPS, PluginBurst: apiBurst})
+	c := plugintest.Serve(t, newTerminateInstance(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
+		counter.base = limiter.Transport(rt)
+		return counter
+	}))
+	run := func(namespace, instance string) error {
+		req := withSecret(plugintest.Request(sdk.HookCreate, "uid-"+namespace,
+			map[string]string{"instanceID": instance, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds"}), validSecrets())
+		req.Pipeline.Namespace = namespace
+		_, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
+		return err
+	}
+
+	require.NoError(t, run("team-a", instanceID))
+	counter.n.Store(0)
+	start := time.Now()
+	err := run("team-a", instanceID)
+	var e *sdk.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "RateLimited", e.Reason)
+	assert.False(t, e.Permanent)
+	assert.Contains(t, e.Error(), `namespace "team-a"`)
+	assert.Less(t, time.Since(start), sdkMaxBackoff, "no wait for a token")
+	assert.Equal(t, int32(1), counter.n.Load(), "the refused request is not retried by the SDK")
+	assert.Equal(t, 1, f.count("DescribeInstances"), "the refused request never reached EC2")
+
+	require.NoError(t, run("team-b", otherInstance), "another namespace's hook passes")
+	assert.Equal(t, 2, f.count("TerminateInstances"))
 }
 
 func TestTeardownHooksAreNoOps(t *testing.T) {

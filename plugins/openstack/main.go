@@ -6,20 +6,30 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
-// The client-side limit on the requests this plugin makes to OpenStack, shared by every
-// pipeline the plugin process serves: a retry storm across many pipelines must not exhaust
-// the cloud's API rate limits, which are per account, not per pipeline.
+// The client-side limits on the requests this plugin makes to OpenStack. A retry storm
+// across many pipelines must not exhaust the cloud's API rate limits, which are per
+// account, not per pipeline: the plugin's bucket bounds what all its pipelines send. One
+// plugin process serves every namespace: the pipelines of one namespace have a bucket of
+// their own for each endpoint (Keystone, Nova), at half the plugin's rate, so that their
+// retry storm fails fast against it rather than take every other namespace's share. A
+// termination costs a token, a look-up and a delete.
 const (
-	apiQPS   = 10
-	apiBurst = 20
+	apiQPS      = 10
+	apiBurst    = 20
+	tenantQPS   = 5
+	tenantBurst = 10
 )
+
+// limits are the plugin's client-side limits.
+func limits() sdk.TenantLimits {
+	return sdk.TenantLimits{TenantQPS: tenantQPS, TenantBurst: tenantBurst, PluginQPS: apiQPS, PluginBurst: apiBurst}
+}
 
 func main() {
 	// The addresses Keystone and Nova may be at: every public one, and the ranges the
@@ -30,6 +40,5 @@ func main() {
 		fmt.Fprintf(os.Stderr, "stepwise-plugin-openstack: %v\n", err)
 		os.Exit(1)
 	}
-	limiter := sdk.NewLimiter(apiQPS, apiBurst)
-	sdk.Serve(newTerminateServer(policy, func(rt http.RoundTripper) http.RoundTripper { return sdk.RateLimitedTransport(rt, limiter) }))
+	sdk.Serve(newTerminateServer(policy, sdk.NewTenantLimiter(limits()).Transport))
 }

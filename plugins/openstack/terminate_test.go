@@ -287,7 +287,7 @@ func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 	counter := &countingTransport{}
 	c := plugintest.Serve(t, newTerminateServer(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
 		counter.base = rt
-		return sdk.RateLimitedTransport(counter, sdk.NewLimiter(apiQPS, apiBurst))
+		return sdk.NewTenantLimiter(limits()).Transport(counter)
 	}))
 	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"}),
 		validSecrets(f.authURL()))

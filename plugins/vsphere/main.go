@@ -11,16 +11,27 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
-// The client-side rate limit of the requests this plugin sends to vCenter, shared by every
-// hook of every pipeline the operator runs: vCenter slows down for everyone when one
-// client floods it, and a retry storm across many pipelines must not do that. A
-// termination costs about a dozen requests (login, look-up, power off, destroy, the task
-// waits, logout), so 10 a second with bursts of 20 lets one finish at once and several go
-// on together, far under what a vCenter serves.
+// The client-side rate limits of the requests this plugin sends to vCenter. vCenter slows
+// down for everyone when one client floods it, and a retry storm across many pipelines
+// must not do that: the plugin's bucket bounds what all its hooks send. A termination
+// costs about a dozen requests (login, look-up, power off, destroy, the task waits,
+// logout), so 10 a second with bursts of 20 lets one finish at once and several go on
+// together, far under what a vCenter serves. One plugin process serves every namespace:
+// the pipelines of one namespace have a bucket of their own for each vCenter, at half the
+// plugin's rate, so that their retry storm fails fast against it rather than take every
+// other namespace's share; its burst is two terminations (about 15 requests each, the
+// task waits included) at once.
 const (
-	apiQPS   = 10
-	apiBurst = 20
+	apiQPS      = 10
+	apiBurst    = 20
+	tenantQPS   = 5
+	tenantBurst = 35
 )
+
+// limits are the plugin's client-side limits.
+func limits() sdk.TenantLimits {
+	return sdk.TenantLimits{TenantQPS: tenantQPS, TenantBurst: tenantBurst, PluginQPS: apiQPS, PluginBurst: apiBurst}
+}
 
 func main() {
 	// The addresses vCenter may be at: every public one, and the ranges the operator's
@@ -31,5 +42,5 @@ func main() {
 		fmt.Fprintf(os.Stderr, "stepwise-plugin-vsphere: %v\n", err)
 		os.Exit(1)
 	}
-	sdk.Serve(newTerminateVM(policy, sdk.NewLimiter(apiQPS, apiBurst)))
+	sdk.Serve(newTerminateVM(policy, sdk.NewTenantLimiter(limits()).Transport))
 }

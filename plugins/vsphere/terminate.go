@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"time"
 
@@ -15,7 +16,6 @@ import (
 	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
-	"golang.org/x/time/rate"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
@@ -49,16 +49,21 @@ type terminateVM struct {
 	// policy says which addresses vCenter may be at: the url is the Secret's, so a
 	// pipeline's author chooses it, and the plugin runs inside the operator's pod.
 	policy *egress.Policy
-	// limiter paces every request to vCenter, for all the hooks the plugin serves.
-	limiter *rate.Limiter
+	// limit puts the plugin's rate limits around the transport of every request to
+	// vCenter: per namespace and vCenter, and for all the hooks the plugin serves.
+	limit func(http.RoundTripper) http.RoundTripper
+	// requestTimeout bounds each request to vCenter, its answer read whole included.
+	requestTimeout time.Duration
 	// log records the destructive actions on the plugin's stderr, which goes to the
 	// operator's log. It never gets credentials.
 	log *log.Logger
 	now func() time.Time
 }
 
-func newTerminateVM(policy *egress.Policy, limiter *rate.Limiter) *terminateVM {
-	return &terminateVM{policy: policy, limiter: limiter, log: log.New(os.Stderr, "", 0), now: time.Now}
+// newTerminateVM returns the executor; policy checks every address it connects to, limit
+// puts the plugin's rate limits around its transport.
+func newTerminateVM(policy *egress.Policy, limit func(http.RoundTripper) http.RoundTripper) *terminateVM {
+	return &terminateVM{policy: policy, limit: limit, requestTimeout: requestTimeout, log: log.New(os.Stderr, "", 0), now: time.Now}
 }
 
 // hookStarted is when the hook's first call was made, which the engine tells; a request
@@ -126,7 +131,7 @@ func (e *terminateVM) find(ctx context.Context, req *sdk.Request) (*found, error
 	}
 	own := req.Outputs[req.Step]
 
-	vc, err := login(ctx, creds, e.policy, e.limiter, p.secret)
+	vc, err := e.login(ctx, creds, p.secret)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +203,7 @@ func (e *terminateVM) Create(ctx context.Context, req *sdk.Request) (sdk.Result,
 	e.log.Printf("%s: destroying %s", who, target)
 	task, err := object.NewVirtualMachine(vc.client, target.ref).Destroy(ctx)
 	if err == nil {
-		err = task.WaitEx(ctx)
+		err = vc.waitTask(ctx, task)
 	}
 	if err != nil && !fault.Is(err, &types.ManagedObjectNotFound{}) {
 		return sdk.Result{}, vsphereError(fmt.Sprintf("destroy %s", target), err)
@@ -248,7 +253,7 @@ func (e *terminateVM) powerOff(ctx context.Context, vc *vcenter, target *vm, p p
 	e.log.Printf("%s: powering off %s", who, target)
 	task, err := object.NewVirtualMachine(vc.client, target.ref).PowerOff(ctx)
 	if err == nil {
-		err = task.WaitEx(ctx)
+		err = vc.waitTask(ctx, task)
 	}
 	if err != nil && !fault.IsAlreadyPoweredOffError(err) {
 		return "", vsphereError(fmt.Sprintf("power off %s", target), err)

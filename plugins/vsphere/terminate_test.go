@@ -1,12 +1,14 @@
 package main
 
 import (
-	"context"
+	"fmt"
 	"io"
 	"log"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
-	"golang.org/x/time/rate"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
@@ -25,14 +26,14 @@ import (
 
 const executorName = "vsphere.terminate-vm"
 
-// newTestExecutor is the plugin's executor with its real rate limit and no audit log,
+// newTestExecutor is the plugin's executor with its real rate limits and no audit log,
 // whose policy allows loopback, where the simulator listens.
 func newTestExecutor() *terminateVM {
 	return newTestExecutorAllowing(netip.MustParsePrefix("127.0.0.0/8"))
 }
 
 func newTestExecutorAllowing(allowed ...netip.Prefix) *terminateVM {
-	e := newTerminateVM(egress.New(allowed...), sdk.NewLimiter(apiQPS, apiBurst))
+	e := newTerminateVM(egress.New(allowed...), sdk.NewTenantLimiter(limits()).Transport)
 	e.log = log.New(io.Discard, "", 0)
 	return e
 }
@@ -433,23 +434,78 @@ func TestTerminateRefusesAnAmbiguousName(t *testing.T) {
 	assert.True(t, sim.exists(t, second))
 }
 
-func TestTerminateRequestsWaitForTheSharedRateLimit(t *testing.T) {
+// TestNamespacesRateLimitFailsFast: with the plugin's limits, a namespace that used its
+// bucket for vCenter fails its next hook at once with RateLimited, never waiting for a
+// token, while another namespace terminates a VM on the same vCenter.
+func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	sim := startVCSim(t)
-	vm := sim.vm(t, "DC0_H0_VM0")
-	// Three requests at once, then one an hour: a termination needs more than three.
-	e := newTestExecutor()
-	e.limiter = rate.NewLimiter(rate.Every(time.Hour), 3)
-	c := plugintest.Serve(t, e)
+	first, second := sim.vm(t, "DC0_H0_VM0"), sim.vm(t, "DC0_H0_VM1")
+	c := plugintest.Serve(t, newTestExecutor())
+	run := func(namespace string, vm vcsim.VM) (time.Duration, error) {
+		req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID), sim.secrets(), nil)
+		req.Pipeline.Namespace = namespace
+		start := time.Now()
+		_, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
+		return time.Since(start), err
+	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	_, err := c.Run(ctx, executorName, sdk.HookCreate, request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID), sim.secrets(), nil))
+	// team-a terminates its VM, then runs the no-op again and again, until its bucket is
+	// empty: a termination fits in its burst, a storm does not.
+	took, err := run("team-a", first)
+	require.NoError(t, err, "a termination fits in a namespace's burst")
+	require.False(t, sim.exists(t, first))
 	var se *sdk.Error
-	require.ErrorAs(t, err, &se)
+	for range tenantBurst {
+		if took, err = run("team-a", first); err != nil {
+			break
+		}
+	}
+	require.ErrorAs(t, err, &se, "team-a's storm is limited")
 	assert.Equal(t, "RateLimited", se.Reason)
 	assert.False(t, se.Permanent)
-	assert.True(t, sim.exists(t, vm), "the limit held the destruction back")
+	assert.Contains(t, err.Error(), `namespace "team-a"`)
+	assert.Less(t, took, time.Second, "no wait for a token")
+
+	_, err = run("team-b", second)
+	require.NoError(t, err, "another namespace is not held by team-a's storm")
+	assert.False(t, sim.exists(t, second))
 }
+
+// TestEveryRequestOfAHookCountsAsItsNamespaces: govmomi sends some requests of a hook with
+// a context of its own (the end of a task wait, with context.Background); they count as
+// the hook's namespace's too, not as requests made outside any hook, whose one bucket
+// every namespace would share.
+func TestEveryRequestOfAHookCountsAsItsNamespaces(t *testing.T) {
+	sim := startVCSim(t)
+	vm := sim.vm(t, "DC0_H0_VM0")
+	var mu sync.Mutex
+	tenants := map[string]int{}
+	e := newTestExecutor()
+	e.limit = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			ns, ok := sdk.TenantFrom(r.Context())
+			mu.Lock()
+			tenants[fmt.Sprintf("%q %t", ns, ok)]++
+			mu.Unlock()
+			return rt.RoundTrip(r)
+		})
+	}
+	c := plugintest.Serve(t, e)
+	req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID), sim.secrets(), nil)
+	req.Pipeline.Namespace = "team-a"
+
+	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
+	require.NoError(t, err)
+	require.True(t, res.Done, "powered off and destroyed: two task waits")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, tenants, 1, "%v", tenants)
+	assert.Contains(t, tenants, `"team-a" true`)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestDescribe(t *testing.T) {
 	c := plugintest.Serve(t, newTestExecutor())

@@ -406,6 +406,41 @@ func TestCallsGoThroughTheRateLimit(t *testing.T) {
 	assert.Equal(t, 1, wrapped)
 }
 
+// TestNamespacesRateLimitFailsFast: with the plugin's limits, a namespace that made its
+// burst of calls to a receiver fails its next hook at once with RateLimited, before
+// anything is sent, while another namespace's hook calls the same receiver.
+func TestNamespacesRateLimitFailsFast(t *testing.T) {
+	rc := newReceiver(t, false, hmacKey, answerJSON(200, `{}`))
+	c := plugintest.Serve(t, newCall(egress.New(loopback), sdk.NewTenantLimiter(limits()).Transport))
+	run := func(namespace string) (time.Duration, error) {
+		req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"url": rc.URL, "credentialsSecret": "hook-creds"})
+		req.Pipeline.Namespace = namespace
+		req.Secrets = map[string][]byte{keyHMAC: []byte(hmacKey)}
+		start := time.Now()
+		_, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
+		return time.Since(start), err
+	}
+
+	// The bucket refills while the storm goes on: count what passed.
+	passed := 0
+	took, err := run("team-a")
+	for ; err == nil && passed < 3*tenantBurst; took, err = run("team-a") {
+		passed++
+	}
+	var e *sdk.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "RateLimited", e.Reason)
+	assert.False(t, e.Permanent)
+	assert.Contains(t, e.Error(), `namespace "team-a"`)
+	assert.GreaterOrEqual(t, passed, tenantBurst, "a burst passes")
+	assert.Less(t, took, time.Second, "no wait for a token")
+	assert.Len(t, rc.received(), passed, "the refused call was not sent")
+
+	_, err = run("team-b")
+	require.NoError(t, err, "another namespace's hook calls the same receiver")
+	assert.Len(t, rc.received(), passed+1)
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

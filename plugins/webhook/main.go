@@ -5,19 +5,28 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
-// The client-side limit on the requests this plugin makes, shared by every pipeline the
-// plugin process serves: a retry storm across many pipelines must not flood the receivers.
+// The client-side limits on the requests this plugin makes. The plugin's bucket bounds
+// what all its pipelines send, so that a retry storm cannot flood the receivers. One
+// plugin process serves every namespace: the pipelines of one namespace have a bucket of
+// their own for each receiver, at half the plugin's rate, so that their retry storm fails
+// fast against it rather than take every other namespace's share. A hook calls once.
 const (
-	apiQPS   = 10
-	apiBurst = 20
+	apiQPS      = 10
+	apiBurst    = 20
+	tenantQPS   = 5
+	tenantBurst = 10
 )
+
+// limits are the plugin's client-side limits.
+func limits() sdk.TenantLimits {
+	return sdk.TenantLimits{TenantQPS: tenantQPS, TenantBurst: tenantBurst, PluginQPS: apiQPS, PluginBurst: apiBurst}
+}
 
 func main() {
 	// The addresses calls may connect to: every public one, and the ranges the operator's
@@ -27,6 +36,5 @@ func main() {
 		fmt.Fprintf(os.Stderr, "stepwise-plugin-webhook: %v\n", err)
 		os.Exit(1)
 	}
-	limiter := sdk.NewLimiter(apiQPS, apiBurst)
-	sdk.Serve(newCall(policy, func(rt http.RoundTripper) http.RoundTripper { return sdk.RateLimitedTransport(rt, limiter) }))
+	sdk.Serve(newCall(policy, sdk.NewTenantLimiter(limits()).Transport))
 }
