@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,16 +18,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
-	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 )
 
 // The made-up step a hook run by `plugin run` belongs to.
@@ -207,10 +203,7 @@ func (f *pluginRunFlags) parse(args []string) (*pluginRun, error) {
 
 // parseHook is the hook named s, in any case.
 func parseHook(s string) (contract.Hook, error) {
-	hooks := []contract.Hook{
-		contract.HookPreCreate, contract.HookCreate, contract.HookPostCreate,
-		contract.HookPreDelete, contract.HookDelete, contract.HookPostDelete,
-	}
+	hooks := contract.AllHooks()
 	for _, h := range hooks {
 		if strings.EqualFold(s, string(h)) {
 			return h, nil
@@ -301,62 +294,48 @@ func (r *pluginRun) run(ctx context.Context, stderr io.Writer) (*pluginRunReport
 	defer cancel()
 	name := filepath.Base(r.path)
 	logs := newPluginLog(stderr, name+": ", r.logLevel)
-	client := r.newClient(logs)
 	defer logs.close() // after Kill: go-plugin copies the plugin's output until it exits
-	defer client.Kill()
+	c, err := client.Start(r.command(), r.clientOptions(name, logs))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Kill()
 
-	rpcClient, err := client.Client()
+	served, err := c.Describe(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("start plugin %s (is it a Stepwise plugin?): %w", r.path, err)
-	}
-	raw, err := rpcClient.Dispense(proto.PluginName)
-	if err != nil {
-		return nil, fmt.Errorf("plugin %s: %w", name, err)
-	}
-	rpc, ok := raw.(proto.ExecutorClient)
-	if !ok {
-		return nil, fmt.Errorf("plugin %s: not an executor plugin (%T)", name, raw)
-	}
-	described, err := rpc.Describe(ctx, &proto.DescribeRequest{})
-	if err != nil {
-		return nil, r.callError(ctx, name, "describe its executors", err)
+		return nil, r.callError(name, "describe its executors", err)
 	}
 	var decl contract.Description
-	served := make([]string, 0, len(described.GetExecutors()))
+	names := make([]string, 0, len(served))
 	found := false
-	for _, info := range described.GetExecutors() {
-		served = append(served, info.GetName())
-		if info.GetName() == r.executor {
-			decl, found = proto.DecodeDescription(info), true
+	for _, e := range served {
+		names = append(names, e.Name)
+		if e.Name == r.executor {
+			decl, found = e.Description, true
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("plugin %s serves no executor %q; it serves %s", name, r.executor, orDash(strings.Join(served, ", ")))
+		return nil, fmt.Errorf("plugin %s serves no executor %q; it serves %s", name, r.executor, orDash(strings.Join(names, ", ")))
 	}
 
 	if err := r.checkSecrets(decl.Parameters); err != nil {
 		return nil, err
 	}
-	report := &pluginRunReport{Plugin: name, Protocol: client.NegotiatedVersion(), Executor: r.executor, Version: decl.Version, Hook: r.hook}
+	report := &pluginRunReport{Plugin: name, Protocol: c.Version(), Executor: r.executor, Version: decl.Version, Hook: r.hook}
 	req, err := r.request(decl.Parameters, stderr)
 	if err != nil {
 		report.failed(err)
 		return report, nil
 	}
-	in, err := proto.EncodeRequest(r.executor, req)
-	if err != nil { // too large for the protocol: the step fails so
+	res, err := c.Run(ctx, r.executor, req)
+	switch client.StageOf(err) {
+	case client.NotSent: // too large for the protocol: the step fails so
 		report.failed(err)
 		return report, nil
+	case client.NoAnswer, client.NoOutcome:
+		return nil, r.callError(name, "run hook "+string(r.hook), err)
 	}
 	report.Called = true
-	resp, err := rpc.RunHook(ctx, in)
-	if err != nil {
-		return nil, r.callError(ctx, name, "run hook "+string(r.hook), err)
-	}
-	res, err := proto.DecodeOutcome(resp)
-	if errors.Is(err, proto.ErrNoOutcome) {
-		return nil, fmt.Errorf("plugin %s: %w", name, err)
-	}
 	// The engine removes the Secrets' values from what every executor returns.
 	redact := contract.NewRedactor(append([]map[string][]byte{req.Secrets}, slices.Collect(maps.Values(req.SecretParams))...)...)
 	res, err = redact.Result(res), redact.Error(err)
@@ -372,19 +351,23 @@ func (r *pluginRun) run(ctx context.Context, stderr io.Writer) (*pluginRunReport
 	return report, nil
 }
 
-// newClient is go-plugin's client of the plugin, configured as the operator's
-// (pkg/plugin/host): the executable by its absolute path, the handshake and every
-// protocol version, gRPC only, mutual TLS, no environment but go-plugin's variables.
-func (r *pluginRun) newClient(logs *pluginLog) *plugin.Client {
-	cmd := exec.Command(r.path) //nolint:gosec // the executable the user named, by absolute path
-	cfg := proto.ClientConfig(cmd)
-	cfg.StartTimeout = r.timeout
-	// go-plugin's own log is for an operator's log; pluginLog shows what the plugin
-	// prints, its log lines parsed.
-	cfg.Logger = hclog.NewNullLogger()
-	cfg.Stderr = logs.source(true)
-	cfg.SyncStdout, cfg.SyncStderr = logs.source(false), logs.source(false)
-	return plugin.NewClient(cfg)
+// command runs the plugin as the operator does (pkg/plugin/host): the executable by its
+// absolute path, with no environment but go-plugin's variables (client.Start).
+func (r *pluginRun) command() *exec.Cmd {
+	return exec.Command(r.path) //nolint:gosec // the executable the user named, by absolute path
+}
+
+// clientOptions are the options of the client of the plugin: go-plugin's own log is for
+// an operator's log; logs shows what the plugin prints, its log lines parsed.
+func (r *pluginRun) clientOptions(name string, logs *pluginLog) client.Options {
+	return client.Options{
+		Name:          name,
+		StartTimeout:  r.timeout,
+		Logger:        hclog.NewNullLogger(),
+		ProcessStderr: logs.source(true),
+		Stdout:        logs.source(false),
+		Stderr:        logs.source(false),
+	}
 }
 
 // namesSecret tells whether the engine reads the Secret that parameter param names.
@@ -457,14 +440,13 @@ func (r *pluginRun) request(decl []contract.Parameter, stderr io.Writer) (*contr
 	}, nil
 }
 
-// callError explains a call to the plugin that failed.
-func (r *pluginRun) callError(ctx context.Context, name, what string, err error) error {
-	// The call can end DeadlineExceeded a moment before ctx's own timer says so: gRPC sends
-	// the deadline to the plugin, whose side may end the stream first.
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+// callError explains a call to the plugin that failed: the client's error names the
+// plugin and what failed, and a deadline is --timeout's.
+func (r *pluginRun) callError(name, what string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("plugin %s did not %s within %s (--timeout)", name, what, r.timeout)
 	}
-	return fmt.Errorf("plugin %s: %s: %w", name, what, err)
+	return err
 }
 
 // checkSHA256 refuses the file at path unless its SHA-256 is want. The plugin then runs
@@ -535,22 +517,19 @@ func printPluginRun(w io.Writer, r *pluginRunReport) error {
 	return nil
 }
 
-// maxLogLine bounds a line of a plugin's output held before it is written.
-const maxLogLine = 64 << 10
-
 // pluginLog writes what a plugin process prints to the CLI's standard error, a line at a
 // time, each prefixed with the plugin's name and escaped: a plugin's output must not drive
 // the terminal. Lines of its original standard error that are hclog JSON (sdk.Logger's,
-// go-plugin's) are shown as "[LEVEL] message key=value..." from the given level up. It
-// drops what comes after close: go-plugin's goroutine copying the plugin's output can
-// outlive Kill.
+// go-plugin's) are shown as client.LogLine reads them, from the given level up. It drops
+// what comes after close: go-plugin's goroutine copying the plugin's output can outlive
+// Kill.
 type pluginLog struct {
 	mu      sync.Mutex
 	w       io.Writer
 	prefix  string
 	level   hclog.Level
 	closed  bool
-	sources []*logSource
+	sources []*client.LineWriter
 }
 
 func newPluginLog(w io.Writer, prefix string, level hclog.Level) *pluginLog {
@@ -558,11 +537,11 @@ func newPluginLog(w io.Writer, prefix string, level hclog.Level) *pluginLog {
 }
 
 // source is a writer of one stream of the plugin's output; parse says its lines may be
-// hclog JSON.
+// hclog JSON (a line cut for its length is shown as it is).
 func (l *pluginLog) source(parse bool) io.Writer {
+	s := client.NewLineWriter(func(line []byte, cut bool) { l.writeLine(line, parse && !cut) })
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := &logSource{log: l, parse: parse}
 	l.sources = append(l.sources, s)
 	return s
 }
@@ -570,95 +549,31 @@ func (l *pluginLog) source(parse bool) io.Writer {
 // close writes what is left of unfinished lines and drops what comes later.
 func (l *pluginLog) close() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, s := range l.sources {
-		if len(s.buf) > 0 {
-			l.writeLine(s.buf, s.parse)
-			s.buf = nil
-		}
+	sources := slices.Clone(l.sources)
+	l.mu.Unlock()
+	for _, s := range sources {
+		s.Flush()
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.closed = true
 }
 
-// writeLine writes one line; l.mu is held.
+// writeLine writes one line, unless it is a log line below l's level or l is closed.
 func (l *pluginLog) writeLine(line []byte, parse bool) {
-	text, ok := string(line), true
-	if parse {
-		text, ok = l.format(line)
-	}
-	if ok {
-		_, _ = io.WriteString(l.w, l.prefix+escapeLine(strings.TrimSuffix(text, "\r"))+"\n")
-	}
-}
-
-// format is a line of hclog JSON as "[LEVEL] message key=value...", or false when its level
-// is below l's; any other line as it is.
-func (l *pluginLog) format(line []byte) (string, bool) {
-	if !bytes.HasPrefix(line, []byte("{")) {
-		return string(line), true
-	}
-	var entry map[string]any
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
-	if dec.Decode(&entry) != nil {
-		return string(line), true
-	}
-	message, ok := entry["@message"].(string)
-	if !ok {
-		return string(line), true
-	}
-	levelName, _ := entry["@level"].(string)
-	level := hclog.LevelFromString(levelName)
-	if level == hclog.NoLevel {
-		level, levelName = hclog.Info, "info"
-	}
-	if l.level == hclog.Off || level < l.level {
-		return "", false
-	}
-	var b strings.Builder
-	b.WriteString("[" + strings.ToUpper(levelName) + "] " + message)
-	for _, k := range slices.Sorted(maps.Keys(entry)) {
-		if strings.HasPrefix(k, "@") {
-			continue
-		}
-		v, isString := entry[k].(string)
-		if !isString {
-			data, _ := json.Marshal(entry[k])
-			v = string(data)
-		} else if v == "" || strings.ContainsAny(v, " \t\"=") {
-			v = fmt.Sprintf("%q", v)
-		}
-		b.WriteString(" " + k + "=" + v)
-	}
-	return b.String(), true
-}
-
-// logSource is one stream of a plugin's output, holding its unfinished line.
-type logSource struct {
-	log   *pluginLog
-	parse bool
-	buf   []byte
-}
-
-func (s *logSource) Write(p []byte) (int, error) {
-	l := s.log
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return len(p), nil
+		return
 	}
-	s.buf = append(s.buf, p...)
-	for {
-		i := bytes.IndexByte(s.buf, '\n')
-		if i < 0 {
-			break
+	text := string(line)
+	if parse {
+		if entry, ok := client.ParseLogLine(line); ok {
+			if l.level == hclog.Off || entry.Level < l.level {
+				return
+			}
+			text = entry.String()
 		}
-		l.writeLine(s.buf[:i], s.parse)
-		s.buf = s.buf[i+1:]
 	}
-	if len(s.buf) > maxLogLine {
-		l.writeLine(s.buf, false)
-		s.buf = nil
-	}
-	return len(p), nil
+	_, _ = io.WriteString(l.w, l.prefix+escapeLine(strings.TrimSuffix(text, "\r"))+"\n")
 }

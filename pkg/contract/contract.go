@@ -23,6 +23,16 @@ const (
 	HookPostDelete Hook = "PostDelete"
 )
 
+// CreationHooks are the hooks that create a step's work, in the order they run. A function,
+// not a variable: a caller may change the slice it gets without changing anyone else's.
+func CreationHooks() []Hook { return []Hook{HookPreCreate, HookCreate, HookPostCreate} }
+
+// TeardownHooks are the hooks that tear a step's work down, in the order they run.
+func TeardownHooks() []Hook { return []Hook{HookPreDelete, HookDelete, HookPostDelete} }
+
+// AllHooks are the six hooks in the order a pipeline runs them: creation, then teardown.
+func AllHooks() []Hook { return append(CreationHooks(), TeardownHooks()...) }
+
 // Hooks is what an executor implements, for a request of type R (the engine's carries
 // Kubernetes clients, a plugin's does not). Every hook runs at least once, so each must be
 // idempotent: a second Create of a finished thing succeeds and changes nothing, a Delete of

@@ -91,3 +91,19 @@ func TestNormalizeReason(t *testing.T) {
 		})
 	}
 }
+
+// TestHookOrder: the one list of the hooks in their order, which the CLI, plugintest and
+// the tests read.
+func TestHookOrder(t *testing.T) {
+	assert.Equal(t, []Hook{HookPreCreate, HookCreate, HookPostCreate}, CreationHooks())
+	assert.Equal(t, []Hook{HookPreDelete, HookDelete, HookPostDelete}, TeardownHooks())
+	assert.Equal(t, append(CreationHooks(), TeardownHooks()...), AllHooks())
+
+	mine := AllHooks()
+	mine[0] = "Changed"
+	assert.Equal(t, HookPreCreate, AllHooks()[0], "each caller gets a slice of its own")
+	for _, h := range AllHooks() {
+		_, err := RunHook[*Request](context.Background(), Base[*Request]{}, h, &Request{Hook: h})
+		assert.NoError(t, err, "%s is a hook RunHook dispatches", h)
+	}
+}

@@ -64,10 +64,7 @@ func TestReasonForAndPermanence(t *testing.T) {
 }
 
 func TestRunHookDispatchesEveryHook(t *testing.T) {
-	for _, h := range []contract.Hook{
-		contract.HookPreCreate, contract.HookCreate, contract.HookPostCreate,
-		contract.HookPreDelete, contract.HookDelete, contract.HookPostDelete,
-	} {
+	for _, h := range contract.AllHooks() {
 		res, err := RunHook(context.Background(), named{name: "x"}, &Request{Request: contract.Request{Hook: h}})
 		require.NoError(t, err, h)
 		assert.True(t, res.Done, h)
@@ -83,10 +80,7 @@ func TestFuncRunsOneFunctionForEveryHook(t *testing.T) {
 		seen = append(seen, req.Hook)
 		return contract.Done(string(req.Hook)), nil
 	}}
-	hooks := []contract.Hook{
-		contract.HookPreCreate, contract.HookCreate, contract.HookPostCreate,
-		contract.HookPreDelete, contract.HookDelete, contract.HookPostDelete,
-	}
+	hooks := contract.AllHooks()
 	for _, h := range hooks {
 		res, err := RunHook(context.Background(), f, &Request{Request: contract.Request{Hook: h}})
 		require.NoError(t, err)

@@ -21,7 +21,7 @@ func (h *Host) Versions() map[string]int {
 	for _, p := range h.plugins {
 		p.mu.Lock()
 		if p.client != nil {
-			out[p.name] = p.version
+			out[p.name] = p.client.Version()
 		}
 		p.mu.Unlock()
 	}

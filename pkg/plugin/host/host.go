@@ -1,7 +1,9 @@
-// Package host runs out-of-process executor plugins with go-plugin: it finds the
+// Package host owns the lifecycle of out-of-process executor plugins: it finds the
 // stepwise-plugin-* executables of a directory, checks each against a SHA-256 checksum
-// file, starts it once (gRPC over mutual TLS), asks which executors it serves and
-// registers a TaskExecutor for each. A plugin that dies is restarted on the next call.
+// file, starts a verified copy once under its memory limit and environment, asks which
+// executors it serves and registers a TaskExecutor for each. A plugin that dies is
+// restarted on the next call. The calls themselves, and their errors, are
+// pkg/plugin/client's.
 package host
 
 import (
@@ -19,19 +21,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/executor"
-	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 )
 
 // Prefix is how the executables of plugins are named: stepwise-plugin-<name>.
 const Prefix = "stepwise-plugin-"
-
-// ReasonPluginUnavailable is the (retryable) reason of a hook whose plugin died or could
-// not be started.
-const ReasonPluginUnavailable = "PluginUnavailable"
-
-// ReasonPluginProtocolError is the reason of a hook whose answer broke the plugin protocol
-// while the plugin itself serves on.
-const ReasonPluginProtocolError = "PluginProtocolError"
 
 // Options configure a Host.
 type Options struct {
@@ -122,7 +116,7 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 	var executors []executor.TaskExecutor
 	seen := map[string]string{}
 	add := func(p *process) {
-		infos, err := h.describeStarting(ctx, p)
+		served, err := h.describeStarting(ctx, p)
 		if err != nil {
 			p.kill()
 			p.logger.Error(err, "Plugin refused: it did not start")
@@ -130,14 +124,14 @@ func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 			return
 		}
 		var names []string
-		for _, info := range infos {
-			if other, dup := seen[info.GetName()]; dup || info.GetName() == "" {
-				p.logger.Error(nil, "Executor ignored: no name, or its name is served by another plugin", "executor", info.GetName(), "other", other)
+		for _, described := range served {
+			if other, dup := seen[described.Name]; dup || described.Name == "" {
+				p.logger.Error(nil, "Executor ignored: no name, or its name is served by another plugin", "executor", described.Name, "other", other)
 				continue
 			}
-			seen[info.GetName()] = p.name
-			names = append(names, info.GetName())
-			executors = append(executors, newPluginExecutor(p, info))
+			seen[described.Name] = p.name
+			names = append(names, described.Name)
+			executors = append(executors, newPluginExecutor(p, described))
 		}
 		p.logger.Info("Plugin started", "executors", names)
 		h.mu.Lock()
@@ -195,12 +189,12 @@ const startAttempts = 3
 
 // describeStarting starts p and asks what it serves, trying again after a short wait when
 // the start failed for another reason than its checksum.
-func (h *Host) describeStarting(ctx context.Context, p *process) ([]*proto.ExecutorInfo, error) {
+func (h *Host) describeStarting(ctx context.Context, p *process) ([]client.Executor, error) {
 	var err error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
-		var infos []*proto.ExecutorInfo
-		if infos, err = p.describe(ctx); err == nil {
-			return infos, nil
+		var served []client.Executor
+		if served, err = p.describe(ctx); err == nil {
+			return served, nil
 		}
 		if errors.Is(err, errChecksum) || attempt == startAttempts {
 			break

@@ -23,7 +23,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
-	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 )
 
 // binDir holds the example plugin and the test plugin, built once by TestMain.
@@ -145,25 +145,20 @@ func get(t *testing.T, reg *executor.Registry, name string) executor.TaskExecuto
 	return e
 }
 
-var allHooks = []contract.Hook{
-	contract.HookPreCreate, contract.HookCreate, contract.HookPostCreate,
-	contract.HookPreDelete, contract.HookDelete, contract.HookPostDelete,
-}
-
 func TestExamplePluginThroughTheHost(t *testing.T) {
 	h, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-example", "stepwise-plugin-test"}, nil))
 	assert.Equal(t, []string{"example.greet", "test.block", "test.echo", "test.environ", "test.fail", "test.hostile", "test.logs"}, reg.Names())
 
 	greet := get(t, reg, "example.greet")
-	info := greet.(*pluginExecutor).Info()
-	assert.Equal(t, "v0.1.0", info.GetVersion())
-	assert.NotEmpty(t, info.GetDescription())
-	require.Len(t, info.GetParameters(), 2)
-	assert.Equal(t, "name", info.GetParameters()[0].GetName())
-	assert.True(t, info.GetParameters()[0].GetRequired())
+	info := executor.Describe(greet)
+	assert.Equal(t, "v0.1.0", info.Version)
+	assert.NotEmpty(t, info.Description)
+	require.Len(t, info.Parameters, 2)
+	assert.Equal(t, "name", info.Parameters[0].Name)
+	assert.True(t, info.Parameters[0].Required)
 
 	ctx := context.Background()
-	for _, hook := range allHooks {
+	for _, hook := range contract.AllHooks() {
 		res, err := executor.RunHook(ctx, greet, request(hook, map[string]string{"name": "Ada"}))
 		require.NoError(t, err, hook)
 		assert.True(t, res.Done, hook)
@@ -231,16 +226,13 @@ func TestUnknownHookFailsAlikeThroughAPluginAndInProcess(t *testing.T) {
 	_, inProcess := executor.RunHook(context.Background(), echo, request("Frobnicate", nil))
 	require.Error(t, inProcess)
 
-	// Past the engine's dispatcher: the plugin gets a hook of the protocol it does not know.
-	rpc, err := echo.proc.conn()
+	// Past the engine's dispatcher: the plugin gets a hook the contract does not know (the
+	// client's tests send one the protocol does not know).
+	c, err := echo.proc.conn()
 	require.NoError(t, err)
-	in, err := proto.EncodeRequest("test.echo", &request(contract.HookCreate, nil).Request)
-	require.NoError(t, err)
-	in.Hook = proto.Hook(99)
-	resp, err := rpc.RunHook(context.Background(), in)
-	require.NoError(t, err)
-	_, throughPlugin := proto.DecodeOutcome(resp)
+	_, throughPlugin := c.Run(context.Background(), "test.echo", &request("Frobnicate", nil).Request)
 	require.Error(t, throughPlugin)
+	assert.Equal(t, client.Answered, client.StageOf(throughPlugin), "the plugin's own answer")
 
 	for name, err := range map[string]error{"in process": inProcess, "through the plugin": throughPlugin} {
 		assert.Equal(t, contract.ReasonUnknownHook, executor.ReasonFor(err), name)
@@ -284,7 +276,7 @@ func TestPluginKilledMidHookIsRestarted(t *testing.T) {
 	case o := <-done:
 		require.Error(t, o.err)
 		assert.False(t, contract.IsPermanent(o.err))
-		assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(o.err))
+		assert.Equal(t, client.ReasonPluginUnavailable, executor.ReasonFor(o.err))
 		assert.Contains(t, o.err.Error(), "died")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the hook did not return after its plugin was killed")
@@ -378,7 +370,7 @@ func TestCloseKillsEveryPlugin(t *testing.T) {
 	}
 	_, err := get(t, reg, "example.greet").Create(context.Background(), request(contract.HookCreate, map[string]string{"name": "x"}))
 	require.Error(t, err, "no call after Close")
-	assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(err))
+	assert.Equal(t, client.ReasonPluginUnavailable, executor.ReasonFor(err))
 	assert.Empty(t, h.PIDs())
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 )
 
@@ -91,7 +92,7 @@ func TestHostileHookFailsOnlyItsStep(t *testing.T) {
 	cancel()
 	err := <-inFlight
 	require.Error(t, err)
-	assert.NotEqual(t, ReasonPluginUnavailable, executor.ReasonFor(err), "%v", err)
+	assert.NotEqual(t, client.ReasonPluginUnavailable, executor.ReasonFor(err), "%v", err)
 	assert.Equal(t, pid, h.PIDs()["stepwise-plugin-test"])
 }
 
@@ -146,7 +147,7 @@ func TestPluginRunsTheFileThatWasChecked(t *testing.T) {
 		_, lastErr = echo.Create(context.Background(), request(contract.HookCreate, nil))
 		return lastErr != nil && strings.Contains(lastErr.Error(), "does not match the checksum file")
 	}, 10*time.Second, 50*time.Millisecond, "last error: %v", lastErr)
-	assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(lastErr))
+	assert.Equal(t, client.ReasonPluginUnavailable, executor.ReasonFor(lastErr))
 	assert.Empty(t, h.PIDs(), "the replaced file never ran")
 }
 

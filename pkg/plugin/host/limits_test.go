@@ -17,6 +17,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
@@ -108,7 +109,7 @@ func TestPluginOverItsMemoryLimitDiesAlone(t *testing.T) {
 
 	_, err := get(t, reg, "test.hostile").Create(context.Background(), request(contract.HookCreate, map[string]string{"mode": "inflate", "mib": "512"}))
 	require.Error(t, err)
-	assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(err))
+	assert.Equal(t, client.ReasonPluginUnavailable, executor.ReasonFor(err))
 	assert.False(t, contract.IsPermanent(err))
 	assert.Contains(t, err.Error(), "plugin stepwise-plugin-test")
 	assert.Contains(t, err.Error(), "out of memory")
@@ -117,7 +118,7 @@ func TestPluginOverItsMemoryLimitDiesAlone(t *testing.T) {
 	select {
 	case err := <-inFlight:
 		require.Error(t, err)
-		assert.Equal(t, ReasonPluginUnavailable, executor.ReasonFor(err))
+		assert.Equal(t, client.ReasonPluginUnavailable, executor.ReasonFor(err))
 		assert.Contains(t, err.Error(), "plugin stepwise-plugin-test")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the hook in flight did not return after its plugin died")

@@ -1,13 +1,13 @@
 package host
 
 import (
-	"bytes"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"k8s.io/klog/v2"
+
+	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 )
 
 // newLogger is go-plugin's logger for one plugin: hclog writing each line through klog,
@@ -63,46 +63,12 @@ func verbosity(line string) int {
 	return 1
 }
 
-// maxLine bounds a line kept while its end has not come.
-const maxLine = 64 << 10
-
-// lineLogger logs each line a plugin writes to one of its standard streams at the default
-// level, tagged with the plugin and the stream.
-type lineLogger struct {
-	logger klog.Logger
-	stream string
-
-	mu      sync.Mutex
-	partial []byte
-}
-
-func newLineLogger(logger klog.Logger, stream string) *lineLogger {
-	return &lineLogger{logger: logger, stream: stream}
-}
-
-// Write logs every whole line and keeps the rest for the next write (at most maxLine).
-func (l *lineLogger) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.partial = append(l.partial, b...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			break
+// newLineLogger logs each line a plugin writes to one of its standard streams at the
+// default level, tagged with the plugin and the stream.
+func newLineLogger(logger klog.Logger, stream string) *client.LineWriter {
+	return client.NewLineWriter(func(line []byte, _ bool) {
+		if text := strings.TrimRight(string(line), "\r"); text != "" {
+			logger.Info("Plugin output", "stream", stream, "line", text)
 		}
-		l.log(l.partial[:i])
-		l.partial = l.partial[i+1:]
-	}
-	if len(l.partial) > maxLine {
-		l.log(l.partial)
-		l.partial = nil
-	}
-	l.partial = bytes.Clone(l.partial)
-	return len(b), nil
-}
-
-func (l *lineLogger) log(line []byte) {
-	if text := strings.TrimRight(string(line), "\r"); text != "" {
-		l.logger.Info("Plugin output", "stream", l.stream, "line", text)
-	}
+	})
 }

@@ -16,10 +16,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
-	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 )
 
-// process is one plugin executable and, while it runs, its go-plugin client.
+// process is one plugin executable and, while it runs, the client of its process. The
+// client makes the calls and maps their errors; the process starts it, replaces it when
+// it dies and bounds how often.
 type process struct {
 	name, path string
 	checksum   []byte
@@ -31,53 +33,55 @@ type process struct {
 	host     *Host
 
 	mu     sync.Mutex
-	client *plugin.Client
-	rpc    proto.ExecutorClient
+	client *client.Client
 	// oom tells whether the running process said it ran out of memory as it died.
 	oom *oomWatch
-	// death is why the last process died, when it is known: the calls its death failed say it.
-	death string
-	// version is the protocol version the running process speaks.
-	version   int
+	// death is why the last process died, when it is known: the log of its restart says it.
+	death     string
 	failures  int // consecutive deaths or failed starts
 	nextStart time.Time
 }
 
-// conn returns a connection to the running plugin, starting it first when it is not
+// conn returns the client of the running plugin, starting it first when it is not
 // running (a restart waits out a bounded backoff when the plugin keeps dying).
-func (p *process) conn() (proto.ExecutorClient, error) {
+func (p *process) conn() (*client.Client, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.host.isClosed() {
-		return nil, contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s: the operator is shutting down", p.name))
+		return nil, contract.Retryable(client.ReasonPluginUnavailable, fmt.Errorf("plugin %s: the operator is shutting down", p.name))
 	}
 	if p.client != nil && !p.client.Exited() {
-		return p.rpc, nil
+		return p.client, nil
 	}
 	if p.client != nil {
 		p.drop()
 		p.logger.Info("Plugin process exited; restarting it", "why", p.death)
 	}
 	if wait := time.Until(p.nextStart); wait > 0 {
-		return nil, contract.Retryable(ReasonPluginUnavailable, fmt.Errorf("plugin %s died; restarting it in %s", p.name, wait.Round(time.Millisecond)))
+		return nil, contract.Retryable(client.ReasonPluginUnavailable, fmt.Errorf("plugin %s died; restarting it in %s", p.name, wait.Round(time.Millisecond)))
 	}
 	if err := p.start(); err != nil {
 		p.failed()
-		return nil, contract.Retryable(ReasonPluginUnavailable, err)
+		return nil, contract.Retryable(client.ReasonPluginUnavailable, err)
 	}
-	return p.rpc, nil
+	return p.client, nil
 }
 
 // drop forgets the client of a process that died or whose connection broke, noting why it
 // died when that is known, so that the next call starts a new one. p.mu is held.
 func (p *process) drop() {
-	p.death = ""
-	if p.oom != nil && p.oom.seen.Load() {
-		p.death = "out of memory: over its limit of " + resource.NewQuantity(p.host.opts.MemoryLimit, resource.BinarySI).String()
-	}
+	p.death = deathCause(p.oom, p.host.opts.MemoryLimit)
 	p.client.Kill()
-	p.client, p.rpc, p.oom = nil, nil, nil
+	p.client, p.oom = nil, nil
 	p.failed()
+}
+
+// deathCause is why a process whose stderr oom watched died, when it is known.
+func deathCause(oom *oomWatch, memoryLimit int64) string {
+	if oom != nil && oom.seen.Load() {
+		return "out of memory: over its limit of " + resource.NewQuantity(memoryLimit, resource.BinarySI).String()
+	}
+	return ""
 }
 
 func (p *process) failed() {
@@ -89,8 +93,8 @@ func (p *process) failed() {
 	p.nextStart = time.Now().Add(backoff)
 }
 
-// start runs a verified copy of the executable (by absolute path, no shell) over gRPC
-// with automatic mutual TLS. p.mu is held.
+// start runs a verified copy of the executable (by absolute path, no shell) under its
+// memory limit. p.mu is held.
 func (p *process) start() error {
 	if p.reattach != nil {
 		return p.attach()
@@ -103,148 +107,117 @@ func (p *process) start() error {
 		_ = os.Remove(p.exe) // the copy the previous process ran from
 	}
 	p.exe = exe
-	var client *plugin.Client
+	var c *client.Client
 	var oom *oomWatch
-	var rpcClient plugin.ClientProtocol
 	for attempt := 1; ; attempt++ {
-		client, oom = p.newClient(exe)
-		rpcClient, err = client.Client()
+		oom = &oomWatch{}
+		c, err = client.Start(p.command(exe), p.clientOptions(oom))
 		// A copy just written can be busy for a moment when another goroutine forks while
 		// its file was open (golang/go#22315).
 		if err == nil || !errors.Is(err, syscall.ETXTBSY) || attempt == 3 {
 			break
 		}
-		client.Kill()
 		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
 	}
 	if err != nil {
-		client.Kill()
-		return fmt.Errorf("plugin %s: start and handshake failed (is it a Stepwise plugin?): %w", p.name, err)
+		return err
 	}
 	// As soon as Go lets us: a limit cannot be set between fork and exec, so the plugin
 	// has run its handshake without it. It never serves a call without it.
-	if err := limitMemory(client, p.host.opts.MemoryLimit); err != nil {
-		client.Kill()
+	if err := limitMemory(c.PID(), p.host.opts.MemoryLimit); err != nil {
+		c.Kill()
 		return fmt.Errorf("plugin %s: %w", p.name, err)
 	}
-	raw, err := rpcClient.Dispense(proto.PluginName)
-	if err != nil {
-		client.Kill()
-		return fmt.Errorf("plugin %s: %w", p.name, err)
-	}
-	p.client, p.rpc, p.oom, p.version = client, raw.(proto.ExecutorClient), oom, client.NegotiatedVersion()
-	p.logger.V(1).Info("Plugin started", "protocolVersion", p.version)
+	p.client, p.oom = c, oom
+	p.logger.V(1).Info("Plugin started", "protocolVersion", c.Version())
 	return nil
 }
 
 // attach connects to a plugin a developer started. p.mu is held.
 func (p *process) attach() error {
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig: proto.Handshake,
-		// A reattached client dispenses from Plugins, never VersionedPlugins.
-		Plugins:          proto.VersionedPlugins(nil)[p.reattach.ProtocolVersion],
-		Reattach:         p.reattach,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Logger:           newLogger(p.logger),
-	})
-	rpcClient, err := client.Client()
+	c, err := client.Attach(p.reattach, client.Options{Name: p.name, Logger: newLogger(p.logger), Restarts: true})
 	if err != nil {
-		return fmt.Errorf("plugin %s: reattach to %s: %w", p.name, p.reattach.Addr, err)
+		return err
 	}
-	raw, err := rpcClient.Dispense(proto.PluginName)
-	if err != nil {
-		return fmt.Errorf("plugin %s: %w", p.name, err)
-	}
-	p.client, p.rpc, p.version = client, raw.(proto.ExecutorClient), p.reattach.ProtocolVersion
+	p.client = c
 	return nil
 }
 
-// newClient is go-plugin's client of the executable at exe, and what watches its stderr
-// for a death out of memory.
-func (p *process) newClient(exe string) (*plugin.Client, *oomWatch) {
+// command runs the verified copy exe with Options.Env, EnvFor and the soft memory limit
+// only, never the operator's environment: exec.Cmd keeps the last value of a variable set
+// twice, so EnvFor's wins over Env's.
+func (p *process) command(exe string) *exec.Cmd {
 	cmd := exec.Command(exe) //nolint:gosec // the host's private copy of a plugin, checked against its SHA-256
-	// Options.Env, EnvFor and the soft memory limit only, never the operator's: exec.Cmd
-	// keeps the last value of a variable set twice, so EnvFor's wins over Env's.
 	cmd.Env = slices.Concat(p.host.opts.Env, p.host.opts.EnvFor[p.name], memoryEnv(p.host.opts.MemoryLimit))
-	cfg := proto.ClientConfig(cmd)
-	cfg.StartTimeout = p.host.opts.StartTimeout
-	cfg.Logger = newLogger(p.logger)
-	// go-plugin's server sends what a plugin writes to os.Stdout and os.Stderr after it
-	// started serving (a hook's fmt.Fprintln) over its stdio stream, not its stderr:
-	// logged, not dropped.
-	cfg.SyncStdout, cfg.SyncStderr = newLineLogger(p.logger, "stdout"), newLineLogger(p.logger, "stderr")
-	// The runtime's dying words go to the process's own stderr, which go-plugin reads.
-	oom := &oomWatch{}
-	cfg.Stderr = oom
-	return plugin.NewClient(cfg), oom
+	return cmd
 }
 
-// limitMemory sets the hard memory limit of the process a client started.
-func limitMemory(client *plugin.Client, limit int64) error {
+// clientOptions are the options of the client of a process whose stderr oom watches for a
+// death out of memory.
+func (p *process) clientOptions(oom *oomWatch) client.Options {
+	return client.Options{
+		Name:         p.name,
+		StartTimeout: p.host.opts.StartTimeout,
+		Logger:       newLogger(p.logger),
+		// go-plugin's server sends what a plugin writes to os.Stdout and os.Stderr after it
+		// started serving (a hook's fmt.Fprintln) over its stdio stream, not its stderr:
+		// logged, not dropped.
+		Stdout: newLineLogger(p.logger, "stdout"),
+		Stderr: newLineLogger(p.logger, "stderr"),
+		// The runtime's dying words go to the process's own stderr, which go-plugin reads.
+		ProcessStderr: oom,
+		DeathCause:    func() string { return deathCause(oom, p.host.opts.MemoryLimit) },
+		Restarts:      true,
+	}
+}
+
+// limitMemory sets the hard memory limit of process pid.
+func limitMemory(pid int, limit int64) error {
 	if limit <= 0 {
 		return nil
 	}
-	rc := client.ReattachConfig()
-	if rc == nil || rc.Pid == 0 {
+	if pid == 0 {
 		return errors.New("set the memory limit: no process ID")
 	}
-	return limitProcessMemory(rc.Pid, limit)
+	return limitProcessMemory(pid, limit)
 }
 
-func (p *process) describe(ctx context.Context) ([]*proto.ExecutorInfo, error) {
-	rpc, err := p.conn()
+func (p *process) describe(ctx context.Context) ([]client.Executor, error) {
+	c, err := p.conn()
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.host.opts.DescribeTimeout)
 	defer cancel()
-	resp, err := rpc.Describe(ctx, &proto.DescribeRequest{})
+	executors, err := c.Describe(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("plugin %s: describe: %w", p.name, err)
+		return nil, err
 	}
-	p.mu.Lock()
-	p.failures = 0
-	p.mu.Unlock()
-	return resp.GetExecutors(), nil
+	p.ok()
+	return executors, nil
 }
 
-// exitGrace is how long a failed call waits for go-plugin to notice that the process
-// exited: a killed plugin breaks its connection a moment before it is reaped.
-const exitGrace = time.Second
-
-// exited reports whether the process behind rpc is gone (then it is replaced on the next
-// call), and why when that is known, waiting up to exitGrace for its exit to be noticed.
-func (p *process) exited(rpc proto.ExecutorClient) (died bool, why string) {
-	deadline := time.Now().Add(exitGrace)
-	for {
+// settle does what a call's outcome tells of the process: one that answered serves, so
+// its restart backoff starts over; one gone or unreachable is dropped, so that the next
+// call starts a new one. The plugin serves every tenant: any other failure (an answer it
+// could not encode, a message over the size limit) fails that call alone.
+func (p *process) settle(c *client.Client, executor string, err error) {
+	switch {
+	case client.StageOf(err).Reached():
+		p.ok()
+	case contract.OwnReason(err) == client.ReasonPluginUnavailable:
+		died := c.Exited()
 		p.mu.Lock()
-		client, current, death := p.client, p.rpc == rpc, p.death
+		if p.client == c { // not yet replaced by another call
+			p.drop()
+		}
 		p.mu.Unlock()
-		if !current || client == nil {
-			return true, death // another call saw it die and replaced it
+		if died {
+			p.logger.Error(err, "Plugin died during a hook; it is restarted on the next call", "executor", executor)
+		} else {
+			p.logger.Error(err, "Plugin connection lost; the plugin is restarted on the next call", "executor", executor)
 		}
-		if client.Exited() {
-			p.broken(rpc)
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			return true, p.death
-		}
-		if time.Now().After(deadline) {
-			return false, ""
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// broken handles a failed call: when the plugin died (or its connection did), the
-// process is killed so that the next call starts a new one.
-func (p *process) broken(rpc proto.ExecutorClient) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.rpc != rpc || p.client == nil {
-		return // already restarted by another call
-	}
-	p.drop()
 }
 
 func (p *process) ok() {
@@ -259,10 +232,7 @@ func (p *process) pid() int {
 	if p.client == nil || p.client.Exited() {
 		return 0
 	}
-	if rc := p.client.ReattachConfig(); rc != nil {
-		return rc.Pid
-	}
-	return 0
+	return p.client.PID()
 }
 
 func (p *process) kill() {
@@ -270,13 +240,6 @@ func (p *process) kill() {
 	defer p.mu.Unlock()
 	if p.client != nil {
 		p.client.Kill()
-		p.client, p.rpc, p.oom = nil, nil, nil
+		p.client, p.oom = nil, nil
 	}
-}
-
-// protocolVersion is the protocol version the running process speaks.
-func (p *process) protocolVersion() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.version
 }

@@ -1,12 +1,12 @@
 // Package proto is the versioned protocol (stepwise.plugin.v1) between the Stepwise
-// operator and out-of-process executor plugins, plus the go-plugin glue both sides share.
+// operator and out-of-process executor plugins, plus the go-plugin glue both sides share;
+// a client's own (how it starts, dials and maps errors) is pkg/plugin/client's.
 // plugin.pb.go and plugin_grpc.pb.go are generated from plugin.proto by
 // hack/update-proto.sh; this file is written by hand.
 package proto
 
 import (
 	"context"
-	"os/exec"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -66,33 +66,4 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc
 // PluginSet is the plugin set of both sides.
 func PluginSet(server ExecutorServer) plugin.PluginSet {
 	return plugin.PluginSet{PluginName: &GRPCPlugin{Impl: server}}
-}
-
-// DialOptions are the gRPC options of a host's client: go-plugin's own call options leave
-// messages unbounded, these come after them and win.
-func DialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithDefaultCallOptions(
-		grpc.MaxCallRecvMsgSize(MaxGRPCMessageSize),
-		grpc.MaxCallSendMsgSize(MaxGRPCMessageSize),
-	)}
-}
-
-// ClientConfig is go-plugin's configuration of a client of the plugin executable that cmd
-// runs, as the operator starts every plugin: every protocol version (a plugin built
-// against an older SDK keeps working), gRPC only with mutual TLS, messages bounded as the
-// protocol bounds them, no environment but cmd.Env and go-plugin's handshake variables
-// (never the caller's: its token path, proxies, cloud credentials), and the plugin killed
-// when the caller dies. The caller adds its logging and timeouts.
-func ClientConfig(cmd *exec.Cmd) *plugin.ClientConfig {
-	orphanGuard(cmd)
-	return &plugin.ClientConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: VersionedPlugins(nil),
-		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		// Set after go-plugin's own (unbounded) call options, so these win.
-		GRPCDialOptions: DialOptions(),
-	}
 }

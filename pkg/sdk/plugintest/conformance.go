@@ -142,7 +142,7 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string, opts
 	})
 
 	t.Run("CreateTwiceIsHarmless", func(t *testing.T) {
-		for _, hook := range []sdk.Hook{sdk.HookPreCreate, sdk.HookCreate, sdk.HookPostCreate} {
+		for _, hook := range contract.CreationHooks() {
 			first, err := cfg.call(t, c, name, hook, request(hook, "conformance-create"), leaks)
 			if err != nil {
 				t.Fatalf("first %s: %v", hook, err)
@@ -158,7 +158,7 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string, opts
 	})
 
 	t.Run("DeleteOfSomethingNeverCreatedSucceeds", func(t *testing.T) {
-		for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
+		for _, hook := range contract.TeardownHooks() {
 			if _, err := cfg.call(t, c, name, hook, request(hook, "conformance-never-created"), leaks); err != nil {
 				t.Errorf("%s of something never created: %v", hook, err)
 			}

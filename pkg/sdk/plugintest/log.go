@@ -1,13 +1,11 @@
 package plugintest
 
 import (
-	"encoding/json"
-	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 )
 
 // testLog is an io.Writer of log lines into a test's log, which `go test` shows when the
@@ -42,26 +40,11 @@ func (l *testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// readable is an hclog JSON line as a person reads it: [INFO] message key=value ...
+// readable is a log line as a person reads it: an hclog JSON line as client.LogLine
+// shows it, any other line as it is.
 func readable(line string) string {
-	var fields map[string]any
-	if json.Unmarshal([]byte(line), &fields) != nil {
-		return line
+	if entry, ok := client.ParseLogLine([]byte(line)); ok {
+		return entry.String()
 	}
-	msg, ok := fields["@message"].(string)
-	if !ok {
-		return line
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "[%s] ", strings.ToUpper(fmt.Sprint(fields["@level"])))
-	if module, ok := fields["@module"].(string); ok {
-		b.WriteString(module + ": ")
-	}
-	b.WriteString(msg)
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if !strings.HasPrefix(k, "@") {
-			fmt.Fprintf(&b, " %s=%v", k, fields[k])
-		}
-	}
-	return b.String()
+	return line
 }

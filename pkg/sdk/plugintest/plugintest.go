@@ -10,8 +10,9 @@
 //	}
 //
 // The plugin is served as sdk.Serve serves it (go-plugin's gRPC server, the SDK's checks
-// and redaction), in the test's process; its Logger lines and go-plugin's warnings go to
-// the test's log, shown when a test fails or with -v.
+// and redaction), in the test's process, and called through the operator's own client
+// (pkg/plugin/client); its Logger lines and go-plugin's warnings go to the test's log,
+// shown when a test fails or with -v.
 package plugintest
 
 import (
@@ -20,9 +21,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 )
@@ -32,9 +33,10 @@ type Runner interface {
 	Run(ctx context.Context, executor string, hook sdk.Hook, req *sdk.Request) (sdk.Result, error)
 }
 
-// Client calls executors served over gRPC.
+// Client calls executors served over gRPC, through the operator's own client of a plugin
+// (pkg/plugin/client).
 type Client struct {
-	rpc proto.ExecutorClient
+	c *client.Client
 }
 
 var _ Runner = (*Client)(nil)
@@ -43,7 +45,7 @@ var _ Runner = (*Client)(nil)
 const stopTimeout = 10 * time.Second
 
 // Serve serves the executors as sdk.Serve does, in go-plugin's test mode in this process,
-// and returns a client of them attached as the operator attaches (go-plugin's client,
+// and returns a client of them attached as the operator attaches (the operator's client,
 // protocol versions negotiated); both stop when the test ends.
 func Serve(t testing.TB, executors ...sdk.Executor) *Client {
 	t.Helper()
@@ -54,21 +56,16 @@ func Serve(t testing.TB, executors ...sdk.Executor) *Client {
 		cancel()
 		t.Fatalf("serve the executors: %v", err)
 	}
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig: proto.Handshake,
-		// A client that attaches takes the plugin's version as it is, and the set of
-		// Plugins (not VersionedPlugins): the operator's, for that version.
-		Plugins:          proto.VersionedPlugins(nil)[reattach.ProtocolVersion],
-		Reattach:         reattach,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+	c, err := client.Attach(reattach, client.Options{
+		Name: "under test",
 		// go-plugin's own debug lines would drown a failing test's output.
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "plugintest", Level: hclog.Warn, Output: logs}),
 	})
 	t.Cleanup(func() {
 		// Closing the client asks the server to stop (one Stop: two concurrent ones race
 		// inside go-plugin); cancelling is for a server that did not hear it.
-		if rpc, err := client.Client(); err == nil {
-			_ = rpc.Close()
+		if c != nil {
+			_ = c.Close()
 		}
 		select {
 		case <-stopped:
@@ -78,38 +75,33 @@ func Serve(t testing.TB, executors ...sdk.Executor) *Client {
 		}
 		cancel()
 	})
-	rpc, err := client.Client()
 	if err != nil {
 		t.Fatalf("connect to the executors: %v", err)
 	}
-	raw, err := rpc.Dispense(proto.PluginName)
-	if err != nil {
-		t.Fatalf("dispense: %v", err)
-	}
-	return &Client{rpc: raw.(proto.ExecutorClient)}
+	return &Client{c: c}
 }
 
-// Describe returns what the plugin says about its executors.
+// Describe returns what the plugin says about its executors, in the protocol's terms.
 func (c *Client) Describe(ctx context.Context) ([]*proto.ExecutorInfo, error) {
-	resp, err := c.rpc.Describe(ctx, &proto.DescribeRequest{})
-	return resp.GetExecutors(), err
+	served, err := c.c.Describe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]*proto.ExecutorInfo, 0, len(served))
+	for _, e := range served {
+		infos = append(infos, proto.EncodeDescription(e.Name, e.Description))
+	}
+	return infos, nil
 }
 
-// Hooks are the six hooks in the order a pipeline runs them.
-var Hooks = []sdk.Hook{sdk.HookPreCreate, sdk.HookCreate, sdk.HookPostCreate, sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete}
+// Hooks are the six hooks in the order a pipeline runs them (contract.AllHooks).
+var Hooks = contract.AllHooks()
 
 // Run runs one hook of the named executor. An error the executor returned comes back as
-// an *sdk.Error (Permanent, Reason); a transport error as it is.
+// an *sdk.Error (Permanent, Reason); a failed call as the operator's client maps it (an
+// *sdk.Error too, inside a *client.CallError).
 func (c *Client) Run(ctx context.Context, executor string, hook sdk.Hook, req *sdk.Request) (sdk.Result, error) {
-	in, err := encode(executor, hook, req)
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	resp, err := c.rpc.RunHook(ctx, in)
-	if err != nil {
-		return sdk.Result{}, err
-	}
-	return proto.DecodeOutcome(resp)
+	return c.c.Run(ctx, executor, withHook(req, hook))
 }
 
 // InProcess runs the executors' hooks in the calling goroutine, through the SDK's server
@@ -123,7 +115,7 @@ func InProcess(t testing.TB, executors ...sdk.Executor) Runner {
 type inProcess struct{ server proto.ExecutorServer }
 
 func (p inProcess) Run(ctx context.Context, executor string, hook sdk.Hook, req *sdk.Request) (sdk.Result, error) {
-	in, err := encode(executor, hook, req)
+	in, err := proto.EncodeRequest(executor, withHook(req, hook))
 	if err != nil {
 		return sdk.Result{}, err
 	}
@@ -134,11 +126,11 @@ func (p inProcess) Run(ctx context.Context, executor string, hook sdk.Hook, req 
 	return proto.DecodeOutcome(resp)
 }
 
-// encode is the protocol's request to run hook with req.
-func encode(executor string, hook sdk.Hook, req *sdk.Request) (*proto.RunHookRequest, error) {
+// withHook is a copy of req for hook.
+func withHook(req *sdk.Request, hook sdk.Hook) *sdk.Request {
 	r := *req
 	r.Hook = hook
-	return proto.EncodeRequest(executor, &r)
+	return &r
 }
 
 // Request returns the request of the first call of a hook of a made-up pipeline, started

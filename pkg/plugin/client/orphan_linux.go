@@ -1,4 +1,4 @@
-package proto
+package client
 
 import (
 	"os/exec"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package proto
+package client
 
 import "os/exec"
 
