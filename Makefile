@@ -79,6 +79,10 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informer
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-crd.sh
 	for f in crd/*.yaml; do echo '---'; cat "$$f"; done > deploy/base/crd.yaml # kustomize reads no file outside deploy/base/
 
+.PHONY: reference
+reference: ## Regenerate the reference pages in docs/reference (the operator's flags, the built-in executors, reasons and Events) from the code.
+	go run ./hack/gen-reference -out docs/reference
+
 .PHONY: proto
 proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code of the plugin protocol (pkg/plugin/proto).
 	$(PROTO_ENV) hack/update-proto.sh
@@ -120,9 +124,10 @@ hostile: build localcluster-tools ## Hostile-object suite, long run (minutes): 3
 	go test $(GO_TEST_FLAGS) -v -timeout 40m -run TestHostileObjects ./test/e2e/hostile/ -args -hostile.count=3000 -hostile.random $(HOSTILE_ARGS)
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) verify-proto ## Fail when generated code, the CRD or the plugin protocol is stale, or the two Go modules drift apart.
+verify: $(CONTROLLER_GEN) verify-proto ## Fail when generated code, the CRD, the plugin protocol or the reference pages are stale, or the two Go modules drift apart.
 	hack/verify-codegen.sh
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/verify-crd.sh
+	hack/verify-reference.sh
 	hack/verify-shared-deps.sh
 
 .PHONY: verify-proto

@@ -58,7 +58,7 @@ func (r row) rerunStats() string {
 }
 
 // TestChaos runs pipelines through four phases of chaos and checks what at-least-once
-// promises (README, "How a pipeline runs"):
+// promises (docs/concepts.md, "How a pipeline runs"):
 //
 //  1. one operator SIGKILLed every 1-4s and started again at once, and SIGKILLed besides,
 //     for half of the pipelines, as soon as their record shows a step done (in the middle
