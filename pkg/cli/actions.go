@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
 )
 
@@ -40,7 +41,7 @@ has recorded the retry.`,
 			if step != "" {
 				from = "step " + step
 			}
-			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s retry requested from %s\n", oneLine(p.Name, 0), oneLine(from, 0))
+			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s retry requested from %s\n", termsafe.OneLine(p.Name, 0), termsafe.OneLine(from, 0))
 			return nil
 		},
 	}
@@ -75,7 +76,7 @@ func newSuspendCommand(o *options, suspend bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s %s\n", oneLine(p.Name, 0), done)
+			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s %s\n", termsafe.OneLine(p.Name, 0), done)
 			return nil
 		},
 	}

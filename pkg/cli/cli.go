@@ -1,7 +1,8 @@
 // Package cli is kubectl-stepwise, a kubectl plugin (kubectl stepwise ...) to look at and
 // steer Pipelines: status, watch, retry, suspend, resume, plan (a dry run), and the
 // executors the running operator offers; and, with no cluster, to write executor plugins
-// and run their hooks (plugin init, plugin run). cmd/kubectl-stepwise only calls Execute.
+// and run their hooks (plugin init, plugin run: package pluginauthor). cmd/kubectl-stepwise
+// only calls Execute.
 package cli
 
 import (
@@ -17,6 +18,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/stepwise-dev/stepwise/pkg/cli/pluginauthor"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 )
 
@@ -38,13 +41,9 @@ const (
 )
 
 // errPipelineFailed makes Execute exit with ExitPipelineFailed after the command printed
-// what it had to say; errHookFailed and errHookWaiting with ExitHookFailed and
+// what it had to say; pluginauthor.ErrHookFailed and ErrHookWaiting with ExitHookFailed and
 // ExitHookWaiting.
-var (
-	errPipelineFailed = errors.New("the pipeline failed")
-	errHookFailed     = errors.New("the hook failed")
-	errHookWaiting    = errors.New("the hook is waiting")
-)
+var errPipelineFailed = errors.New("the pipeline failed")
 
 // Clients are the API clients a command uses.
 type Clients struct {
@@ -143,7 +142,7 @@ Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch), the plan 
 		newPlanCommand(o),
 		newDashboardCommand(o),
 		newTriggersCommand(o),
-		newPluginCommand(o),
+		pluginauthor.NewCommand(streams),
 	)
 	return cmd
 }
@@ -158,13 +157,13 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 		return ExitOK
 	case errors.Is(err, errPipelineFailed):
 		return ExitPipelineFailed
-	case errors.Is(err, errHookFailed):
+	case errors.Is(err, pluginauthor.ErrHookFailed):
 		return ExitHookFailed
-	case errors.Is(err, errHookWaiting):
+	case errors.Is(err, pluginauthor.ErrHookWaiting):
 		return ExitHookWaiting
 	default:
 		// Errors quote the API server and the cluster's objects.
-		_, _ = fmt.Fprintln(streams.ErrOut, "error:", oneLine(err.Error(), 0))
+		_, _ = fmt.Fprintln(streams.ErrOut, "error:", termsafe.OneLine(err.Error(), 0))
 		return ExitError
 	}
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stepwise-dev/stepwise/pkg/catalog"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 	"github.com/stepwise-dev/stepwise/pkg/dashboard"
 )
 
@@ -76,7 +76,7 @@ without it. Stop it with Ctrl-C.`,
 			if ns == "" {
 				scope = "all namespaces"
 			}
-			_, _ = fmt.Fprintf(o.streams.Out, "Stepwise dashboard of %s at %s\n(Ctrl-C stops it)\n", oneLine(scope, 0), url)
+			_, _ = fmt.Fprintf(o.streams.Out, "Stepwise dashboard of %s at %s\n(Ctrl-C stops it)\n", termsafe.OneLine(scope, 0), url)
 			if openBrowser {
 				// A missing opener is only a warning.
 				remove, err := openDashboard(ctx, url, xdgOpen)
@@ -96,6 +96,6 @@ without it. Stop it with Ctrl-C.`,
 	cmd.Flags().IntVar(&port, "port", 8089, "The loopback port to listen on; 0 picks a free one.")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "Show every namespace you may read, not only the current one.")
 	cmd.Flags().BoolVar(&openBrowser, "open", false, "Open the dashboard in the default browser (xdg-open).")
-	cmd.Flags().StringVar(&operatorNamespace, "operator-namespace", "", "The operator's namespace, where its executor catalogue is published. Default: "+catalog.DefaultNamespace+".")
+	addOperatorNamespaceFlag(cmd, &operatorNamespace)
 	return cmd
 }

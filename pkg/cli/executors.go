@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -11,11 +10,8 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 )
-
-// namespaceEnv names the operator's namespace for `executors` when --operator-namespace is
-// not given.
-const namespaceEnv = "STEPWISE_NAMESPACE"
 
 func newExecutorsCommand(o *options) *cobra.Command {
 	var output, operatorNamespace, name string
@@ -28,11 +24,11 @@ full: every parameter with its type, whether it is required, its default, the va
 enum takes, and what it is for. A parameter without a type (-) takes any text.
 
 The operator publishes this catalogue at start in the ConfigMap ` + catalog.DefaultName + ` of its
-namespace (--operator-namespace, or $` + namespaceEnv + `, default ` + catalog.DefaultNamespace + `).`,
+namespace (--operator-namespace, or $` + operatorNamespaceEnv + `, default ` + catalog.DefaultNamespace + `).`,
 		Example: `  kubectl stepwise executors
   kubectl stepwise executors node.drain k8s.wait`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
+			if err := termsafe.CheckFormat(output); err != nil {
 				return err
 			}
 			c, err := o.clients()
@@ -56,7 +52,7 @@ namespace (--operator-namespace, or $` + namespaceEnv + `, default ` + catalog.D
 			}
 			switch {
 			case output != "":
-				data, err := encodeOutput(cat, output)
+				data, err := termsafe.Encode(cat, output)
 				if err != nil {
 					return fmt.Errorf("encode catalogue: %w", err)
 				}
@@ -68,18 +64,14 @@ namespace (--operator-namespace, or $` + namespaceEnv + `, default ` + catalog.D
 			return PrintExecutors(o.streams.Out, cat.Executors)
 		},
 	}
-	defaultNS := os.Getenv(namespaceEnv)
-	if defaultNS == "" {
-		defaultNS = catalog.DefaultNamespace
-	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml. Default: a table.")
-	cmd.Flags().StringVar(&operatorNamespace, "operator-namespace", defaultNS, "Namespace the operator runs in (its --namespace).")
+	addOperatorNamespaceFlag(cmd, &operatorNamespace)
 	cmd.Flags().StringVar(&name, "catalog-name", catalog.DefaultName, "Name of the ConfigMap the operator publishes its executors in.")
 	return cmd
 }
 
 // PrintExecutors writes a table of executors, one a line. Plugins write what the
-// catalogue says of them: every value goes through oneLine.
+// catalogue says of them: every value goes through termsafe.OneLine.
 func PrintExecutors(w io.Writer, entries []catalog.Entry) error {
 	tw := printers.GetNewTabWriter(w)
 	_, _ = fmt.Fprintln(tw, "EXECUTOR\tVERSION\tSERVED BY\tPARAMETERS\tDESCRIPTION")
@@ -95,8 +87,8 @@ func PrintExecutors(w io.Writer, entries []catalog.Entry) error {
 				params = append(params, p.Name)
 			}
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(e.Name, 0), oneLine(orDash(e.Version), 0), oneLine(servedBy(e), 0),
-			oneLine(orDash(strings.Join(params, ",")), maxMessage), oneLine(e.Description.Description, maxMessage))
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.OneLine(e.Name, 0), termsafe.OneLine(orDash(e.Version), 0), termsafe.OneLine(servedBy(e), 0),
+			termsafe.OneLine(orDash(strings.Join(params, ",")), maxMessage), termsafe.OneLine(e.Description.Description, maxMessage))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write executors: %w", err)
@@ -105,17 +97,17 @@ func PrintExecutors(w io.Writer, entries []catalog.Entry) error {
 }
 
 // PrintExecutorDetails writes each executor with every parameter and its description,
-// each value through oneLine.
+// each value through termsafe.OneLine.
 func PrintExecutorDetails(w io.Writer, entries []catalog.Entry) error {
 	tw := printers.GetNewTabWriter(w)
 	for i, e := range entries {
 		if i > 0 {
 			_, _ = fmt.Fprintln(tw)
 		}
-		_, _ = fmt.Fprintf(tw, "Executor:\t%s\n", oneLine(e.Name, 0))
-		_, _ = fmt.Fprintf(tw, "Version:\t%s\n", oneLine(orDash(e.Version), 0))
-		_, _ = fmt.Fprintf(tw, "Served by:\t%s\n", oneLine(servedBy(e), 0))
-		_, _ = fmt.Fprintf(tw, "Description:\t%s\n", oneLine(e.Description.Description, 0))
+		_, _ = fmt.Fprintf(tw, "Executor:\t%s\n", termsafe.OneLine(e.Name, 0))
+		_, _ = fmt.Fprintf(tw, "Version:\t%s\n", termsafe.OneLine(orDash(e.Version), 0))
+		_, _ = fmt.Fprintf(tw, "Served by:\t%s\n", termsafe.OneLine(servedBy(e), 0))
+		_, _ = fmt.Fprintf(tw, "Description:\t%s\n", termsafe.OneLine(e.Description.Description, 0))
 		if len(e.Parameters) == 0 {
 			_, _ = fmt.Fprintf(tw, "Parameters:\tnone\n")
 			continue
@@ -127,8 +119,8 @@ func PrintExecutorDetails(w io.Writer, entries []catalog.Entry) error {
 			if p.Required {
 				required = "yes"
 			}
-			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", oneLine(p.Name, 0), oneLine(orDash(string(p.Type)), 0), required,
-				oneLine(orDash(p.Default), 0), oneLine(orDash(strings.Join(p.Values, ",")), 0), oneLine(p.Description, 0))
+			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", termsafe.OneLine(p.Name, 0), termsafe.OneLine(orDash(string(p.Type)), 0), required,
+				termsafe.OneLine(orDash(p.Default), 0), termsafe.OneLine(orDash(strings.Join(p.Values, ",")), 0), termsafe.OneLine(p.Description, 0))
 		}
 	}
 	if err := tw.Flush(); err != nil {

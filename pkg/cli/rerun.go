@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 )
 
 // rerunOf is the new Pipeline that runs p's spec again: the same spec (suspend off), labels
@@ -71,7 +72,7 @@ stepwise.dev/trigger-uid): no PipelineTrigger counts it, or deletes it, as its o
 			if err != nil {
 				return fmt.Errorf("create a rerun of pipeline %s/%s: %w", ns, p.Name, err)
 			}
-			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s created, a rerun of %s\n", oneLine(created.Name, 0), oneLine(p.Name, 0))
+			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s created, a rerun of %s\n", termsafe.OneLine(created.Name, 0), termsafe.OneLine(p.Name, 0))
 			return nil
 		},
 	}

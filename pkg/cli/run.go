@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,29 +9,9 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/cli/flagpairs"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 )
-
-// parseParams reads NAME=VALUE pairs; a name given twice is an error.
-func parseParams(pairs []string) (map[string]string, error) {
-	return parsePairs("parameter", pairs)
-}
-
-// parsePairs reads NAME=VALUE pairs of what the errors call what; a name given twice is an
-// error.
-func parsePairs(what string, pairs []string) (map[string]string, error) {
-	params := make(map[string]string, len(pairs))
-	for _, pair := range pairs {
-		name, value, ok := strings.Cut(pair, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("%s %q is not NAME=VALUE", what, pair)
-		}
-		if _, dup := params[name]; dup {
-			return nil, fmt.Errorf("%s %s is given twice", what, name)
-		}
-		params[name] = value
-	}
-	return params, nil
-}
 
 func newRunCommand(o *options) *cobra.Command {
 	var (
@@ -53,7 +32,7 @@ kubectl stepwise watch does.`,
 		Example: `  kubectl stepwise run retire-node -n node-ops -p node=worker-3 --watch`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			params, err := parseParams(pairs)
+			params, err := flagpairs.Parse("parameter", pairs)
 			if err != nil {
 				return err
 			}
@@ -82,7 +61,7 @@ kubectl stepwise watch does.`,
 			if err != nil {
 				return fmt.Errorf("create a pipeline of template %s/%s: %w", ns, args[0], err)
 			}
-			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s created\n", oneLine(created.Name, 0))
+			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s created\n", termsafe.OneLine(created.Name, 0))
 			if !watch {
 				return nil
 			}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 )
 
 // maxMessage bounds a message in a table cell; -o yaml shows it whole.
@@ -30,7 +31,7 @@ and its Ready condition. Exits with 2 when the pipeline has failed.`,
   kubectl stepwise status hello -n stepwise-demo -o yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
+			if err := termsafe.CheckFormat(output); err != nil {
 				return err
 			}
 			ns, err := o.namespace()
@@ -64,13 +65,13 @@ and its Ready condition. Exits with 2 when the pipeline has failed.`,
 }
 
 // printObject prints the pipeline as kubectl get -o json|yaml would, with control
-// characters escaped (see encodeOutput).
+// characters escaped (see termsafe.Encode).
 func printObject(w io.Writer, p *v1alpha1.Pipeline, output string) error {
 	p = p.DeepCopy()
 	// Objects decoded by a typed client have no apiVersion and kind.
 	p.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("Pipeline"))
 	p.ManagedFields = nil // as kubectl does without --show-managed-fields
-	data, err := encodeOutput(p, output)
+	data, err := termsafe.Encode(p, output)
 	if err == nil {
 		_, err = w.Write(data)
 	}
@@ -78,13 +79,6 @@ func printObject(w io.Writer, p *v1alpha1.Pipeline, output string) error {
 		return fmt.Errorf("print pipeline: %w", err)
 	}
 	return nil
-}
-
-// Settled tells whether the status answers the latest request: it describes the current
-// spec, and no retry is waiting to be picked up. Before that, a Failed phase may be what
-// the operator is about to change.
-func Settled(p *v1alpha1.Pipeline) bool {
-	return !p.RetryRequested() && p.Status.ObservedGeneration == p.Generation
 }
 
 // PrintStatus writes a summary of the pipeline and a table of its steps.
@@ -104,9 +98,9 @@ func PrintStatus(w io.Writer, p *v1alpha1.Pipeline, now time.Time) error {
 }
 
 // summary writes the pipeline's lines above the table. Every value from the cluster goes
-// through oneLine.
+// through termsafe.OneLine.
 func summary(w io.Writer, p *v1alpha1.Pipeline) {
-	_, _ = fmt.Fprintf(w, "Pipeline:\t%s/%s\n", oneLine(p.Namespace, 0), oneLine(p.Name, 0))
+	_, _ = fmt.Fprintf(w, "Pipeline:\t%s/%s\n", termsafe.OneLine(p.Namespace, 0), termsafe.OneLine(p.Name, 0))
 	phase := string(p.Status.Phase)
 	if phase == "" {
 		phase = "Pending"
@@ -117,10 +111,10 @@ func summary(w io.Writer, p *v1alpha1.Pipeline) {
 	if p.Status.CurrentStep != "" {
 		phase += ", step " + p.Status.CurrentStep
 	}
-	_, _ = fmt.Fprintf(w, "Phase:\t%s\n", oneLine(phase, 0))
+	_, _ = fmt.Fprintf(w, "Phase:\t%s\n", termsafe.OneLine(phase, 0))
 	if ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); ready != nil {
 		_, _ = fmt.Fprintf(w, "Ready:\t%s\nReason:\t%s\nMessage:\t%s\n",
-			oneLine(string(ready.Status), 0), oneLine(ready.Reason, 0), oneLine(ready.Message, 0))
+			termsafe.OneLine(string(ready.Status), 0), termsafe.OneLine(ready.Reason, 0), termsafe.OneLine(ready.Message, 0))
 	} else {
 		_, _ = fmt.Fprintf(w, "Ready:\tUnknown\nMessage:\tthe operator has not looked at the pipeline yet\n")
 	}
@@ -138,19 +132,19 @@ func summary(w io.Writer, p *v1alpha1.Pipeline) {
 		notes = append(notes, fmt.Sprintf("status is of generation %d, spec is at %d", p.Status.ObservedGeneration, p.Generation))
 	}
 	if len(notes) > 0 {
-		_, _ = fmt.Fprintf(w, "Note:\t%s\n", oneLine(strings.Join(notes, "; "), 0))
+		_, _ = fmt.Fprintf(w, "Note:\t%s\n", termsafe.OneLine(strings.Join(notes, "; "), 0))
 	}
 	_, _ = fmt.Fprintln(w)
 }
 
 // stepTable writes one row for each step of the spec, with what the status says of it.
-// Every cell goes through oneLine: a tab or a newline in one would break the table, and
+// Every cell goes through termsafe.OneLine: a tab or a newline in one would break the table, and
 // the cells come from the cluster.
 func stepTable(w io.Writer, p *v1alpha1.Pipeline, now time.Time) {
 	_, _ = fmt.Fprintln(w, "STEP\tEXECUTOR\tPHASE\tHOOK\tATTEMPTS\tDURATION\tMESSAGE")
 	for _, row := range stepRows(p, now) {
 		for i := range row {
-			row[i] = oneLine(row[i], 0)
+			row[i] = termsafe.OneLine(row[i], 0)
 		}
 		_, _ = fmt.Fprintln(w, strings.Join(row, "\t"))
 	}
@@ -182,7 +176,7 @@ func stepRows(p *v1alpha1.Pipeline, now time.Time) [][]string {
 			hook = "-"
 		}
 		rows = append(rows, []string{
-			s.Name, executor, phase, hook, strconv.Itoa(int(s.Attempts)), stepDuration(s, now), oneLine(s.Message, maxMessage),
+			s.Name, executor, phase, hook, strconv.Itoa(int(s.Attempts)), stepDuration(s, now), termsafe.OneLine(s.Message, maxMessage),
 		})
 	}
 	return rows

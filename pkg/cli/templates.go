@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 )
 
 func newTemplatesCommand(o *options) *cobra.Command {
@@ -22,7 +23,7 @@ one, = its default) and steps. Run one with kubectl stepwise run TEMPLATE -p NAM
 		Example: `  kubectl stepwise templates -n node-ops`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
+			if err := termsafe.CheckFormat(output); err != nil {
 				return err
 			}
 			ns, err := o.namespace()
@@ -38,7 +39,7 @@ one, = its default) and steps. Run one with kubectl stepwise run TEMPLATE -p NAM
 				return fmt.Errorf("list templates in %s: %w", ns, err)
 			}
 			if output != "" {
-				data, err := encodeOutput(list, output)
+				data, err := termsafe.Encode(list, output)
 				if err != nil {
 					return fmt.Errorf("encode templates: %w", err)
 				}
@@ -52,7 +53,7 @@ one, = its default) and steps. Run one with kubectl stepwise run TEMPLATE -p NAM
 	return cmd
 }
 
-// PrintTemplates writes a table of templates, every value through oneLine.
+// PrintTemplates writes a table of templates, every value through termsafe.OneLine.
 func PrintTemplates(w io.Writer, templates []v1alpha1.PipelineTemplate) error {
 	tw := printers.GetNewTabWriter(w)
 	_, _ = fmt.Fprintln(tw, "TEMPLATE\tPARAMETERS\tSTEPS")
@@ -72,8 +73,8 @@ func PrintTemplates(w io.Writer, templates []v1alpha1.PipelineTemplate) error {
 		for _, s := range t.Spec.Steps {
 			steps = append(steps, s.Name+"("+s.Executor+")")
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", oneLine(t.Name, 0), oneLine(orDash(strings.Join(params, ",")), maxMessage),
-			oneLine(strings.Join(steps, " → "), maxMessage))
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.OneLine(t.Name, 0), termsafe.OneLine(orDash(strings.Join(params, ",")), maxMessage),
+			termsafe.OneLine(strings.Join(steps, " → "), maxMessage))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write templates: %w", err)

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,74 +19,12 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe/termsafetest"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
-func TestOneLine(t *testing.T) {
-	tests := []struct {
-		name  string
-		in    string
-		limit int
-		want  string
-	}{
-		{"whitespace runs become one space", " a\n b\tc ", 0, "a b c"},
-		{"truncated", "abcdefgh", 5, "abcd…"},
-		{"counts runes, not bytes", "äöü", 3, "äöü"},
-		{"OSC: set the window title, ended by BEL", "\x1b]0;pwned\x07done", 0, `\x1b]0;pwned\x07done`},
-		{"CSI: clear the screen, colours", "\x1b[2J\x1b[31mred\x1b[0m", 0, `\x1b[2J\x1b[31mred\x1b[0m`},
-		{"carriage return cannot overwrite the line", "Succeeded\rFailed   ", 0, "Succeeded Failed"},
-		{"backspace, NUL, DEL", "ok\b\b\x00\x7f", 0, `ok\x08\x08\x00\x7f`},
-		{"C1 CSI as a character", "\u009b2Jcleared", 0, `\u009b2Jcleared`},
-		{"C1 next line is white space", "a\u0085b", 0, "a b"},
-		{"invalid UTF-8: a lone C1 byte and others", "a\x9b2J\xff\xc3", 0, `a\x9b2J\xff\xc3`},
-		{"the replacement character itself stays", "a\uFFFDb", 0, "a\uFFFDb"},
-		{"truncation counts what is shown", "\x1b\x1b\x1b", 6, `\x1b\…`},
-		{"printable text is left alone", `C:\dir "quoted" 100% ✓`, 0, `C:\dir "quoted" 100% ✓`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := oneLine(tt.in, tt.limit)
-			assert.Equal(t, tt.want, got)
-			assertTerminalSafe(t, got)
-			assert.Equal(t, got, oneLine(got, tt.limit), "idempotent")
-		})
-	}
-}
-
-func TestEscapeLine(t *testing.T) {
-	tests := []struct{ name, in, want string }{
-		{"tabs kept: a stack trace's indentation", "\tmain.go:12 +0x1d", "\tmain.go:12 +0x1d"},
-		{"spaces kept", "a  b", "a  b"},
-		{"newline and carriage return escaped", "a\r\nb", `a\x0d\x0ab`},
-		{"ESC, C1 and bytes that are not UTF-8", "\x1b[2J\u009b\xff✓", `\x1b[2J\u009b\xff✓`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, escapeLine(tt.in))
-		})
-	}
-}
-
-// assertTerminalSafe fails when out holds anything a terminal acts on rather than shows:
-// a control character other than a newline, or bytes that are not UTF-8.
-func assertTerminalSafe(t *testing.T, out string) {
-	t.Helper()
-	var bad []string
-	for i, r := range out {
-		if _, size := utf8.DecodeRuneInString(out[i:]); r == utf8.RuneError && size == 1 {
-			bad = append(bad, fmt.Sprintf("byte %#x at %d", out[i], i))
-			continue
-		}
-		if r != '\n' && (r < 0x20 || (r >= 0x7f && r <= 0x9f)) {
-			bad = append(bad, fmt.Sprintf("%U at %d", r, i))
-		}
-	}
-	assert.Empty(t, bad, "what a terminal would act on, in:\n%q", out)
-}
-
-// hostile is text a tenant can get into a status (a message an object's condition
-// carries, which k8s.wait quotes) or a plugin into the catalogue.
-const hostile = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\rFAKE\u009b31m\x7f\xff\tend"
+// hostile is termsafetest.Hostile, which every test of this file uses.
+const hostile = termsafetest.Hostile
 
 // hostilePipeline has hostile text in every field of its status the CLI shows.
 func hostilePipeline(p *v1alpha1.Pipeline) {
@@ -194,7 +130,7 @@ func TestClusterTextCannotDriveTheTerminal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := tt.print(t)
-			assertTerminalSafe(t, out)
+			termsafetest.AssertSafe(t, out)
 			if tt.check != nil {
 				tt.check(t, out)
 			}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 )
 
 func newTriggersCommand(o *options) *cobra.Command {
@@ -25,7 +26,7 @@ condition and its queue, in the order the waiting objects will start.`,
   kubectl stepwise triggers retire-labelled -n node-ops`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
+			if err := termsafe.CheckFormat(output); err != nil {
 				return err
 			}
 			ns, err := o.namespace()
@@ -54,7 +55,7 @@ condition and its queue, in the order the waiting objects will start.`,
 			}
 			switch {
 			case output != "":
-				data, err := encodeOutput(obj, output)
+				data, err := termsafe.Encode(obj, output)
 				if err != nil {
 					return fmt.Errorf("encode triggers: %w", err)
 				}
@@ -70,14 +71,14 @@ condition and its queue, in the order the waiting objects will start.`,
 	return cmd
 }
 
-// PrintTriggers writes a table of triggers, every value through oneLine.
+// PrintTriggers writes a table of triggers, every value through termsafe.OneLine.
 func PrintTriggers(w io.Writer, triggers []v1alpha1.PipelineTrigger) error {
 	tw := printers.GetNewTabWriter(w)
 	_, _ = fmt.Fprintln(tw, "TRIGGER\tKIND\tTEMPLATE\tMATCHED\tRUNNING\tWAITING\tSUCCEEDED\tFAILED\tREADY")
 	for _, t := range triggers {
 		st := t.Status
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", oneLine(t.Name, 0), oneLine(t.Spec.Resource.Kind, 0),
-			oneLine(t.Spec.TemplateRef.Name, 0), st.Matched, st.Running, st.Waiting, st.Succeeded, st.Failed, oneLine(readyOf(t.Status.Conditions), 0))
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", termsafe.OneLine(t.Name, 0), termsafe.OneLine(t.Spec.Resource.Kind, 0),
+			termsafe.OneLine(t.Spec.TemplateRef.Name, 0), st.Matched, st.Running, st.Waiting, st.Succeeded, st.Failed, termsafe.OneLine(readyOf(t.Status.Conditions), 0))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write triggers: %w", err)
@@ -89,22 +90,22 @@ func PrintTriggers(w io.Writer, triggers []v1alpha1.PipelineTrigger) error {
 func PrintTriggerDetails(w io.Writer, t *v1alpha1.PipelineTrigger) error {
 	tw := printers.GetNewTabWriter(w)
 	st := t.Status
-	_, _ = fmt.Fprintf(tw, "Trigger:\t%s/%s\n", oneLine(t.Namespace, 0), oneLine(t.Name, 0))
-	_, _ = fmt.Fprintf(tw, "Watches:\t%s %s\n", oneLine(t.Spec.Resource.APIVersion, 0), oneLine(t.Spec.Resource.Kind, 0))
-	_, _ = fmt.Fprintf(tw, "Template:\t%s\n", oneLine(t.Spec.TemplateRef.Name, 0))
+	_, _ = fmt.Fprintf(tw, "Trigger:\t%s/%s\n", termsafe.OneLine(t.Namespace, 0), termsafe.OneLine(t.Name, 0))
+	_, _ = fmt.Fprintf(tw, "Watches:\t%s %s\n", termsafe.OneLine(t.Spec.Resource.APIVersion, 0), termsafe.OneLine(t.Spec.Resource.Kind, 0))
+	_, _ = fmt.Fprintf(tw, "Template:\t%s\n", termsafe.OneLine(t.Spec.TemplateRef.Name, 0))
 	_, _ = fmt.Fprintf(tw, "Concurrency:\t%d\n", t.Spec.Concurrency)
 	_, _ = fmt.Fprintf(tw, "Suspended:\t%t\n", t.Spec.Suspend)
 	_, _ = fmt.Fprintf(tw, "Objects:\t%d matched, %d running, %d waiting, %d succeeded, %d failed\n",
 		st.Matched, st.Running, st.Waiting, st.Succeeded, st.Failed)
 	if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {
-		_, _ = fmt.Fprintf(tw, "Ready:\t%s (%s) %s\n", ready.Status, oneLine(ready.Reason, 0), oneLine(ready.Message, 0))
+		_, _ = fmt.Fprintf(tw, "Ready:\t%s (%s) %s\n", ready.Status, termsafe.OneLine(ready.Reason, 0), termsafe.OneLine(ready.Message, 0))
 	}
 	if len(st.Queue) == 0 {
 		_, _ = fmt.Fprintf(tw, "Queue:\tempty\n")
 	} else {
 		_, _ = fmt.Fprintf(tw, "Queue:\n")
 		for i, obj := range st.Queue {
-			_, _ = fmt.Fprintf(tw, "  %d\t%s\n", i+1, oneLine(obj, 0))
+			_, _ = fmt.Fprintf(tw, "  %d\t%s\n", i+1, termsafe.OneLine(obj, 0))
 		}
 		if int(st.Waiting) > len(st.Queue) {
 			_, _ = fmt.Fprintf(tw, "  …\t%d more\n", int(st.Waiting)-len(st.Queue))

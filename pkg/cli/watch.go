@@ -21,7 +21,9 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
 )
 
 // redrawEvery is how often a terminal is redrawn between changes, so that the duration
@@ -130,7 +132,7 @@ func watchPipeline(ctx context.Context, cs clientset.Interface, ns, name string,
 		}
 		last = p
 		r.render(p, time.Now())
-		if !Settled(p) {
+		if !pipelineops.Settled(p) {
 			return false, nil
 		}
 		failed = p.Failed()
@@ -181,13 +183,13 @@ func (r *lineRenderer) render(p *v1alpha1.Pipeline, now time.Time) {
 		r.steps = map[string]string{}
 	}
 	// Steps first: a pipeline line that says Failed comes after the step that failed.
-	// Every value from the cluster goes through oneLine.
+	// Every value from the cluster goes through termsafe.OneLine.
 	for _, s := range p.Status.Steps {
-		line := fmt.Sprintf("step %s %s", oneLine(s.Name, 0), oneLine(string(s.Phase), 0))
+		line := fmt.Sprintf("step %s %s", termsafe.OneLine(s.Name, 0), termsafe.OneLine(string(s.Phase), 0))
 		if s.Hook != "" {
-			line += fmt.Sprintf(" %s attempt %d", oneLine(string(s.Hook), 0), s.Attempts)
+			line += fmt.Sprintf(" %s attempt %d", termsafe.OneLine(string(s.Hook), 0), s.Attempts)
 		}
-		if msg := oneLine(s.Message, 0); msg != "" {
+		if msg := termsafe.OneLine(s.Message, 0); msg != "" {
 			line += ": " + msg
 		}
 		if r.steps[s.Name] != line {
@@ -199,11 +201,11 @@ func (r *lineRenderer) render(p *v1alpha1.Pipeline, now time.Time) {
 	if phase == "" {
 		phase = v1alpha1.PipelinePending
 	}
-	line := fmt.Sprintf("pipeline %s/%s %s %s", oneLine(p.Namespace, 0), oneLine(p.Name, 0),
-		oneLine(string(phase), 0), oneLine(p.Status.Progress, 0))
+	line := fmt.Sprintf("pipeline %s/%s %s %s", termsafe.OneLine(p.Namespace, 0), termsafe.OneLine(p.Name, 0),
+		termsafe.OneLine(string(phase), 0), termsafe.OneLine(p.Status.Progress, 0))
 	if ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); ready != nil {
-		line += fmt.Sprintf(" Ready=%s %s", oneLine(string(ready.Status), 0), oneLine(ready.Reason, 0))
-		if msg := oneLine(ready.Message, 0); msg != "" {
+		line += fmt.Sprintf(" Ready=%s %s", termsafe.OneLine(string(ready.Status), 0), termsafe.OneLine(ready.Reason, 0))
+		if msg := termsafe.OneLine(ready.Message, 0); msg != "" {
 			line += ": " + msg
 		}
 	}
@@ -232,7 +234,7 @@ func (r *screenRenderer) tick(now time.Time) {
 	}
 	var buf bytes.Buffer
 	buf.WriteString("\x1b[H\x1b[2J") // cursor home, clear the screen
-	_, _ = fmt.Fprintf(&buf, "kubectl stepwise watch %s    %s\n\n", oneLine(r.last.Name, 0), clock(now))
+	_, _ = fmt.Fprintf(&buf, "kubectl stepwise watch %s    %s\n\n", termsafe.OneLine(r.last.Name, 0), clock(now))
 	if err := PrintStatus(&buf, r.last, now); err != nil {
 		return
 	}

@@ -1,6 +1,6 @@
 // Package pipelineops holds what a user may do to a Pipeline, the same from the kubectl
-// plugin and the dashboard: ask for a retry, suspend, resume. Each is one patch made with
-// the caller's credentials, so RBAC decides.
+// plugin and the dashboard: ask for a retry, suspend, resume (each one patch), and plan one
+// with a dry run (Planner). All is done with the caller's credentials, so RBAC decides.
 package pipelineops
 
 import (

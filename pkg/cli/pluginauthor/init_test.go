@@ -1,7 +1,6 @@
-package cli
+package pluginauthor_test
 
 import (
-	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,12 +8,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stepwise-dev/stepwise/pkg/cli"
 )
 
 // TestPluginInitWritesAPluginThatPasses writes a plugin inside this module, as a user of
 // the repository would, and runs go vet and go test on it.
 func TestPluginInitWritesAPluginThatPasses(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	require.NoError(t, err)
 	require.FileExists(t, filepath.Join(root, "go.mod"))
 	// A fresh directory of the module (digits end its name: a DNS label), removed at the
@@ -24,8 +25,8 @@ func TestPluginInitWritesAPluginThatPasses(t *testing.T) {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	name := filepath.Base(dir)
 
-	code, out, errOut := run(t, nil, "plugin", "init", name, "--dir", dir)
-	require.Equal(t, ExitOK, code, errOut)
+	code, out, errOut := runPlugin(t, "init", name, "--dir", dir)
+	require.Equal(t, cli.ExitOK, code, errOut)
 	assert.Contains(t, out, "the plugin stepwise-plugin-"+name+", serving the executor "+name+".hello")
 	assert.Contains(t, out, "kubectl stepwise plugin run bin/stepwise-plugin-"+name+" "+name+".hello Create -p name=Ada")
 
@@ -50,12 +51,12 @@ func TestPluginInit(t *testing.T) {
 	}{
 		{name: "the default directory", args: []string{"acme"}, wantFiles: []string{"main.go", "main_test.go"}},
 		{name: "another directory", args: []string{"acme", "--dir", "elsewhere"}},
-		{name: "an existing file", args: []string{"acme"}, existing: []string{"main_test.go"}, wantCode: ExitError,
+		{name: "an existing file", args: []string{"acme"}, existing: []string{"main_test.go"}, wantCode: cli.ExitError,
 			wantErr: filepath.Join("plugins", "acme", "main_test.go") + " exists: plugin init writes new files only", wantFiles: []string{"main_test.go"}},
-		{name: "capitals", args: []string{"Acme"}, wantCode: ExitError, wantErr: `plugin name "Acme" is not a lower-case DNS label`},
-		{name: "a dot", args: []string{"acme.io"}, wantCode: ExitError, wantErr: "is not a lower-case DNS label"},
-		{name: "a leading dash", args: []string{"-acme"}, wantCode: ExitError, wantErr: "unknown shorthand flag"},
-		{name: "no name", args: []string{}, wantCode: ExitError, wantErr: "accepts 1 arg(s), received 0"},
+		{name: "capitals", args: []string{"Acme"}, wantCode: cli.ExitError, wantErr: `plugin name "Acme" is not a lower-case DNS label`},
+		{name: "a dot", args: []string{"acme.io"}, wantCode: cli.ExitError, wantErr: "is not a lower-case DNS label"},
+		{name: "a leading dash", args: []string{"-acme"}, wantCode: cli.ExitError, wantErr: "unknown shorthand flag"},
+		{name: "no name", args: []string{}, wantCode: cli.ExitError, wantErr: "accepts 1 arg(s), received 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +66,7 @@ func TestPluginInit(t *testing.T) {
 			for _, f := range tt.existing {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("mine"), 0o644))
 			}
-			code, _, errOut := run(t, nil, append([]string{"plugin", "init"}, tt.args...)...)
+			code, _, errOut := runPlugin(t, append([]string{"init"}, tt.args...)...)
 			require.Equal(t, tt.wantCode, code, errOut)
 			assert.Contains(t, errOut, tt.wantErr)
 			entries, err := os.ReadDir(dir)
@@ -82,17 +83,4 @@ func TestPluginInit(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestRenderPlugin(t *testing.T) {
-	files, err := renderPlugin("acme")
-	require.NoError(t, err)
-	require.Len(t, files, 2)
-	for _, f := range files {
-		formatted, err := format.Source(f.data)
-		require.NoError(t, err)
-		assert.Equal(t, string(formatted), string(f.data), "%s is gofmt'ed", f.name)
-	}
-	assert.Contains(t, string(files[0].data), `func (hello) Name() string { return "acme.hello" }`)
-	assert.Contains(t, string(files[0].data), "// Command stepwise-plugin-acme ")
 }

@@ -1,13 +1,30 @@
-package cli
+// Package pluginauthor is what kubectl-stepwise offers the authors of executor plugins,
+// with no cluster: `plugin init` writes a new plugin to start from, `plugin run` starts a
+// plugin binary as the operator does and runs one hook of one of its executors. It is apart
+// from the commands that look at and steer pipelines (pkg/cli, which adds NewCommand to its
+// root), as it has another audience and no use for the cluster's clients.
+package pluginauthor
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // pluginPrefix starts the name of every plugin executable the operator loads.
 const pluginPrefix = "stepwise-plugin-"
 
-func newPluginCommand(o *options) *cobra.Command {
+// ErrHookFailed and ErrHookWaiting end `plugin run` once it printed the hook's answer:
+// the hook failed (or the engine would refuse its parameters), or it asks to be called
+// again later. kubectl-stepwise exits with a code of its own for each.
+var (
+	ErrHookFailed  = errors.New("the hook failed")
+	ErrHookWaiting = errors.New("the hook is waiting")
+)
+
+// NewCommand returns `plugin` and its subcommands, which write to streams.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
 		Short: "Write executor plugins and run their hooks locally",
@@ -19,6 +36,6 @@ the operator does and runs one hook of one of its executors.`,
   kubectl stepwise plugin run bin/` + pluginPrefix + `acme acme.hello Create -p name=Ada`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newPluginRunCommand(o), newPluginInitCommand(o))
+	cmd.AddCommand(newRunCommand(streams), newInitCommand(streams))
 	return cmd
 }

@@ -1,140 +1,30 @@
-package cli
+package pluginauthor_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stepwise-dev/stepwise/pkg/cli"
+	"github.com/stepwise-dev/stepwise/pkg/cli/pluginauthor"
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe/termsafetest"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
-	"github.com/stepwise-dev/stepwise/pkg/sdk"
 )
-
-// TestMain makes this test binary a plugin when go-plugin starts it: go-plugin puts its
-// magic cookie in the environment (and, with SkipHostEnv, little else). The tests of
-// `plugin run` run it as a real plugin process, next to the example plugin they build.
-func TestMain(m *testing.M) {
-	if os.Getenv(proto.Handshake.MagicCookieKey) == proto.Handshake.MagicCookieValue {
-		// go-plugin points os.Stderr at a stream of its own; this is the process's.
-		stderr := os.Stderr
-		sdk.Serve(echo{stderr: stderr}, waiter{}, failer{}, sleeper{})
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// echo answers with what its request holds, and prints hostile text.
-type echo struct {
-	sdk.Base
-	stderr io.Writer
-}
-
-func (echo) Name() string { return "test.echo" }
-
-func (echo) Describe() sdk.Description {
-	return sdk.Description{Version: "v9.9.9", Parameters: []sdk.Parameter{
-		{Name: "name", Type: sdk.ParamString, Required: true},
-		{Name: "count", Type: sdk.ParamInt, Default: "1"},
-		{Name: "tokenSecret", Type: sdk.ParamSecret},
-		{Name: "note", Type: sdk.ParamString},
-	}}
-}
-
-func (e echo) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error) {
-	_, _ = fmt.Fprintln(e.stderr, "raw line"+hostile)
-	sdk.Logger(ctx).Info("echoing", "who", req.String("name"), "hostile", hostile)
-	sdk.Logger(ctx).Debug("not shown at info")
-	keys := func(m map[string][]byte) string { return strings.Join(slices.Sorted(maps.Keys(m)), ",") }
-	out := map[string]string{
-		"pipeline":       req.Pipeline.Namespace + "/" + req.Pipeline.Name,
-		"uid":            req.Pipeline.UID,
-		"step":           req.Step,
-		"hook":           string(req.Hook),
-		"attempt":        fmt.Sprint(req.Attempt),
-		"idempotencyKey": req.IdempotencyKey,
-		"serviceAccount": req.ServiceAccountName,
-		"started":        fmt.Sprint(time.Since(req.HookStarted) < time.Minute),
-		"name":           req.String("name"),
-		"count":          fmt.Sprint(req.Int("count")),
-		"tokenSecret":    req.String("tokenSecret"),
-		"secrets":        keys(req.Secrets),
-		"secretParam":    keys(req.Secret("tokenSecret")),
-		"state":          fmt.Sprint(req.State),
-		"env":            envNames(),
-		"note":           req.String("note"),
-	}
-	// A hook must never return a Secret's value; the engine removes it if it does.
-	return sdk.DoneWithOutputs("token "+string(req.Secrets["token"]), out), nil
-}
-
-// envNames are the names of the process's environment variables.
-func envNames() string {
-	var names []string
-	for _, v := range os.Environ() {
-		name, _, _ := strings.Cut(v, "=")
-		names = append(names, name)
-	}
-	return strings.Join(names, ",")
-}
-
-// waiter waits once, keeping state, and is done when called with it.
-type waiter struct{ sdk.Base }
-
-func (waiter) Name() string { return "test.wait" }
-
-func (waiter) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
-	if req.State["operation"] == "op-42" {
-		return sdk.Done("operation op-42 finished"), nil
-	}
-	return sdk.Wait(10*time.Second, "operation op-42 started").WithState(map[string]string{"operation": "op-42"}), nil
-}
-
-// failer fails, retryably, with hostile text.
-type failer struct{ sdk.Base }
-
-func (failer) Name() string { return "test.fail" }
-
-func (failer) Delete(context.Context, *sdk.Request) (sdk.Result, error) {
-	return sdk.Result{}, sdk.Retryable("Flaky", errors.New("boom"+hostile))
-}
-
-// sleeper never answers before its context ends.
-type sleeper struct{ sdk.Base }
-
-func (sleeper) Name() string { return "test.sleep" }
-
-func (sleeper) Create(ctx context.Context, _ *sdk.Request) (sdk.Result, error) {
-	<-ctx.Done()
-	return sdk.Result{}, ctx.Err()
-}
-
-// runPlugin runs kubectl-stepwise plugin ARGS.
-func runPlugin(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	return run(t, nil, append([]string{"plugin"}, args...)...)
-}
 
 // buildExample builds plugins/example, the plugin to copy, as a user would.
 func buildExample(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "stepwise-plugin-example")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../../plugins/example").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../../../plugins/example").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
 }
@@ -163,25 +53,25 @@ func TestPluginRunExample(t *testing.T) {
 		},
 		{
 			name: "another checksum", args: []string{"example.greet", "Create", "-p", "name=Ada", "--checksum", strings.Repeat("ab", 32)},
-			wantCode: ExitError, wantErr: "its SHA-256 is " + hex.EncodeToString(sum[:]) + ", not the --checksum " + strings.Repeat("ab", 32) + ": not running it",
+			wantCode: cli.ExitError, wantErr: "its SHA-256 is " + hex.EncodeToString(sum[:]) + ", not the --checksum " + strings.Repeat("ab", 32) + ": not running it",
 		},
 		{
 			name: "not a checksum", args: []string{"example.greet", "Create", "--checksum", "abc"},
-			wantCode: ExitError, wantErr: `--checksum "abc" is not a SHA-256 in hex`,
+			wantCode: cli.ExitError, wantErr: `--checksum "abc" is not a SHA-256 in hex`,
 		},
 		{
 			name: "a required parameter missing: refused before the hook", args: []string{"example.greet", "Create"},
-			wantCode: ExitHookFailed,
+			wantCode: cli.ExitHookFailed,
 			wantOut: []string{`(?m)^Hook: +Create \(not called\)$`, `(?m)^Result: +Failed: InvalidParameter \(permanent: the step fails at once\)$`,
 				`(?m)^Error: +parameter "name" is required$`},
 		},
 		{
 			name: "an executor it does not serve", args: []string{"example.nope", "Create"},
-			wantCode: ExitError, wantErr: `plugin stepwise-plugin-example serves no executor "example.nope"; it serves `,
+			wantCode: cli.ExitError, wantErr: `plugin stepwise-plugin-example serves no executor "example.nope"; it serves `,
 		},
 		{
 			name: "not a hook", args: []string{"example.greet", "Update"},
-			wantCode: ExitError, wantErr: `hook "Update" is not one of PreCreate, Create, PostCreate, PreDelete, Delete, PostDelete`,
+			wantCode: cli.ExitError, wantErr: `hook "Update" is not one of PreCreate, Create, PostCreate, PreDelete, Delete, PostDelete`,
 		},
 	}
 	for _, tt := range tests {
@@ -202,33 +92,25 @@ func TestPluginRunExample(t *testing.T) {
 func TestPluginRunJSON(t *testing.T) {
 	bin := buildExample(t)
 	code, out, errOut := runPlugin(t, "run", bin, "example.greet", "CREATE", "-p", "name=Ada", "-o", "json")
-	require.Equal(t, ExitOK, code, errOut)
-	var got pluginRunReport
+	require.Equal(t, cli.ExitOK, code, errOut)
+	var got pluginauthor.RunReport
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	assert.GreaterOrEqual(t, got.Protocol, proto.Version1)
 	assert.Equal(t, "stepwise-plugin-example", got.Plugin)
 	assert.Equal(t, "example.greet", got.Executor)
 	assert.Equal(t, contract.HookCreate, got.Hook)
 	assert.True(t, got.Called)
-	assert.Equal(t, hookDone, got.Result)
+	assert.Equal(t, pluginauthor.HookDone, got.Result)
 	assert.Equal(t, "Hello, Ada!", got.Outputs["greeting"])
 	assert.Nil(t, got.Error)
-}
-
-// self is this test binary, which TestMain makes a plugin.
-func self(t *testing.T) string {
-	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	return exe
 }
 
 func TestPluginRunRequest(t *testing.T) {
 	bin := self(t)
 	code, out, errOut := runPlugin(t, "run", bin, "test.echo", "Create", "-p", "name=Ada",
 		"--secret", "tokenSecret.token=s3cr3t-value", "--secret", "tokenSecret.tls.crt=cert-data", "--state", "k=v", "-o", "json")
-	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	var got pluginRunReport
+	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	var got pluginauthor.RunReport
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	assert.Equal(t, proto.Latest, got.Protocol)
 	assert.Equal(t, "v9.9.9", got.Version)
@@ -236,8 +118,8 @@ func TestPluginRunRequest(t *testing.T) {
 	env := got.Outputs["env"]
 	delete(got.Outputs, "env")
 	assert.Equal(t, map[string]string{
-		"pipeline": "local/plugin-run", "uid": runUID, "step": "step", "hook": "Create", "attempt": "1",
-		"idempotencyKey": runUID + "/step/Create", "serviceAccount": "default", "started": "true",
+		"pipeline": "local/plugin-run", "uid": pluginauthor.RunUID, "step": "step", "hook": "Create", "attempt": "1",
+		"idempotencyKey": pluginauthor.RunUID + "/step/Create", "serviceAccount": "default", "started": "true",
 		"name": "Ada", "count": "1", "tokenSecret": "plugin-run-tokensecret",
 		"secrets": "tls.crt,token", "secretParam": "tls.crt,token", "state": "map[k:v]", "note": "",
 	}, got.Outputs)
@@ -251,7 +133,7 @@ func TestPluginRunRequest(t *testing.T) {
 	assert.Contains(t, errOut, "who=Ada")
 	assert.NotContains(t, errOut, "not shown at info")
 	assert.Contains(t, errOut, `test: raw line\x1b]0;pwned\x07`, "its other lines, escaped")
-	assertTerminalSafe(t, strings.ReplaceAll(errOut, "\t", " "))
+	termsafetest.AssertSafe(t, strings.ReplaceAll(errOut, "\t", " "))
 }
 
 func TestPluginRunCommand(t *testing.T) {
@@ -265,7 +147,7 @@ func TestPluginRunCommand(t *testing.T) {
 	}{
 		{
 			name: "a hook that waits shows its state", args: []string{"test.wait", "Create"},
-			wantCode: ExitHookWaiting,
+			wantCode: cli.ExitHookWaiting,
 			wantOut:  []string{`(?m)^Result: +Waiting: call it again in 10s$`, `(?m)^Message: +operation op-42 started$`, `(?m)^State:\n  operation +op-42$`},
 		},
 		{
@@ -274,17 +156,17 @@ func TestPluginRunCommand(t *testing.T) {
 		},
 		{
 			name: "a hook that fails", args: []string{"test.fail", "delete"},
-			wantCode: ExitHookFailed,
+			wantCode: cli.ExitHookFailed,
 			wantOut: []string{`(?m)^Hook: +Delete$`, `(?m)^Result: +Failed: Flaky \(retryable: the engine calls it again, with backoff\)$`,
 				`(?m)^Error: +boom\\x1b\]0;pwned\\x07`},
 		},
 		{
 			name: "a value not of its type", args: []string{"test.echo", "Create", "-p", "name=Ada", "-p", "count=many"},
-			wantCode: ExitHookFailed, wantOut: []string{`(?m)^Error: +parameter "count" is "many", not a whole number$`},
+			wantCode: cli.ExitHookFailed, wantOut: []string{`(?m)^Error: +parameter "count" is "many", not a whole number$`},
 		},
 		{
 			name: "a parameter not declared", args: []string{"test.echo", "Create", "-p", "name=Ada", "-p", "nome=Ada"},
-			wantCode: ExitHookFailed, wantOut: []string{`(?m)^Error: +parameter "nome" is not a parameter of the executor`},
+			wantCode: cli.ExitHookFailed, wantOut: []string{`(?m)^Error: +parameter "nome" is not a parameter of the executor`},
 		},
 		{
 			name: "a Secret named by -p, with no data", args: []string{"test.echo", "Create", "-p", "name=Ada", "-p", "tokenSecret=mine"},
@@ -293,15 +175,15 @@ func TestPluginRunCommand(t *testing.T) {
 		},
 		{
 			name: "--secret for a parameter that names no Secret", args: []string{"test.echo", "Create", "-p", "name=Ada", "--secret", "note.k=v"},
-			wantCode: ExitError, wantErr: "--secret note.*: parameter note names no Secret",
+			wantCode: cli.ExitError, wantErr: "--secret note.*: parameter note names no Secret",
 		},
 		{
 			name: "--secret that is not PARAM.KEY=VALUE", args: []string{"test.echo", "Create", "--secret", "tokenSecret=hunter2"},
-			wantCode: ExitError, wantErr: `--secret "tokenSecret"=... is not PARAM.KEY=VALUE`,
+			wantCode: cli.ExitError, wantErr: `--secret "tokenSecret"=... is not PARAM.KEY=VALUE`,
 		},
 		{
 			name: "a hook that does not answer in time", args: []string{"test.sleep", "Create", "--timeout", "3s"},
-			wantCode: ExitError, wantErr: "within 3s (--timeout)",
+			wantCode: cli.ExitError, wantErr: "within 3s (--timeout)",
 		},
 		{
 			name: "what the plugin answers is escaped", args: []string{"test.echo", "Create", "-p", "name=Ada", "-p", "note=" + hostile},
@@ -325,7 +207,7 @@ func TestPluginRunCommand(t *testing.T) {
 				assert.Contains(t, errOut, tt.wantErr)
 			}
 			assert.NotContains(t, out+errOut, "hunter2", "a Secret's value is never quoted")
-			assertTerminalSafe(t, out)
+			termsafetest.AssertSafe(t, out)
 		})
 	}
 }
@@ -334,44 +216,12 @@ func TestPluginRunNotAPlugin(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "stepwise-plugin-fake")
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho 'not a plugin\033[2J' >&2\nexit 1\n"), 0o700))
 	code, out, errOut := runPlugin(t, "run", script, "x.y", "Create")
-	assert.Equal(t, ExitError, code)
+	assert.Equal(t, cli.ExitError, code)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "is it a Stepwise plugin?")
 	assert.Contains(t, errOut, `stepwise-plugin-fake: not a plugin\x1b[2J`, "what it printed, escaped")
 
 	code, _, errOut = runPlugin(t, "run", filepath.Dir(script), "x.y", "Create")
-	assert.Equal(t, ExitError, code)
+	assert.Equal(t, cli.ExitError, code)
 	assert.Contains(t, errOut, "is not an executable file")
-}
-
-func TestPluginLog(t *testing.T) {
-	tests := []struct {
-		name  string
-		level hclog.Level
-		in    []string // writes to the plugin's standard error
-		want  string
-	}{
-		{name: "lines split across writes", level: hclog.Info, in: []string{"one\ntw", "o\n", "three"}, want: "p: one\np: two\np: three\n"},
-		{name: "hclog JSON at its level", level: hclog.Info,
-			in:   []string{`{"@level":"warn","@message":"slow","@timestamp":"t","n":3,"who":"Ada Lovelace","ok":true}` + "\n"},
-			want: "p: [WARN] slow n=3 ok=true who=\"Ada Lovelace\"\n"},
-		{name: "below the level", level: hclog.Info, in: []string{`{"@level":"debug","@message":"plugin address"}` + "\n"}, want: ""},
-		{name: "off", level: hclog.Off, in: []string{`{"@level":"error","@message":"x"}` + "\n", "plain\n"}, want: "p: plain\n"},
-		{name: "JSON that is not hclog's", level: hclog.Info, in: []string{`{"a":1}` + "\n"}, want: "p: {\"a\":1}\n"},
-		{name: "control characters escaped, tabs kept", level: hclog.Info, in: []string{"\tat main\x1b[2J\r\n"}, want: "p: \tat main\\x1b[2J\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var b strings.Builder
-			l := newPluginLog(&b, "p: ", tt.level)
-			w := l.source(true)
-			for _, s := range tt.in {
-				_, err := w.Write([]byte(s))
-				require.NoError(t, err)
-			}
-			l.close()
-			_, _ = w.Write([]byte("after close\n"))
-			assert.Equal(t, tt.want, b.String())
-		})
-	}
 }

@@ -1,20 +1,21 @@
-package cli
-
-import (
-	"bytes"
-	"fmt"
-	"strings"
-	"unicode/utf8"
-)
-
+// Package termsafe is how kubectl-stepwise prints what others wrote, so that a terminal
+// shows it rather than obeys it.
+//
 // Text from the cluster (messages, reasons, step names, what plugins say of themselves,
 // errors the API server returns) is written by whoever may write a status, an object a
 // step waits on, or a plugin. Printed as is, its control characters would be obeyed by
 // the terminal rather than shown: an ESC sequence can retitle the window, clear the
 // screen, hide or rewrite what was printed before it (CVE-2021-25743 is kubectl's case of
-// this). So everything pkg/cli prints from the cluster goes through oneLine (tables, watch
-// lines, errors), escapeJSON (-o json and -o yaml) or escapeLine (what a plugin run by
+// this). So everything pkg/cli prints from the cluster goes through OneLine (tables, watch
+// lines, errors), Encode (-o json and -o yaml) or EscapeLine (what a plugin run by
 // `plugin run` prints).
+package termsafe
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
 
 // isControl tells whether a terminal may act on r instead of showing it: the C0 controls,
 // DEL, and the C1 controls U+0080 to U+009F, which hold 8-bit forms of ESC sequences
@@ -23,11 +24,11 @@ func isControl(r rune) bool {
 	return r < 0x20 || (r >= 0x7f && r <= 0x9f)
 }
 
-// oneLine makes cluster text fit a table cell and safe to print: each run of white space
+// OneLine makes cluster text fit a table cell and safe to print: each run of white space
 // (newlines, tabs, carriage returns) becomes one space; other control characters and
 // bytes that are not UTF-8 are shown escaped, as \x1b, \u009b or \xff, so that a reader
 // sees something was there; and the result has at most limit runes (0: no limit).
-func oneLine(s string, limit int) string {
+func OneLine(s string, limit int) string {
 	var b strings.Builder
 	for i, field := range strings.Fields(s) {
 		if i > 0 {
@@ -43,33 +44,10 @@ func oneLine(s string, limit int) string {
 	return s
 }
 
-// escapeJSON escapes, in JSON that encoding/json wrote, the control characters it leaves
-// as they are: DEL and C1 (it escapes C0 itself). Outside strings such JSON holds only
-// ASCII punctuation and white space, so these can only stand inside strings, where a \u
-// escape means the same: the document says what it said, no longer drives the terminal,
-// and no longer makes the YAML encoder refuse it.
-func escapeJSON(data []byte) []byte {
-	var b bytes.Buffer
-	b.Grow(len(data))
-	for len(data) > 0 {
-		r, size := utf8.DecodeRune(data)
-		switch {
-		case r == utf8.RuneError && size == 1: // encoding/json writes none; JSON is UTF-8
-			b.WriteString(`\ufffd`)
-		case isControl(r) && r >= 0x7f:
-			_, _ = fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.Write(data[:size])
-		}
-		data = data[size:]
-	}
-	return b.Bytes()
-}
-
-// escapeLine makes one line of a plugin's output safe to print, keeping its tabs (a stack
+// EscapeLine makes one line of a plugin's output safe to print, keeping its tabs (a stack
 // trace's indentation): every other control character, newlines included, and bytes that
-// are not UTF-8 are shown escaped as oneLine shows them.
-func escapeLine(s string) string {
+// are not UTF-8 are shown escaped as OneLine shows them.
+func EscapeLine(s string) string {
 	var b strings.Builder
 	writeEscaped(&b, s, true)
 	return b.String()

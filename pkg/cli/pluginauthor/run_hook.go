@@ -1,0 +1,214 @@
+package pluginauthor
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
+)
+
+// run starts the plugin, runs the hook and stops the plugin; the plugin's output goes to
+// stderr. The error is the command's (the hook could not be run); what the hook did, its
+// failure included, is the report's.
+func (r *pluginRun) run(ctx context.Context, stderr io.Writer) (*pluginRunReport, error) {
+	if r.checksum != nil {
+		if err := checkSHA256(r.path, r.checksum); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	name := filepath.Base(r.path)
+	logs := newPluginLog(stderr, name+": ", r.logLevel)
+	defer logs.close() // after Kill: go-plugin copies the plugin's output until it exits
+	c, err := client.Start(r.command(), r.clientOptions(name, logs))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Kill()
+
+	served, err := c.Describe(ctx)
+	if err != nil {
+		return nil, r.callError(name, "describe its executors", err)
+	}
+	var decl contract.Description
+	names := make([]string, 0, len(served))
+	found := false
+	for _, e := range served {
+		names = append(names, e.Name)
+		if e.Name == r.executor {
+			decl, found = e.Description, true
+		}
+	}
+	if !found {
+		list := strings.Join(names, ", ")
+		if list == "" {
+			list = "-" // as tables show nothing
+		}
+		return nil, fmt.Errorf("plugin %s serves no executor %q; it serves %s", name, r.executor, list)
+	}
+
+	if err := r.checkSecrets(decl.Parameters); err != nil {
+		return nil, err
+	}
+	report := &pluginRunReport{Plugin: name, Protocol: c.Version(), Executor: r.executor, Version: decl.Version, Hook: r.hook}
+	req, err := r.request(decl.Parameters, stderr)
+	if err != nil {
+		report.failed(err)
+		return report, nil
+	}
+	res, err := c.Run(ctx, r.executor, req)
+	switch client.StageOf(err) {
+	case client.NotSent: // too large for the protocol: the step fails so
+		report.failed(err)
+		return report, nil
+	case client.NoAnswer, client.NoOutcome:
+		return nil, r.callError(name, "run hook "+string(r.hook), err)
+	}
+	report.Called = true
+	// The engine removes the Secrets' values from what every executor returns.
+	redact := contract.NewRedactor(append([]map[string][]byte{req.Secrets}, slices.Collect(maps.Values(req.SecretParams))...)...)
+	res, err = redact.Result(res), redact.Error(err)
+	switch {
+	case err != nil:
+		report.failed(err)
+	case res.Done:
+		report.Result = hookDone
+	default:
+		report.Result, report.RequeueAfter = hookWaiting, res.RequeueAfter.String()
+	}
+	report.Message, report.Outputs, report.State = res.Message, res.Outputs, res.State
+	return report, nil
+}
+
+// command runs the plugin as the operator does (pkg/plugin/host): the executable by its
+// absolute path, with no environment but go-plugin's variables (client.Start).
+func (r *pluginRun) command() *exec.Cmd {
+	return exec.Command(r.path) //nolint:gosec // the executable the user named, by absolute path
+}
+
+// clientOptions are the options of the client of the plugin: go-plugin's own log is for
+// an operator's log; logs shows what the plugin prints, its log lines parsed.
+func (r *pluginRun) clientOptions(name string, logs *pluginLog) client.Options {
+	return client.Options{
+		Name:          name,
+		StartTimeout:  r.timeout,
+		Logger:        hclog.NewNullLogger(),
+		ProcessStderr: logs.source(true),
+		Stdout:        logs.source(false),
+		Stderr:        logs.source(false),
+	}
+}
+
+// namesSecret tells whether the engine reads the Secret that parameter param names.
+func namesSecret(decl []contract.Parameter, param string) bool {
+	i := slices.IndexFunc(decl, func(p contract.Parameter) bool { return p.Name == param })
+	if i < 0 {
+		return contract.NamesSecret(param, "")
+	}
+	return contract.NamesSecret(param, decl[i].Type)
+}
+
+// checkSecrets refuses a --secret for a parameter the engine reads no Secret for.
+func (r *pluginRun) checkSecrets(decl []contract.Parameter) error {
+	for _, param := range slices.Sorted(maps.Keys(r.secrets)) {
+		if !namesSecret(decl, param) {
+			return fmt.Errorf("--secret %s.*: parameter %s names no Secret (its name does not end in %s, and %s does not declare it of type %s)",
+				param, param, contract.SecretSuffix, r.executor, contract.ParamSecret)
+		}
+	}
+	return nil
+}
+
+// request is the engine's request of the hook for the parameters decl declares: parameters
+// checked and with their defaults (a permanent InvalidParameter error otherwise), and the
+// Secrets --secret gives, read as the engine reads them.
+func (r *pluginRun) request(decl []contract.Parameter, stderr io.Writer) (*contract.Request, error) {
+	params := maps.Clone(r.params)
+	for _, param := range slices.Sorted(maps.Keys(r.secrets)) {
+		if _, set := params[param]; !set {
+			params[param] = runSecretPrefix + strings.ToLower(param)
+		}
+	}
+	params, err := contract.CheckParams(decl, params)
+	if err != nil {
+		return nil, err
+	}
+	// As the engine's readSecrets: every parameter naming a Secret, merged by key in
+	// parameter-name order.
+	var secrets map[string][]byte
+	var byParam map[string]map[string][]byte
+	for _, param := range slices.Sorted(maps.Keys(params)) {
+		if !namesSecret(decl, param) || params[param] == "" {
+			continue
+		}
+		data := r.secrets[param]
+		if data == nil {
+			_, _ = fmt.Fprintf(stderr, "warning: parameter %s names the Secret %s, and no --secret %s.KEY=VALUE gives it data: the hook gets it empty\n",
+				termsafe.OneLine(param, 0), termsafe.OneLine(params[param], 0), termsafe.OneLine(param, 0))
+			data = map[string][]byte{}
+		}
+		if secrets == nil {
+			secrets, byParam = map[string][]byte{}, map[string]map[string][]byte{}
+		}
+		maps.Copy(secrets, data)
+		byParam[param] = data
+	}
+	return &contract.Request{
+		Pipeline:           contract.PipelineRef{Namespace: runNamespace, Name: runPipeline, UID: r.uid, Generation: 1},
+		ServiceAccountName: "default",
+		Step:               runStep,
+		Hook:               r.hook,
+		Params:             params,
+		Outputs:            map[string]map[string]string{},
+		Attempt:            1,
+		IdempotencyKey:     contract.IdempotencyKey(r.uid, runStep, r.hook),
+		Secrets:            secrets,
+		SecretParams:       byParam,
+		State:              r.state,
+		HookStarted:        time.Now(),
+	}, nil
+}
+
+// callError explains a call to the plugin that failed: the client's error names the
+// plugin and what failed, and a deadline is --timeout's.
+func (r *pluginRun) callError(name, what string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("plugin %s did not %s within %s (--timeout)", name, what, r.timeout)
+	}
+	return err
+}
+
+// checkSHA256 refuses the file at path unless its SHA-256 is want. The plugin then runs
+// from path (the operator runs a private copy it checked; a developer's own build is not
+// swapped under them).
+func checkSHA256(path string, want []byte) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("plugin: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("plugin %s: checksum: %w", path, err)
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, want) {
+		return fmt.Errorf("plugin %s: its SHA-256 is %x, not the --checksum %x: not running it", path, got, want)
+	}
+	return nil
+}
