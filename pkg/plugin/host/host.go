@@ -90,11 +90,11 @@ func New(logger klog.Logger, opts Options) *Host {
 	return &Host{opts: opts, logger: logger.WithName("plugins")}
 }
 
-// Start discovers, verifies and starts the plugins and returns the executors they serve,
+// start discovers, verifies and starts the plugins and returns the executors they serve,
 // and the plugins it refused with why. A plugin that fails its checksum, its handshake or
 // Describe is logged and skipped: it never stops the others or the operator. An error is
 // returned only when the directory cannot be read.
-func (h *Host) Start(ctx context.Context) ([]executor.TaskExecutor, map[string]string, error) {
+func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]string, error) {
 	refused := map[string]string{}
 	if h.opts.Dir == "" && len(h.opts.Reattach) == 0 {
 		return nil, refused, nil
@@ -216,7 +216,7 @@ func (h *Host) describeStarting(ctx context.Context, p *process) ([]client.Execu
 // Load starts the plugins and registers their executors in the registry, and the plugins
 // it refused, so that a step naming one of their executors says why it cannot run.
 func (h *Host) Load(ctx context.Context, registry *executor.Registry) error {
-	executors, refused, err := h.Start(ctx)
+	executors, refused, err := h.start(ctx)
 	if err != nil {
 		return err
 	}

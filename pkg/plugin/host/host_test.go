@@ -375,10 +375,10 @@ func TestCloseKillsEveryPlugin(t *testing.T) {
 }
 
 func TestNoPluginDirectory(t *testing.T) {
-	executors, refused, err := New(klog.Background(), Options{}).Start(context.Background())
+	executors, refused, err := New(klog.Background(), Options{}).start(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, executors)
 	assert.Empty(t, refused)
-	_, _, err = New(klog.Background(), Options{Dir: filepath.Join(t.TempDir(), "missing")}).Start(context.Background())
+	_, _, err = New(klog.Background(), Options{Dir: filepath.Join(t.TempDir(), "missing")}).start(context.Background())
 	assert.Error(t, err)
 }
