@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
+	"github.com/stepwise-dev/stepwise/internal/apitest"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 )
@@ -227,15 +227,7 @@ func TestStatusCommand(t *testing.T) {
 }
 
 // patches returns the bodies of the patches sent.
-func patches(c *fake.Clientset) []string {
-	var out []string
-	for _, a := range c.Actions() {
-		if p, ok := a.(k8stesting.PatchAction); ok {
-			out = append(out, string(p.GetPatch()))
-		}
-	}
-	return out
-}
+func patches(c *fake.Clientset) []string { return apitest.Patches(c) }
 
 func TestRetrySuspendResume(t *testing.T) {
 	tests := []struct {

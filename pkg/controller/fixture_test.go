@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/stepwise-dev/stepwise/internal/apitest"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
@@ -292,20 +293,7 @@ func (f *fixture) syncUntilIdle(name string) {
 }
 
 // writes lists the API actions recorded, as "verb resource[/subresource]".
-func (f *fixture) writes() []string {
-	var out []string
-	for _, a := range f.client.Actions() {
-		if a.GetVerb() == "list" || a.GetVerb() == "watch" || a.GetVerb() == "get" {
-			continue
-		}
-		s := a.GetVerb() + " " + a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			s += "/" + a.GetSubresource()
-		}
-		out = append(out, s)
-	}
-	return out
-}
+func (f *fixture) writes() []string { return apitest.Writes(f.client) }
 
 // events drains the recorded Events as "Type Reason".
 func (f *fixture) events() []string {

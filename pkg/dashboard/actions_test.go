@@ -15,22 +15,13 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/stepwise-dev/stepwise/internal/apitest"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 )
 
 // writes are the actions of client that change something.
-func writes(client *fake.Clientset) []k8stesting.Action {
-	var out []k8stesting.Action
-	for _, a := range client.Actions() {
-		switch a.GetVerb() {
-		case "list", "watch", "get":
-		default:
-			out = append(out, a)
-		}
-	}
-	return out
-}
+func writes(client *fake.Clientset) []k8stesting.Action { return apitest.WriteActions(client) }
 
 func TestActions(t *testing.T) {
 	for _, tc := range []struct {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/stepwise-dev/stepwise/internal/apitest"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 )
@@ -35,15 +36,7 @@ func fakeClientset(objs ...runtime.Object) *fake.Clientset {
 }
 
 // patches are the bodies of the patches sent.
-func patches(c *fake.Clientset) []string {
-	var out []string
-	for _, a := range c.Actions() {
-		if p, ok := a.(k8stesting.PatchAction); ok {
-			out = append(out, string(p.GetPatch()))
-		}
-	}
-	return out
-}
+func patches(c *fake.Clientset) []string { return apitest.Patches(c) }
 
 // failPatches makes every patch of a pipeline fail.
 func failPatches(c *fake.Clientset) {

@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/stepwise-dev/stepwise/internal/apitest"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
@@ -346,33 +347,11 @@ func (f *fixture) finish(trigger string, obj *unstructured.Unstructured) {
 }
 
 // writes lists the write actions on the stepwise clientset, as "verb resource[/subresource]".
-func (f *fixture) writes() []string {
-	var out []string
-	for _, a := range f.client.Actions() {
-		switch a.GetVerb() {
-		case "list", "watch", "get":
-			continue
-		}
-		s := a.GetVerb() + " " + a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			s += "/" + a.GetSubresource()
-		}
-		out = append(out, s)
-	}
-	return out
-}
+func (f *fixture) writes() []string { return apitest.Writes(f.client) }
 
 // reads lists the reads the controller made of the API server (not the fixture's): it
 // reads from its caches only.
-func (f *fixture) reads() []string {
-	var out []string
-	for _, a := range f.client.Actions() {
-		if a.GetVerb() == "get" || a.GetVerb() == "list" {
-			out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
-		}
-	}
-	return out
-}
+func (f *fixture) reads() []string { return apitest.Reads(f.client) }
 
 // events drains the recorded Events as "Type Reason Message".
 func (f *fixture) events() []string {
