@@ -87,6 +87,9 @@ type Config struct {
 	Resync time.Duration
 	// AccessTTL is how long an answer on a trigger's rights is kept; 0: DefaultAccessTTL.
 	AccessTTL time.Duration
+	// InformerReleaseAfter is how long the informer of a kind no trigger watches any more
+	// keeps running before it stops; 0: ten minutes.
+	InformerReleaseAfter time.Duration
 	// AccessChanges are informers whose every change may change a trigger's rights (RBAC
 	// Roles, ClusterRoles and their bindings). Of typed (rbac/v1) objects, a change makes
 	// stale the answers of the triggers whose ServiceAccount it names, and looks at those
@@ -162,7 +165,13 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c.resources = newResourceResolver(cfg.Mapper, cfg.Resources, c.clock)
 	c.access = newAccessChecker(cfg.Kube, c.clock, cfg.AccessTTL)
-	c.objects = newObjectInformers(cfg.Dynamic, cfg.Resync, c.enqueueKey)
+	// The real clock and the tests' fake one both run functions later; a clock that
+	// cannot releases informers on the real one.
+	var later clock.WithDelayedExecution = clock.RealClock{}
+	if d, ok := c.clock.(clock.WithDelayedExecution); ok {
+		later = d
+	}
+	c.objects = newObjectInformers(cfg.Dynamic, cfg.Resync, cfg.InformerReleaseAfter, later, c.enqueueKey)
 	c.queue = fairqueue.NewRateLimiting(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](50*time.Millisecond, 5*time.Minute),
 		// Namespaces take turns: one with thousands of triggers does not delay another's.

@@ -7,41 +7,68 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // objectInformers are the informers of the kinds triggers watch: one shared informer per
 // resource, cluster-wide, made and started when the first trigger of that kind may act,
-// and shared by every trigger of the kind. They run until the controller stops. Their
+// and shared by every trigger of the kind. Once no trigger watches a kind for
+// releaseAfter, its informer stops and its cache goes: a kind a trigger watched once
+// does not hold the operator's memory and a watch for ever. The delay keeps a trigger
+// whose rights come and go from making the API server list the kind each time. Their
 // events queue the triggers that watch the kind (for a namespaced kind, those in the
 // object's namespace only).
 type objectInformers struct {
-	factory dynamicinformer.DynamicSharedInformerFactory
-	enqueue func(cache.ObjectName)
+	client       dynamic.Interface
+	resync       time.Duration
+	releaseAfter time.Duration
+	clock        clock.WithDelayedExecution
+	enqueue      func(cache.ObjectName)
 
 	mu sync.Mutex
 	// stop ends the informers; nil until the controller runs.
 	stop <-chan struct{}
-	// started are the informers made so far.
-	started map[schema.GroupVersionResource]informers.GenericInformer
+	// started are the informers running.
+	started map[schema.GroupVersionResource]*objectInformer
 	// watchers are the triggers that watch each resource, and watching what each trigger
 	// watches.
 	watchers map[schema.GroupVersionResource]map[cache.ObjectName]bool
 	watching map[cache.ObjectName]target
+	// running counts the informers' goroutines, which shutdown waits for.
+	running sync.WaitGroup
 }
 
-func newObjectInformers(client dynamic.Interface, resync time.Duration, enqueue func(cache.ObjectName)) *objectInformers {
+// objectInformer is the informer of one kind, with what stops it.
+type objectInformer struct {
+	informers.GenericInformer
+	// release stops it; idle is the timer that will, once no trigger watches the kind.
+	release func()
+	idle    clock.Timer
+}
+
+// defaultReleaseAfter is how long an informer no trigger watches keeps running.
+const defaultReleaseAfter = 10 * time.Minute
+
+func newObjectInformers(client dynamic.Interface, resync, releaseAfter time.Duration, clk clock.WithDelayedExecution, enqueue func(cache.ObjectName)) *objectInformers {
+	if releaseAfter <= 0 {
+		releaseAfter = defaultReleaseAfter
+	}
 	return &objectInformers{
-		factory:  dynamicinformer.NewDynamicSharedInformerFactory(client, resync),
-		enqueue:  enqueue,
-		started:  map[schema.GroupVersionResource]informers.GenericInformer{},
-		watchers: map[schema.GroupVersionResource]map[cache.ObjectName]bool{},
-		watching: map[cache.ObjectName]target{},
+		client:       client,
+		resync:       resync,
+		releaseAfter: releaseAfter,
+		clock:        clk,
+		enqueue:      enqueue,
+		started:      map[schema.GroupVersionResource]*objectInformer{},
+		watchers:     map[schema.GroupVersionResource]map[cache.ObjectName]bool{},
+		watching:     map[cache.ObjectName]target{},
 	}
 }
 
@@ -53,7 +80,7 @@ func (o *objectInformers) setStop(stop <-chan struct{}) {
 }
 
 // shutdown waits for the informers to stop, once their stop channel is closed.
-func (o *objectInformers) shutdown() { o.factory.Shutdown() }
+func (o *objectInformers) shutdown() { o.running.Wait() }
 
 // watch records that the trigger key watches t, makes and starts the informer of t's
 // resource on first use, and returns its lister and whether it has synced.
@@ -61,7 +88,7 @@ func (o *objectInformers) watch(key cache.ObjectName, t target) (cache.GenericLi
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if old, ok := o.watching[key]; ok && old.gvr != t.gvr {
-		delete(o.watchers[old.gvr], key)
+		o.forget(key, old.gvr)
 	}
 	o.watching[key] = t
 	if o.watchers[t.gvr] == nil {
@@ -71,21 +98,50 @@ func (o *objectInformers) watch(key cache.ObjectName, t target) (cache.GenericLi
 
 	inf, ok := o.started[t.gvr]
 	if !ok {
-		if o.stop == nil {
-			return nil, false, errors.New("the trigger controller is not running")
+		var err error
+		if inf, err = o.start(t.gvr); err != nil {
+			return nil, false, err
 		}
-		inf = o.factory.ForResource(t.gvr)
-		informer := inf.Informer()
-		if err := informer.SetTransform(trimObject); err != nil {
-			return nil, false, fmt.Errorf("informer of %s: %w", t.gvr.GroupResource(), err)
-		}
-		if _, err := informer.AddEventHandler(o.handler(t.gvr)); err != nil {
-			return nil, false, fmt.Errorf("informer of %s: %w", t.gvr.GroupResource(), err)
-		}
-		o.started[t.gvr] = inf
-		o.factory.Start(o.stop)
+	}
+	if inf.idle != nil {
+		inf.idle.Stop()
+		inf.idle = nil
 	}
 	return inf.Lister(), inf.Informer().HasSynced(), nil
+}
+
+// start makes and runs the informer of gvr, until the controller stops or it is released.
+func (o *objectInformers) start(gvr schema.GroupVersionResource) (*objectInformer, error) {
+	if o.stop == nil {
+		return nil, errors.New("the trigger controller is not running")
+	}
+	generic := dynamicinformer.NewFilteredDynamicInformer(o.client, gvr, metav1.NamespaceAll, o.resync,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
+	informer := generic.Informer()
+	if err := informer.SetTransform(trimObject); err != nil {
+		return nil, fmt.Errorf("informer of %s: %w", gvr.GroupResource(), err)
+	}
+	if _, err := informer.AddEventHandler(o.handler(gvr)); err != nil {
+		return nil, fmt.Errorf("informer of %s: %w", gvr.GroupResource(), err)
+	}
+	released := make(chan struct{})
+	stop := make(chan struct{})
+	o.running.Add(2)
+	go func() {
+		defer o.running.Done()
+		defer close(stop)
+		select {
+		case <-o.stop:
+		case <-released:
+		}
+	}()
+	go func() {
+		defer o.running.Done()
+		informer.Run(stop)
+	}()
+	inf := &objectInformer{GenericInformer: generic, release: sync.OnceFunc(func() { close(released) })}
+	o.started[gvr] = inf
+	return inf, nil
 }
 
 // unwatch records that the trigger key watches nothing (it is gone, or may not act).
@@ -93,16 +149,42 @@ func (o *objectInformers) unwatch(key cache.ObjectName) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if old, ok := o.watching[key]; ok {
-		delete(o.watchers[old.gvr], key)
+		o.forget(key, old.gvr)
 		delete(o.watching, key)
 	}
 }
 
-// informer returns the informer of gvr, nil when none has started.
+// forget drops key from the watchers of gvr; the last one out sets the informer's release
+// for releaseAfter from now.
+func (o *objectInformers) forget(key cache.ObjectName, gvr schema.GroupVersionResource) {
+	delete(o.watchers[gvr], key)
+	inf, ok := o.started[gvr]
+	if !ok || len(o.watchers[gvr]) > 0 || inf.idle != nil {
+		return
+	}
+	inf.idle = o.clock.AfterFunc(o.releaseAfter, func() { o.releaseIfIdle(gvr, inf) })
+}
+
+// releaseIfIdle stops the informer inf of gvr unless a trigger watches the kind again.
+func (o *objectInformers) releaseIfIdle(gvr schema.GroupVersionResource, inf *objectInformer) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.started[gvr] != inf || len(o.watchers[gvr]) > 0 {
+		return
+	}
+	delete(o.started, gvr)
+	delete(o.watchers, gvr)
+	inf.release()
+}
+
+// informer returns the informer of gvr, nil when none runs.
 func (o *objectInformers) informer(gvr schema.GroupVersionResource) informers.GenericInformer {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.started[gvr]
+	if inf, ok := o.started[gvr]; ok {
+		return inf.GenericInformer
+	}
+	return nil
 }
 
 // watchersOf lists the triggers that watch gvr.

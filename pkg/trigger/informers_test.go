@@ -186,3 +186,31 @@ func TestRunDrivesTriggersThroughInformers(t *testing.T) {
 		t.Fatal("Run did not return after its context was cancelled")
 	}
 }
+
+// TestAnInformerNoTriggerWatchesIsReleased: once the last trigger of a kind stops watching
+// it, its informer runs on for a while (a trigger whose rights come back does not make the
+// API server list the kind again), then stops; a trigger that watches the kind later gets
+// a new one.
+func TestAnInformerNoTriggerWatchesIsReleased(t *testing.T) {
+	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), newNode("n1", 0, retiring)))
+	f.sync("retire")
+	first := f.c.objects.informer(nodesGVR)
+	require.NotNil(t, first)
+
+	f.c.objects.unwatch(keyOf("retire"))
+	f.clock.Step(defaultReleaseAfter - time.Second)
+	assert.Same(t, first, f.c.objects.informer(nodesGVR), "kept for a while")
+	f.sync("retire") // watched again in time: the same informer, and no release pending
+	f.clock.Step(time.Hour)
+	assert.Same(t, first, f.c.objects.informer(nodesGVR), "a kind watched again is kept")
+
+	f.c.objects.unwatch(keyOf("retire"))
+	f.clock.Step(defaultReleaseAfter)
+	assert.Nil(t, f.c.objects.informer(nodesGVR), "released")
+	require.Eventually(t, first.Informer().IsStopped, 10*time.Second, 10*time.Millisecond, "its watch ended")
+
+	f.sync("retire")
+	second := f.c.objects.informer(nodesGVR)
+	require.NotNil(t, second)
+	assert.NotSame(t, first, second, "a new informer for a trigger that watches the kind again")
+}
