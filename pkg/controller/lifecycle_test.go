@@ -60,6 +60,47 @@ func TestEditOfAFinishedPipelineRunsNothing(t *testing.T) {
 	assert.Contains(t, f.events(), "Warning "+reasonSpecChangeRefused)
 }
 
+// TestEachRefusedEditIsSaidOnce: the refusal is typed state (status.refusedSpecHash), not
+// the Ready reason read back: a Warning for each edit refused, none for syncs of the same
+// edit, and the record goes once the edit is undone.
+func TestEachRefusedEditIsSaidOnce(t *testing.T) {
+	f := newFixture(t, retirement(""))
+	recordVM(f)
+	f.syncUntilIdle("p")
+	f.events()
+	refusals := func() int {
+		n := 0
+		for _, e := range f.events() {
+			if e == "Warning "+reasonSpecChangeRefused {
+				n++
+			}
+		}
+		return n
+	}
+	edit := func(limit int32) {
+		f.update("p", func(p *v1alpha1.Pipeline) { p.Spec.Steps[1].Retry = &v1alpha1.RetryPolicy{Limit: limit} })
+		f.syncUntilIdle("p")
+	}
+
+	edit(9)
+	assert.Equal(t, 1, refusals())
+	first := f.get("p").Status.RefusedSpecHash
+	assert.NotEmpty(t, first)
+	f.refresh("p")
+	f.syncUntilIdle("p")
+	assert.Zero(t, refusals(), "the same edit is not said again")
+
+	edit(8)
+	assert.Equal(t, 1, refusals(), "another edit is")
+	assert.NotEqual(t, first, f.get("p").Status.RefusedSpecHash)
+
+	f.update("p", func(p *v1alpha1.Pipeline) { p.Spec.Steps[1].Retry = retirement("").Spec.Steps[1].Retry })
+	f.syncUntilIdle("p")
+	got := f.get("p")
+	assert.Empty(t, got.Status.RefusedSpecHash, "undone")
+	assert.Equal(t, v1alpha1.PipelineSucceeded, got.Status.Phase)
+}
+
 // TestRemovedStepIsTornDownFromItsRecord: removing a step dropped its status, so what it
 // created leaked. Under updatePolicy Rerun its run is retired and torn down from its
 // record (the executor and parameters it ran with) before the steps run again.

@@ -63,9 +63,10 @@ func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (ti
 	newRun := hash != ps.status.SpecHash
 	if newRun && ps.refusesEdit() {
 		ps.summarize()
-		ps.refuseSpecChange()
+		ps.refuseSpecChange(hash)
 		return 0, c.finish(ctx, ps, false)
 	}
+	ps.status.RefusedSpecHash = "" // the spec runs (or an edit was undone)
 	if p.Spec.TemplateRef != nil && !ps.takeTemplate(newRun) {
 		return 0, c.finish(ctx, ps, false)
 	}

@@ -3,7 +3,6 @@ package controller
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
@@ -40,12 +39,14 @@ func (ps *pipelineSync) refusesEdit() bool {
 	return ps.status.SpecHash != "" && ps.p.Spec.UpdatePolicy != v1alpha1.UpdateRerun && ps.anyRan()
 }
 
-// refuseSpecChange says, on the pipeline, why its new spec does not run.
-func (ps *pipelineSync) refuseSpecChange() {
+// refuseSpecChange says, on the pipeline, why its new spec (of hash) does not run: in
+// its status, and in a Warning once per edit.
+func (ps *pipelineSync) refuseSpecChange(hash string) {
 	msg := fmt.Sprintf("the spec changed after steps ran, and updatePolicy is %s: nothing runs; "+
 		"undo the edit, or run it as a new Pipeline (kubectl stepwise rerun %s)", v1alpha1.UpdateImmutable, ps.p.Name)
-	if ready := meta.FindStatusCondition(ps.status.Conditions, v1alpha1.ConditionReady); ready == nil || ready.Reason != reasonSpecChangeRefused {
+	if ps.status.RefusedSpecHash != hash {
 		ps.warningEvent(reasonSpecChangeRefused, "%s", msg)
+		ps.status.RefusedSpecHash = hash
 	}
 	ps.status.Phase = v1alpha1.PipelineFailed
 	ps.setReady(metav1.ConditionFalse, reasonSpecChangeRefused, msg)

@@ -309,6 +309,13 @@ type PipelineStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	SpecHash string `json:"specHash,omitempty"`
 
+	// RefusedSpecHash identifies a spec the engine refuses to run (it changed after steps
+	// ran, under updatePolicy Immutable), so that it says so once per edit; empty when the
+	// spec runs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	RefusedSpecHash string `json:"refusedSpecHash,omitempty"`
+
 	// Phase summarises where the pipeline is.
 	// +optional
 	Phase PipelinePhase `json:"phase,omitempty"`

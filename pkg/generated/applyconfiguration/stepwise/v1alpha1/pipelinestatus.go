@@ -34,6 +34,10 @@ type PipelineStatusApplyConfiguration struct {
 	// SpecHash identifies the spec the steps last started running for: everything but
 	// suspend. When it changes, every step runs again.
 	SpecHash *string `json:"specHash,omitempty"`
+	// RefusedSpecHash identifies a spec the engine refuses to run (it changed after steps
+	// ran, under updatePolicy Immutable), so that it says so once per edit; empty when the
+	// spec runs.
+	RefusedSpecHash *string `json:"refusedSpecHash,omitempty"`
 	// Phase summarises where the pipeline is.
 	Phase *stepwisev1alpha1.PipelinePhase `json:"phase,omitempty"`
 	// CurrentStep is the step being run or torn down, or the step that failed.
@@ -81,6 +85,14 @@ func (b *PipelineStatusApplyConfiguration) WithObservedGeneration(value int64) *
 // If called multiple times, the SpecHash field is set to the value of the last call.
 func (b *PipelineStatusApplyConfiguration) WithSpecHash(value string) *PipelineStatusApplyConfiguration {
 	b.SpecHash = &value
+	return b
+}
+
+// WithRefusedSpecHash sets the RefusedSpecHash field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RefusedSpecHash field is set to the value of the last call.
+func (b *PipelineStatusApplyConfiguration) WithRefusedSpecHash(value string) *PipelineStatusApplyConfiguration {
+	b.RefusedSpecHash = &value
 	return b
 }
 
