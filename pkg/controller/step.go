@@ -23,16 +23,25 @@ type direction struct {
 
 var (
 	createDirection = direction{
-		hooks:       []v1alpha1.Hook{v1alpha1.HookPreCreate, v1alpha1.HookCreate, v1alpha1.HookPostCreate},
+		hooks:       statusHooks(contract.CreationHooks()),
 		activePhase: v1alpha1.StepRunning,
 		donePhase:   v1alpha1.StepSucceeded,
 	}
 	deleteDirection = direction{
-		hooks:       []v1alpha1.Hook{v1alpha1.HookPreDelete, v1alpha1.HookDelete, v1alpha1.HookPostDelete},
+		hooks:       statusHooks(contract.TeardownHooks()),
 		activePhase: v1alpha1.StepDeleting,
 		donePhase:   v1alpha1.StepDeleted,
 	}
 )
+
+// statusHooks are the contract's hooks, in their order, as the status names them.
+func statusHooks(hooks []contract.Hook) []v1alpha1.Hook {
+	out := make([]v1alpha1.Hook, len(hooks))
+	for i, h := range hooks {
+		out[i] = v1alpha1.Hook(h)
+	}
+	return out
+}
 
 func (d direction) creating() bool { return d.activePhase == v1alpha1.StepRunning }
 

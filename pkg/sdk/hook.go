@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
@@ -69,10 +70,10 @@ func guarded[T any](ctx context.Context, e Executor, req *Request, logs io.Write
 // defaults, for what was created under older declarations is torn down all the same. A
 // hook the contract does not know gets them as they are: contract.RunHook refuses it.
 func paramsFor(decl []Parameter, req *Request) (map[string]string, error) {
-	switch req.Hook {
-	case HookPreCreate, HookCreate, HookPostCreate:
+	switch {
+	case slices.Contains(contract.CreationHooks(), req.Hook):
 		return contract.CheckParams(decl, req.Params)
-	case HookPreDelete, HookDelete, HookPostDelete:
+	case slices.Contains(contract.TeardownHooks(), req.Hook):
 		return contract.WithDefaults(decl, req.Params), nil
 	default:
 		return req.Params, nil
