@@ -228,6 +228,99 @@ func (Apply) Delete(ctx context.Context, req *executor.Request) (contract.Result
 	return contract.Wait(deletePoll, message), nil
 }
 
+// Plan tells what Create would do, changing nothing. It parses the manifest and labels
+// its objects as Create does, and reads each object as Create does before applying
+// anything. One that is not the step's own is a row "refuse" and a warning NotOwned
+// (unless force). Every other one it server-side applies as Create would (field manager
+// stepwise, forced only when force is "true") with dryRun=All: the API server checks the
+// ServiceAccount's rights, admission, validation and the field managers, and answers with
+// the object as it would store it. A row says "create" for an object that does not exist,
+// "unchanged" when the answer is the object as it is, else "change" with the fields that
+// differ (changedPaths). It then reads what Create would prune: "delete" for what is still
+// the step's, "skip" for what is no longer.
+//
+// What would fail Create is a warning with a row, not an error: a right the
+// ServiceAccount lacks (Forbidden), a field another manager owns (Conflict), an invalid
+// object, a kind the API server does not serve or a namespace that does not exist now
+// (an earlier step may install or create them). Its output is the inventory Create would
+// output.
+func (Apply) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
+	client, restMapper, err := clients(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	force := req.Bool("force")
+	me, err := stepOwner(req)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	objs, err := parseManifest(req.String("manifest"))
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	m := &mapper{m: restMapper}
+	planned, err := plan(req, m, me, objs, true)
+	if err != nil {
+		return contract.Plan{}, err
+	}
+	refs := refsOf(planned)
+	previous, _ := ParseObjectRefs(req.Outputs[req.Step][ObjectsOutput])
+	if err := checkInventorySize(refs, previous); err != nil {
+		return contract.Plan{}, err
+	}
+
+	pl := &applyPlan{namespaces: map[string]bool{}}
+	for _, p := range planned {
+		if err := pl.apply(ctx, client, me, p, previous, force); err != nil {
+			return contract.Plan{}, err
+		}
+	}
+	stale := removedFrom(previous, refs)
+	for i := len(stale) - 1; i >= 0; i-- { // last applied first, as prune
+		if err := pl.prune(ctx, client, m, me, stale[i]); err != nil {
+			return contract.Plan{}, err
+		}
+	}
+	return contract.Plan{
+		Summary:  pl.summary(),
+		Details:  pl.details,
+		Warnings: pl.warnings,
+		Outputs:  map[string]string{ObjectsOutput: FormatObjectRefs(refs)},
+	}, nil
+}
+
+// Describe documents k8s.apply for the executor catalogue. The engine checks a step's
+// parameters against what each executor declares here before any hook: the declarations
+// are complete (every one typed), so a parameter not declared is refused.
+func (Apply) Describe() contract.Description {
+	return contract.Description{
+		Description: "Server-side applies YAML documents (field manager stepwise) and lists them in the output objects; " +
+			"a re-run prunes the listed objects the manifest no longer has, and teardown deletes the listed objects, " +
+			"last first. Both delete only objects whose labels still name the step (stepwise.dev/pipeline, " +
+			"stepwise.dev/pipeline-uid, stepwise.dev/step) and leave the others.",
+		// A re-run applies the new manifest over the last run's objects and prunes the
+		// rest (see Apply): there is no need to tear the last run down first.
+		UpdatesInPlace: true,
+		Parameters: []contract.Parameter{
+			{
+				Name:        "manifest",
+				Description: "One or more YAML documents; namespaced objects without a namespace go to the pipeline's namespace. References such as $(steps.s.outputs.k) are substituted inside its values, never as YAML.",
+				Required:    true,
+				Type:        contract.ParamYAML,
+			},
+			{
+				Name:    "force",
+				Type:    contract.ParamBool,
+				Default: "false",
+				Description: "\"true\" to take over objects of the manifest that exist and are not this step's " +
+					"(another pipeline's, or made by hand), and fields another field manager owns; teardown then deletes " +
+					"those objects. Default false: such an object fails the step with reason NotOwned, such a field with " +
+					"reason Conflict.",
+			},
+		},
+	}
+}
+
 func plural(n int, word string) string {
 	if n == 1 {
 		return word
@@ -235,4 +328,7 @@ func plural(n int, word string) string {
 	return word + "s"
 }
 
-var _ executor.TaskExecutor = Apply{}
+var (
+	_ executor.TaskExecutor = Apply{}
+	_ executor.Planner      = Apply{}
+)

@@ -15,67 +15,6 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
-// Plan tells what Create would do, changing nothing. It parses the manifest and labels
-// its objects as Create does, and reads each object as Create does before applying
-// anything. One that is not the step's own is a row "refuse" and a warning NotOwned
-// (unless force). Every other one it server-side applies as Create would (field manager
-// stepwise, forced only when force is "true") with dryRun=All: the API server checks the
-// ServiceAccount's rights, admission, validation and the field managers, and answers with
-// the object as it would store it. A row says "create" for an object that does not exist,
-// "unchanged" when the answer is the object as it is, else "change" with the fields that
-// differ (changedPaths). It then reads what Create would prune: "delete" for what is still
-// the step's, "skip" for what is no longer.
-//
-// What would fail Create is a warning with a row, not an error: a right the
-// ServiceAccount lacks (Forbidden), a field another manager owns (Conflict), an invalid
-// object, a kind the API server does not serve or a namespace that does not exist now
-// (an earlier step may install or create them). Its output is the inventory Create would
-// output.
-func (Apply) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
-	client, restMapper, err := clients(req)
-	if err != nil {
-		return contract.Plan{}, err
-	}
-	force := req.Bool("force")
-	me, err := stepOwner(req)
-	if err != nil {
-		return contract.Plan{}, err
-	}
-	objs, err := parseManifest(req.String("manifest"))
-	if err != nil {
-		return contract.Plan{}, err
-	}
-	m := &mapper{m: restMapper}
-	planned, err := plan(req, m, me, objs, true)
-	if err != nil {
-		return contract.Plan{}, err
-	}
-	refs := refsOf(planned)
-	previous, _ := ParseObjectRefs(req.Outputs[req.Step][ObjectsOutput])
-	if err := checkInventorySize(refs, previous); err != nil {
-		return contract.Plan{}, err
-	}
-
-	pl := &applyPlan{namespaces: map[string]bool{}}
-	for _, p := range planned {
-		if err := pl.apply(ctx, client, me, p, previous, force); err != nil {
-			return contract.Plan{}, err
-		}
-	}
-	stale := removedFrom(previous, refs)
-	for i := len(stale) - 1; i >= 0; i-- { // last applied first, as prune
-		if err := pl.prune(ctx, client, m, me, stale[i]); err != nil {
-			return contract.Plan{}, err
-		}
-	}
-	return contract.Plan{
-		Summary:  pl.summary(),
-		Details:  pl.details,
-		Warnings: pl.warnings,
-		Outputs:  map[string]string{ObjectsOutput: FormatObjectRefs(refs)},
-	}, nil
-}
-
 // applyPlan is a plan of k8s.apply in the making.
 type applyPlan struct {
 	details  []contract.PlanItem
@@ -238,5 +177,3 @@ func (pl *applyPlan) summary() string {
 	}
 	return summary
 }
-
-var _ executor.Planner = Apply{}

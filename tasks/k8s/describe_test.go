@@ -49,3 +49,13 @@ func TestApplyUpdatesInPlace(t *testing.T) {
 	assert.True(t, executor.Describe(Apply{}).UpdatesInPlace)
 	assert.False(t, executor.Describe(Wait{}).UpdatesInPlace)
 }
+
+func TestScaleDescribe(t *testing.T) {
+	executortest.AssertBuiltInDescription(t, Scale{},
+		[]string{"kind", "name", "namespace", "replicas", "timeout"}, []string{"name", "replicas"})
+	// An edit of the step may name another workload: the last run's count is restored
+	// before the new run records its own.
+	assert.False(t, executor.Describe(Scale{}).UpdatesInPlace)
+	assert.Equal(t, "k8s.scale", Scale{}.Name())
+	assert.Contains(t, Executors(), executor.TaskExecutor(Scale{}))
+}

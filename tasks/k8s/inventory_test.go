@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -32,4 +33,25 @@ func TestInventoryMergesAndDiffsByObjectNotVersion(t *testing.T) {
 			assert.Equal(t, tc.wantUnrecorded, unrecorded(tc.refs, tc.previous))
 		})
 	}
+}
+
+func TestObjectRefs(t *testing.T) {
+	refs := []ObjectRef{
+		{GroupVersionKind: deploymentGVK, Namespace: "shop", Name: "web"},
+		{GroupVersionKind: serviceGVK, Namespace: "shop", Name: "web"},
+		{GroupVersionKind: clusterRoleGVK, Name: "viewer"},
+	}
+	s := FormatObjectRefs(refs)
+	assert.Equal(t, "apps/v1/Deployment/shop/web,/v1/Service/shop/web,rbac.authorization.k8s.io/v1/ClusterRole//viewer", s)
+	got, err := ParseObjectRefs(s)
+	require.NoError(t, err)
+	assert.Equal(t, refs, got)
+
+	for _, bad := range []string{"v1/Service/shop/web", "/v1/Service/shop/", "//Service/shop/web", "a/v1//ns/n", "a/b/c/d/e/f"} {
+		_, err := ParseObjectRefs(bad)
+		assert.Error(t, err, bad)
+	}
+	none, err := ParseObjectRefs(" ")
+	require.NoError(t, err)
+	assert.Empty(t, none)
 }

@@ -476,6 +476,24 @@ func (Scale) Plan(ctx context.Context, req *executor.Request) (contract.Plan, er
 	}, nil
 }
 
+// Describe documents k8s.scale for the executor catalogue.
+func (Scale) Describe() contract.Description {
+	return contract.Description{
+		Description: "Scales a Deployment or StatefulSet through its scale subresource and waits until it is ready at that count; " +
+			"outputs previousReplicas, the count its first run found (a re-run keeps it), and replicas. " +
+			"Teardown restores previousReplicas and waits until the workload is ready again; a workload that is gone is fine.",
+		Parameters: []contract.Parameter{
+			{Name: "kind", Type: contract.ParamEnum, Values: []string{KindDeployment, KindStatefulSet}, Default: KindDeployment,
+				Description: "Deployment (the default) or StatefulSet."},
+			{Name: "name", Type: contract.ParamString, Description: "Name of the Deployment or StatefulSet.", Required: true},
+			{Name: "namespace", Type: contract.ParamString, Description: "Namespace of the workload (default: the pipeline's)."},
+			{Name: "replicas", Type: contract.ParamInt, Description: "The number of replicas to scale to, 0 or more.", Required: true},
+			{Name: "timeout", Type: contract.ParamDuration, Default: "10m",
+				Description: "How long to wait for the workload to be ready, in Create and in the teardown; past it the step fails with reason Timeout."},
+		},
+	}
+}
+
 var (
 	_ executor.TaskExecutor = Scale{}
 	_ executor.Planner      = Scale{}

@@ -23,7 +23,6 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
-	"github.com/stepwise-dev/stepwise/pkg/executor/executortest"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
@@ -779,14 +778,4 @@ func TestScaleWithoutClient(t *testing.T) {
 	req.Clients = nil
 	_, err := call(t, Scale{}, req)
 	requirePermanent(t, err, "NoClient")
-}
-
-func TestScaleDescribe(t *testing.T) {
-	executortest.AssertBuiltInDescription(t, Scale{},
-		[]string{"kind", "name", "namespace", "replicas", "timeout"}, []string{"name", "replicas"})
-	// An edit of the step may name another workload: the last run's count is restored
-	// before the new run records its own.
-	assert.False(t, executor.Describe(Scale{}).UpdatesInPlace)
-	assert.Equal(t, "k8s.scale", Scale{}.Name())
-	assert.Contains(t, Executors(), executor.TaskExecutor(Scale{}))
 }

@@ -320,6 +320,24 @@ func (Wait) Plan(ctx context.Context, req *executor.Request) (contract.Plan, err
 	return result(state, p.goal()+": "+state), nil
 }
 
+// Describe documents k8s.wait for the executor catalogue.
+func (Wait) Describe() contract.Description {
+	return contract.Description{
+		Description: "Waits until an object has a condition that is True, or a JSONPath of it has a value.",
+		Parameters: []contract.Parameter{
+			{Name: "apiVersion", Type: contract.ParamString, Description: "API version of the object, e.g. apps/v1.", Required: true},
+			{Name: "kind", Type: contract.ParamString, Description: "Kind of the object, e.g. Deployment; not Secret.", Required: true},
+			{Name: "name", Type: contract.ParamString, Description: "Name of the object.", Required: true},
+			// No default: the pipeline's namespace is known only at run time.
+			{Name: "namespace", Type: contract.ParamString, Description: "Namespace of the object (default: the pipeline's)."},
+			{Name: "condition", Type: contract.ParamString, Description: "Condition type that must be True, e.g. Available; or give jsonPath and value."},
+			{Name: "jsonPath", Type: contract.ParamString, Description: "JSONPath template, e.g. {.status.readyReplicas}; goes with value."},
+			{Name: "value", Type: contract.ParamString, Description: "What jsonPath must print."},
+			{Name: "timeout", Type: contract.ParamDuration, Default: "5m", Description: "How long to wait, counted from the first call."},
+		},
+	}
+}
+
 var (
 	_ executor.TaskExecutor = Wait{}
 	_ executor.Planner      = Wait{}

@@ -312,14 +312,6 @@ func TestWaitTeardownDoesNothing(t *testing.T) {
 	assert.Empty(t, client.Actions())
 }
 
-func TestExecutors(t *testing.T) {
-	var names []string
-	for _, e := range Executors() {
-		names = append(names, e.Name())
-	}
-	assert.Equal(t, []string{"k8s.apply", "k8s.wait", "k8s.scale"}, names)
-}
-
 // TestWaitRefusesSecrets: k8s.wait copies what it reads into the step's status (the
 // "observed" output, messages quoting the value seen), which whoever may read the
 // Pipeline sees. A Secret's data must not get there, so Secrets are refused before they

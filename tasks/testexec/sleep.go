@@ -16,17 +16,6 @@ type Sleep struct{ executor.Base }
 
 func (Sleep) Name() string { return "test.sleep" }
 
-// Describe documents test.sleep for the executor catalogue.
-func (Sleep) Describe() contract.Description {
-	return contract.Description{
-		Description: "Create sleeps for duration, then succeeds or fails as asked; the other hooks do nothing (tests and benchmarks).",
-		Parameters: []contract.Parameter{
-			{Name: "duration", Type: contract.ParamDuration, Default: "1s", Description: "How long Create takes; it returns sooner only when its call is cancelled (the engine's hook call bound)."},
-			{Name: "fail", Type: contract.ParamEnum, Values: []string{FailPermanent, FailRetryable}, Description: "permanent or retryable: Create fails that way once it has slept."},
-		},
-	}
-}
-
 func (Sleep) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
 	d := req.Duration("duration")
 	t := time.NewTimer(d)
@@ -43,6 +32,17 @@ func (Sleep) Create(ctx context.Context, req *executor.Request) (contract.Result
 		return contract.Result{}, errors.New("asked to fail")
 	}
 	return contract.Done("slept " + d.String()), nil
+}
+
+// Describe documents test.sleep for the executor catalogue.
+func (Sleep) Describe() contract.Description {
+	return contract.Description{
+		Description: "Create sleeps for duration, then succeeds or fails as asked; the other hooks do nothing (tests and benchmarks).",
+		Parameters: []contract.Parameter{
+			{Name: "duration", Type: contract.ParamDuration, Default: "1s", Description: "How long Create takes; it returns sooner only when its call is cancelled (the engine's hook call bound)."},
+			{Name: "fail", Type: contract.ParamEnum, Values: []string{FailPermanent, FailRetryable}, Description: "permanent or retryable: Create fails that way once it has slept."},
+		},
+	}
 }
 
 var _ executor.TaskExecutor = Sleep{}

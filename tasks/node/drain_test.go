@@ -1,0 +1,226 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+)
+
+// TestDrainReadsWhatItDeclares: what the engine hands over, given or defaulted, reaches
+// the drain as declared.
+func TestDrainReadsWhatItDeclares(t *testing.T) {
+	tests := []struct {
+		name   string
+		params map[string]string
+		want   drainParams
+	}{
+		{
+			"every parameter",
+			map[string]string{"node": "n1", "timeout": "1m", "policy": "Force", "podSelector": "app=web", "gracePeriodSeconds": "30", "deleteEmptyDirData": "true"},
+			drainParams{node: "n1", timeout: time.Minute, policy: PolicyForce, podSelector: "app=web", gracePeriodSeconds: 30, deleteEmptyDirData: true},
+		},
+		{
+			"the defaults",
+			map[string]string{"node": "n1"},
+			drainParams{node: "n1", timeout: 10 * time.Minute, policy: PolicyFail, gracePeriodSeconds: -1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseDrainParams(request(t, Drain{}, nil, tt.params))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+
+	// Without the engine's defaults, a grace period of 0, which kills at once, is never
+	// taken for an unset one.
+	req := request(t, Drain{}, nil, map[string]string{"node": "n1"})
+	req.Params = map[string]string{"node": "n1", "timeout": "1m"}
+	got, err := parseDrainParams(req)
+	require.NoError(t, err)
+	assert.Equal(t, -1, got.gracePeriodSeconds)
+}
+
+func managedPod(name string) *corev1.Pod {
+	isController := true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "apps", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: &isController,
+		}}},
+		Spec: corev1.PodSpec{NodeName: "n1"},
+	}
+}
+
+// evictions records eviction calls; pods in blocked get the API server's PDB refusal.
+func evictions(client *fake.Clientset, blocked map[string]bool) *[]string {
+	var evicted []string
+	client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		eviction := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+		if blocked[eviction.Name] {
+			err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: "DisruptionBudget",
+				Message: "The disruption budget web-pdb needs 2 healthy pods and has 2 currently"}}
+			return true, nil, err
+		}
+		evicted = append(evicted, eviction.Name)
+		return true, nil, nil
+	})
+	return &evicted
+}
+
+func TestDrainEvictsWhatItCanAndSaysWhatBlocks(t *testing.T) {
+	ctx := context.Background()
+	clock := testingclock.NewFakeClock(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
+	client := fake.NewClientset(newNode("n1", true, nil), managedPod("web-1"), managedPod("web-2"))
+	evicted := evictions(client, map[string]bool{"web-2": true})
+	d := Drain{Clock: clock}
+	req := request(t, d, client, map[string]string{"node": "n1", "timeout": "10m"})
+	req.HookStarted = clock.Now()
+
+	res, err := d.Create(ctx, req)
+	require.NoError(t, err)
+	assert.False(t, res.Done)
+	assert.Equal(t, drainPoll, res.RequeueAfter)
+	assert.Equal(t, []string{"web-1"}, *evicted)
+	assert.Equal(t, "2 pods left; apps/web-2: The disruption budget web-pdb needs 2 healthy pods and has 2 currently", res.Message)
+	assert.Equal(t, map[string]string{OutputPodsEvicted: "1"}, res.Outputs, "no start time in the outputs: the engine keeps it")
+	assert.Empty(t, res.State)
+
+	// The engine hands the outputs back, and the hook's start; the deadline counts from it.
+	req.Outputs[req.Step] = res.Outputs
+	clock.Step(10 * time.Minute)
+	res, err = d.Create(ctx, req)
+	require.NoError(t, err, "at the deadline: still waiting")
+	assert.False(t, res.Done)
+	clock.Step(time.Second)
+	_, err = d.Create(ctx, req)
+	require.Error(t, err)
+	assert.True(t, contract.IsPermanent(err))
+	assert.Equal(t, "DrainTimeout", executor.ReasonFor(err))
+	assert.Contains(t, err.Error(), `node "n1" not drained within 10m0s: 2 pods left`)
+}
+
+// TestDrainWithoutAHookStartStartsNow: a request without HookStarted (a caller other
+// than the engine) is a first call: its deadline is timeout from now.
+func TestDrainWithoutAHookStartStartsNow(t *testing.T) {
+	clock := testingclock.NewFakeClock(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
+	client := fake.NewClientset(newNode("n1", true, nil), managedPod("web-1"))
+	evictions(client, map[string]bool{"web-1": true})
+	d := Drain{Clock: clock}
+	req := request(t, d, client, map[string]string{"node": "n1", "timeout": "1m"})
+	for range 3 {
+		res, err := d.Create(context.Background(), req)
+		require.NoError(t, err)
+		assert.False(t, res.Done)
+		req.Outputs[req.Step] = res.Outputs
+		clock.Step(time.Hour)
+	}
+}
+
+func TestDrainForcePolicyDeletesAfterTheDeadline(t *testing.T) {
+	ctx := context.Background()
+	clock := testingclock.NewFakeClock(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
+	client := fake.NewClientset(newNode("n1", true, nil), managedPod("web-1"))
+	evictions(client, map[string]bool{"web-1": true})
+	d := Drain{Clock: clock}
+	req := request(t, d, client, map[string]string{"node": "n1", "timeout": "1m", "policy": "Force"})
+	req.HookStarted = clock.Now()
+
+	res, err := d.Create(ctx, req)
+	require.NoError(t, err)
+	assert.False(t, res.Done)
+	req.Outputs[req.Step] = res.Outputs
+
+	clock.Step(2 * time.Minute)
+	res, err = d.Create(ctx, req)
+	require.NoError(t, err)
+	req.Outputs[req.Step] = res.Outputs
+	_, err = client.CoreV1().Pods("apps").Get(ctx, "web-1", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the pod the PDB protected is deleted once the deadline passed")
+
+	res, err = d.Create(ctx, req)
+	require.NoError(t, err)
+	assert.True(t, res.Done)
+	assert.Equal(t, "1", res.Outputs[OutputPodsEvicted])
+}
+
+// TestDrainGracePeriod: the declared default -1 leaves each pod its own grace period;
+// a value given is sent with every eviction.
+func TestDrainGracePeriod(t *testing.T) {
+	tests := []struct {
+		name   string
+		params map[string]string
+		want   *int64
+	}{
+		{"default: the pod's own", map[string]string{"node": "n1"}, nil},
+		{"given", map[string]string{"node": "n1", "gracePeriodSeconds": "30"}, ptr.To[int64](30)},
+		{"zero", map[string]string{"node": "n1", "gracePeriodSeconds": "0"}, ptr.To[int64](0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(newNode("n1", true, nil), managedPod("web-1"))
+			var got []*int64
+			client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				if action.GetSubresource() != "eviction" {
+					return false, nil, nil
+				}
+				eviction := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+				var grace *int64
+				if eviction.DeleteOptions != nil {
+					grace = eviction.DeleteOptions.GracePeriodSeconds
+				}
+				got = append(got, grace)
+				return true, nil, nil
+			})
+			_, err := Drain{}.Create(context.Background(), request(t, Drain{}, client, tt.params))
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			assert.Equal(t, tt.want, got[0])
+		})
+	}
+}
+
+func TestDrainIgnoresDaemonSetPodsAndRefusesBarePods(t *testing.T) {
+	ctx := context.Background()
+	isController := true
+	daemon := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds", Controller: &isController,
+		}}},
+		Spec: corev1.PodSpec{NodeName: "n1"},
+	}
+	client := fake.NewClientset(newNode("n1", true, nil), daemon)
+	// kubectl's drain looks the DaemonSet up to know the pod is managed.
+	client.PrependReactor("get", "daemonsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, nil
+	})
+	res, err := Drain{}.Create(ctx, request(t, Drain{}, client, map[string]string{"node": "n1"}))
+	require.NoError(t, err)
+	assert.True(t, res.Done, res.Message)
+
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "apps"}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	client = fake.NewClientset(newNode("n1", true, nil), bare)
+	_, err = Drain{}.Create(ctx, request(t, Drain{}, client, map[string]string{"node": "n1"}))
+	require.Error(t, err)
+	assert.Equal(t, "DrainBlocked", executor.ReasonFor(err))
+	assert.Contains(t, err.Error(), "apps/bare")
+}
