@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,6 +61,14 @@ func TestAFailureTeardownOfAnEarlierVersionIsRecorded(t *testing.T) {
 		{name: "tearing down, blocked", teardown: v1alpha1.FailureTearingDown, reason: v1alpha1.ReasonTearingDownAfterFailure,
 			message: "step drain failed: boom" + blockedInfix + "cordon is blocked: stuck (annotate stepwise.dev/retry to retry)"},
 	}
+	long := newPipeline(stepsOf("cordon", "drain")...)
+	long.Status = v1alpha1.PipelineStatus{Phase: v1alpha1.PipelineFailed, CurrentStep: "drain", Conditions: []metav1.Condition{{
+		Type: v1alpha1.ConditionReady, Status: "False", Reason: v1alpha1.ReasonTornDownAfterFailure,
+		Message: "step drain failed: " + strings.Repeat("x", 30000) + tornDownSuffix,
+	}}}
+	assert.LessOrEqual(t, len((&Controller{}).newPipelineSync(long).status.Failure.Message), v1alpha1.MaxStepMessageLength,
+		"a condition's message may be longer than the record's bound")
+
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPipeline(stepsOf("cordon", "drain")...)

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
 // recordLegacyFailure gives a pipeline that an earlier version of the engine was tearing
@@ -26,7 +27,9 @@ func (ps *pipelineSync) recordLegacyFailure() {
 	default:
 		return
 	}
-	message := strings.TrimPrefix(legacyFailure(ready.Message), "step "+ps.status.CurrentStep+" failed: ")
+	// A condition's message may be longer than the record's bound.
+	message := contract.Truncate(strings.TrimPrefix(legacyFailure(ready.Message), "step "+ps.status.CurrentStep+" failed: "),
+		v1alpha1.MaxStepMessageLength)
 	ps.status.Failure = &v1alpha1.FailureRecord{
 		Step: ps.status.CurrentStep, Message: message, Since: ready.LastTransitionTime, Teardown: teardown,
 	}
