@@ -73,6 +73,11 @@ func (r *pluginRun) run(ctx context.Context, stderr io.Writer) (*pluginRunReport
 		return report, nil
 	}
 	res, err := c.Run(ctx, r.executor, req)
+	if ctx.Err() != nil {
+		// --timeout passed. The plugin gets the same deadline and may answer "Timeout" a
+		// moment before gRPC reports ours; either way the hook did not answer in time.
+		return nil, r.callError(name, "run hook "+string(r.hook), ctx.Err())
+	}
 	switch client.StageOf(err) {
 	case client.NotSent: // too large for the protocol: the step fails so
 		report.failed(err)
