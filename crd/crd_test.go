@@ -367,6 +367,7 @@ func TestSchemaLimitsAreTheAPIConstants(t *testing.T) {
 	assert.Equal(t, int64(v1alpha1.MaxSteps), limit(prop("status", "steps").MaxItems), "status.steps")
 	assert.Equal(t, int64(v1alpha1.MaxStepMessageLength), limit(prop("status", "steps", "[]", "message").MaxLength), "a step's message")
 	assert.Equal(t, int64(v1alpha1.MaxStepOutputs), limit(prop("status", "steps", "[]", "outputs").MaxProperties), "a step's outputs")
+	assert.Equal(t, int64(v1alpha1.MaxStepBlockers), limit(prop("status", "steps", "[]", "blockedBy").MaxItems), "a step's blockers")
 	paramRule := fmt.Sprintf("self.all(k, size(k) <= %d && size(self[k]) <= %d)", v1alpha1.MaxParamNameLength, v1alpha1.MaxParamValueLength)
 	for _, path := range [][]string{{"spec", "params"}, {"spec", "steps", "[]", "with"}} {
 		rules := prop(path...).XValidations

@@ -106,6 +106,13 @@ func (r Redactor) Result(res Result) Result {
 	res.Message = r.String(res.Message)
 	res.Outputs = r.Map(res.Outputs)
 	res.State = r.Map(res.State)
+	if res.BlockedBy != nil {
+		blockers := make([]Blocker, len(res.BlockedBy))
+		for i, b := range res.BlockedBy {
+			blockers[i] = Blocker{Kind: r.String(b.Kind), Namespace: r.String(b.Namespace), Name: r.String(b.Name)}
+		}
+		res.BlockedBy = blockers
+	}
 	return res
 }
 

@@ -61,11 +61,13 @@ func TestRedactorResultAndError(t *testing.T) {
 	r := NewRedactor(map[string][]byte{"token": []byte("hunter22")})
 	res := r.Result(Result{
 		Message: "sent with hunter22", Outputs: map[string]string{"echo": "hunter22", "hunter22": "key"},
-		State: map[string]string{"token": "hunter22"},
+		State:     map[string]string{"token": "hunter22"},
+		BlockedBy: []Blocker{{Kind: "PodDisruptionBudget", Namespace: "apps", Name: "hunter22"}},
 	})
 	assert.Equal(t, "sent with [redacted]", res.Message)
 	assert.Equal(t, map[string]string{"echo": "[redacted]", "[redacted]": "key"}, res.Outputs)
 	assert.Equal(t, map[string]string{"token": "[redacted]"}, res.State)
+	assert.Equal(t, []Blocker{{Kind: "PodDisruptionBudget", Namespace: "apps", Name: "[redacted]"}}, res.BlockedBy)
 
 	plain := errors.New("no secret here")
 	assert.Same(t, plain, r.Error(plain), "an error without a secret is kept as it is")

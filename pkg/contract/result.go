@@ -18,6 +18,34 @@ type Result struct {
 	// State is kept for the hook's next call when it is not done (Request.State): a start
 	// time, an operation ID. Bounded by MaxStateEntries and MaxStateSize.
 	State map[string]string
+	// BlockedBy names the objects a hook that is not done waits on, such as the
+	// PodDisruptionBudgets that refuse a drain's evictions: the step's status keeps the
+	// first 16, for a trigger and a person to see what holds it back without reading its
+	// message.
+	BlockedBy []Blocker
+}
+
+// Blocker is an object that holds a hook's work back.
+type Blocker struct {
+	// Kind is the object's kind, such as PodDisruptionBudget.
+	Kind string
+	// Namespace is empty for an object that has none.
+	Namespace string
+	Name      string
+}
+
+// String is the blocker as a person reads it: Kind namespace/name.
+func (b Blocker) String() string {
+	if b.Namespace == "" {
+		return b.Kind + " " + b.Name
+	}
+	return b.Kind + " " + b.Namespace + "/" + b.Name
+}
+
+// Blocked returns r waiting on the given objects.
+func (r Result) Blocked(by ...Blocker) Result {
+	r.BlockedBy = by
+	return r
 }
 
 // Bounds of a hook's State: it is kept in the step's status.

@@ -140,6 +140,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			}
 		}
 		res, err := ps.callHook(ctx, exec, req, deadline)
+		s.BlockedBy = nil // set again below while the hook waits
 		if err != nil {
 			return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, err))
 		}
@@ -157,6 +158,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 				return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, err))
 			}
 			s.HookState = res.State
+			s.BlockedBy = blockingObjects(res.BlockedBy)
 			after := res.RequeueAfter
 			if after <= 0 {
 				after = defaultRequeueAfter
@@ -189,6 +191,7 @@ func (ps *pipelineSync) beginStep(s *v1alpha1.StepStatus, d direction) {
 	s.NextAttemptTime = nil
 	s.CompletionTime = nil
 	s.HookState = nil
+	s.BlockedBy = nil
 	s.Message = ""
 	if d.creating() {
 		s.ObservedGeneration = ps.p.Generation
@@ -268,6 +271,26 @@ func (ps *pipelineSync) failStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d 
 		ps.warningEvent("TeardownFailed", "Teardown of step %q failed: %s", s.Name, s.Message)
 	}
 	return 0
+}
+
+// blockingObjects is the status's form of what a waiting hook says blocks it: the first
+// MaxStepBlockers named ones, each cut to the API's bounds.
+func blockingObjects(in []contract.Blocker) []v1alpha1.BlockingObject {
+	var out []v1alpha1.BlockingObject
+	for _, b := range in {
+		if len(out) == v1alpha1.MaxStepBlockers {
+			break
+		}
+		if b.Kind == "" || b.Name == "" {
+			continue
+		}
+		out = append(out, v1alpha1.BlockingObject{
+			Kind:      contract.Truncate(b.Kind, 63),
+			Namespace: contract.Truncate(b.Namespace, 63),
+			Name:      contract.Truncate(b.Name, 253),
+		})
+	}
+	return out
 }
 
 // checkState refuses a hook's state over the bounds of what a status keeps.

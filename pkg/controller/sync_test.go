@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -731,4 +732,29 @@ func TestStepKeepsTheLastMessageAHookGave(t *testing.T) {
 	ready := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, "VM destroyed", ready.Message)
+}
+
+// TestAWaitingStepNamesWhatBlocksIt: the objects a waiting hook names are the step's
+// blockedBy, bounded, and gone once the hook moves on.
+func TestAWaitingStepNamesWhatBlocksIt(t *testing.T) {
+	f := newFixture(t, newPipeline(stepsOf("drain")...))
+	many := []contract.Blocker{{Kind: "PodDisruptionBudget", Namespace: "apps", Name: "web"}, {Kind: "", Name: "nameless kind"}}
+	for i := range 20 {
+		many = append(many, contract.Blocker{Kind: "PodDisruptionBudget", Namespace: "db", Name: fmt.Sprintf("db-%02d", i)})
+	}
+	f.exec.on("drain", v1alpha1.HookCreate, func(context.Context, *executor.Request) (contract.Result, error) {
+		return contract.Wait(time.Second, "22 pods left").Blocked(many...), nil
+	})
+	f.sync("p")
+	blocked := stepStatus(f.get("p"), "drain").BlockedBy
+	require.Len(t, blocked, v1alpha1.MaxStepBlockers)
+	assert.Equal(t, v1alpha1.BlockingObject{Kind: "PodDisruptionBudget", Namespace: "apps", Name: "web"}, blocked[0])
+	assert.Equal(t, "db-00", blocked[1].Name, "one with no kind is left out")
+
+	f.exec.on("drain", v1alpha1.HookCreate, done)
+	f.clock.Step(time.Second)
+	f.syncUntilIdle("p")
+	s := stepStatus(f.get("p"), "drain")
+	assert.Equal(t, v1alpha1.StepSucceeded, s.Phase)
+	assert.Empty(t, s.BlockedBy)
 }

@@ -67,8 +67,10 @@ type (
 	// Request is what a hook gets, as the operator's executors do.
 	Request = contract.Request
 	// Result says whether a hook is done, when to look again if not, its outputs, a short
-	// message for the status and the state kept for its next call.
+	// message for the status, the state kept for its next call and what blocks it.
 	Result = contract.Result
+	// Blocker names an object a waiting hook waits on (Result.Blocked).
+	Blocker = contract.Blocker
 	// Error is an error with a reason (CamelCase) and whether retrying can help.
 	Error = contract.Error
 	// Parameter declares one parameter of an executor: its type, default and values.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
@@ -43,13 +42,9 @@ func (ts *triggerSync) collectPipelines(ctx context.Context) error {
 	return nil
 }
 
-// budgetPattern finds the PodDisruptionBudgets a message names: the API server refuses an
-// eviction with "The disruption budget NAME needs N healthy pods and has M currently",
-// which node.drain puts in its step's message for every blocked pod.
-var budgetPattern = regexp.MustCompile(`(?i)disruption ?budget\s+"?([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?)`)
-
-// budgetsBlocking are the PodDisruptionBudgets that the message of a pipeline's current
-// step names, sorted, each once; none when the pipeline is not blocked on one.
+// budgetsBlocking are the PodDisruptionBudgets the current step of a pipeline says it
+// waits on (node.drain names those refusing its evictions), as namespace/name, sorted,
+// each once; none when the pipeline is not blocked on one.
 func budgetsBlocking(p *v1alpha1.Pipeline) []string {
 	if p.Status.CurrentStep == "" {
 		return nil
@@ -59,9 +54,10 @@ func budgetsBlocking(p *v1alpha1.Pipeline) []string {
 		if s.Name != p.Status.CurrentStep {
 			continue
 		}
-		for _, m := range budgetPattern.FindAllStringSubmatch(s.Message, -1) {
-			if !slices.Contains(out, m[1]) {
-				out = append(out, m[1])
+		for _, b := range s.BlockedBy {
+			name := b.Namespace + "/" + b.Name
+			if b.Kind == v1alpha1.KindPodDisruptionBudget && !slices.Contains(out, name) {
+				out = append(out, name)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package trigger
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -639,47 +640,54 @@ func TestBlockedByPodDisruptionBudgets(t *testing.T) {
 	}
 	f := newFixture(t, in)
 	f.sync("retire")
-	block := func(i int, msg string) {
+	block := func(i int, budgets ...string) {
+		var blockedBy []v1alpha1.BlockingObject
+		for _, b := range budgets {
+			ns, name, _ := strings.Cut(b, "/")
+			blockedBy = append(blockedBy, v1alpha1.BlockingObject{Kind: v1alpha1.KindPodDisruptionBudget, Namespace: ns, Name: name})
+		}
 		f.setPipelineStatus(rules.PipelineName("retire", nodes[i].GetName(), nodes[i].GetUID()), func(s *v1alpha1.PipelineStatus) {
 			s.Phase = v1alpha1.PipelineRunning
 			s.CurrentStep = "drain"
-			s.Steps = []v1alpha1.StepStatus{{Name: "cordon", Message: "cordoned"}, {Name: "drain", Message: msg}}
+			s.Steps = []v1alpha1.StepStatus{{Name: "cordon", Message: "cordoned"}, {Name: "drain", Message: "pods left", BlockedBy: blockedBy}}
 		})
 	}
-	block(0, "2 pods left; apps/web-1: The disruption budget web-pdb needs 2 healthy pods and has 2 currently")
-	block(1, "1 pods left; apps/web-2: The disruption budget web-pdb needs 2 healthy pods and has 2 currently")
-	block(2, "3 pods left")
+	block(0, "apps/web-pdb")
+	block(1, "apps/web-pdb")
+	block(2)
 	f.sync("retire")
 	assert.Equal(t, v1alpha1.TriggerReasonActive, readyOf(f.trigger("retire")).Reason, "one pipeline is not blocked")
 
-	block(2, "3 pods left; db/db-0: The disruption budget db-pdb needs 1 healthy pods and has 1 currently; apps/web-3: The disruption budget web-pdb needs 2 healthy pods and has 2 currently")
+	block(2, "db/db-pdb", "apps/web-pdb")
 	f.sync("retire")
 	ready := readyOf(f.trigger("retire"))
 	assert.Equal(t, metav1.ConditionTrue, ready.Status)
 	assert.Equal(t, v1alpha1.TriggerReasonBlocked, ready.Reason)
-	assert.Equal(t, "3 running pipelines wait on PodDisruptionBudgets db-pdb, web-pdb; 5 objects wait", ready.Message)
+	assert.Equal(t, "3 running pipelines wait on PodDisruptionBudgets apps/web-pdb, db/db-pdb; 5 objects wait", ready.Message)
 }
 
 func TestBudgetsBlocking(t *testing.T) {
+	pdb := func(ns, name string) v1alpha1.BlockingObject {
+		return v1alpha1.BlockingObject{Kind: v1alpha1.KindPodDisruptionBudget, Namespace: ns, Name: name}
+	}
 	tests := []struct {
 		name    string
 		current string
 		steps   []v1alpha1.StepStatus
 		want    []string
 	}{
-		{name: "the drain's message", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
-			Message: "2 pods left; apps/web-1: The disruption budget web-pdb needs 2 healthy pods and has 2 currently"}},
-			want: []string{"web-pdb"}},
-		{name: "a PodDisruptionBudget named", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
-			Message: "blocked by PodDisruptionBudget db.pdb-1"}}, want: []string{"db.pdb-1"}},
+		{name: "the drain's blockers", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
+			BlockedBy: []v1alpha1.BlockingObject{pdb("apps", "web-pdb")}}}, want: []string{"apps/web-pdb"}},
 		{name: "budgets once each, sorted", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
-			Message: "The disruption budget b needs 1; The disruption budget a needs 1; The disruption budget b needs 1"}},
-			want: []string{"a", "b"}},
-		{name: "no budget named", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
-			Message: "Cannot evict pod as it would violate the pod's disruption budget."}}},
-		{name: "another step's message", current: "delete", steps: []v1alpha1.StepStatus{
-			{Name: "drain", Message: "The disruption budget web-pdb needs 2"}, {Name: "delete", Message: "deleting"}}},
-		{name: "no current step", steps: []v1alpha1.StepStatus{{Name: "drain", Message: "The disruption budget web-pdb needs 2"}}},
+			BlockedBy: []v1alpha1.BlockingObject{pdb("b", "x"), pdb("a", "y"), pdb("b", "x")}}},
+			want: []string{"a/y", "b/x"}},
+		{name: "other kinds are not budgets", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
+			BlockedBy: []v1alpha1.BlockingObject{{Kind: "Node", Name: "n1"}}}}},
+		{name: "a message naming a budget is only a message", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
+			Message: "The disruption budget web-pdb needs 2 healthy pods and has 2 currently"}}},
+		{name: "another step's blockers", current: "delete", steps: []v1alpha1.StepStatus{
+			{Name: "drain", BlockedBy: []v1alpha1.BlockingObject{pdb("apps", "web-pdb")}}, {Name: "delete", Message: "deleting"}}},
+		{name: "no current step", steps: []v1alpha1.StepStatus{{Name: "drain", BlockedBy: []v1alpha1.BlockingObject{pdb("apps", "web-pdb")}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

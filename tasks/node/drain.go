@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 	"k8s.io/utils/clock"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
@@ -143,6 +147,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	}
 
 	blocked := map[string]string{}
+	var budgets []contract.Blocker
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil {
 			continue // going away already
@@ -161,11 +166,15 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 		case apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err):
 			blocked[pod.Namespace+"/"+pod.Name] = disruptionCause(err)
+			if b, ok := refusingBudget(pod.Namespace, err); ok && !slices.Contains(budgets, b) {
+				budgets = append(budgets, b)
+			}
 		default:
 			return contract.Result{}, fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
-	return contract.Result{RequeueAfter: drainPoll, Message: describeLeft(pods, blocked), Outputs: outputs()}, nil
+	res := contract.Result{RequeueAfter: drainPoll, Message: describeLeft(pods, blocked), Outputs: outputs()}
+	return res.Blocked(budgets...), nil
 }
 
 // Plan tells which pods Create would evict and which it would leave, as kubectl's drain
@@ -255,6 +264,31 @@ func disruptionCause(err error) string {
 		}
 	}
 	return err.Error()
+}
+
+// budgetNamed finds the budget in the API server's refusal of an eviction, a cause of type
+// DisruptionBudget: "The disruption budget NAME needs N healthy pods and has M currently"
+// (or "... NAME is still being processed by the server").
+var budgetNamed = regexp.MustCompile(`^The disruption budget ([a-z0-9](?:[-a-z0-9.]*[a-z0-9])?) `)
+
+// refusingBudget is the PodDisruptionBudget that refused the eviction of a pod in
+// namespace, as the API server names it: only in its refusal's text, which the drain reads
+// here, once, so that the step says it as data (Result.BlockedBy). A budget is always in
+// its pod's namespace.
+func refusingBudget(namespace string, err error) (contract.Blocker, bool) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return contract.Blocker{}, false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Type != policyv1.DisruptionBudgetCause {
+			continue
+		}
+		if m := budgetNamed.FindStringSubmatch(c.Message); m != nil {
+			return contract.Blocker{Kind: v1alpha1.KindPodDisruptionBudget, Namespace: namespace, Name: m[1]}, true
+		}
+	}
+	return contract.Blocker{}, false
 }
 
 // isAPIError tells a failure to list pods, worth a retry, from pods that kubectl's rules

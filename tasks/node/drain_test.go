@@ -17,6 +17,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
@@ -223,4 +224,59 @@ func TestDrainIgnoresDaemonSetPodsAndRefusesBarePods(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "DrainBlocked", executor.ReasonFor(err))
 	assert.Contains(t, err.Error(), "apps/bare")
+}
+
+// TestARefusedEvictionNamesItsBudget: the drain says which PodDisruptionBudgets hold it
+// back as data (BlockedBy), each once, from the API server's refusals (the texts are the
+// API server's, pkg/registry/core/pod/storage/eviction.go).
+func TestARefusedEvictionNamesItsBudget(t *testing.T) {
+	refusal := func(causes ...metav1.StatusCause) error {
+		err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
+		err.ErrStatus.Details.Causes = causes
+		return err
+	}
+	budgetCause := func(msg string) metav1.StatusCause {
+		return metav1.StatusCause{Type: policyv1.DisruptionBudgetCause, Message: msg}
+	}
+	pdb := func(name string) contract.Blocker {
+		return contract.Blocker{Kind: v1alpha1.KindPodDisruptionBudget, Namespace: "apps", Name: name}
+	}
+	tests := []struct {
+		name       string
+		refusals   map[string]error
+		wantBlocks []contract.Blocker
+	}{
+		{
+			name: "each budget once, in the pods' order",
+			refusals: map[string]error{
+				"web-1": refusal(budgetCause("The disruption budget web-pdb needs 2 healthy pods and has 2 currently")),
+				"web-2": refusal(budgetCause("The disruption budget web-pdb needs 2 healthy pods and has 2 currently")),
+				"web-3": refusal(budgetCause("The disruption budget db.pdb-1 is still being processed by the server")),
+			},
+			wantBlocks: []contract.Blocker{pdb("web-pdb"), pdb("db.pdb-1")},
+		},
+		{name: "nothing refused, nothing named"},
+		{name: "a refusal without a cause names none", refusals: map[string]error{"web-1": refusal()}},
+		{
+			name: "causes of other types name none",
+			refusals: map[string]error{"web-1": refusal(metav1.StatusCause{Type: "Other",
+				Message: "The disruption budget web-pdb needs 2 healthy pods and has 2 currently"})},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(newNode("n1", true, nil), managedPod("web-1"), managedPod("web-2"), managedPod("web-3"))
+			client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				if action.GetSubresource() != "eviction" {
+					return false, nil, nil
+				}
+				return true, nil, tt.refusals[action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction).Name]
+			})
+			d := Drain{Clock: testingclock.NewFakeClock(time.Now())}
+			res, err := d.Create(context.Background(), request(t, d, client, map[string]string{"node": "n1"}))
+			require.NoError(t, err)
+			assert.False(t, res.Done)
+			assert.Equal(t, tt.wantBlocks, res.BlockedBy)
+		})
+	}
 }

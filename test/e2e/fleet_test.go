@@ -359,7 +359,7 @@ func TestTriggerTearsDownARetirementBlockedByAPodDisruptionBudget(t *testing.T) 
 		return readyReason(tr) == "True/"+v1alpha1.TriggerReasonBlocked && tr.Status.Waiting == 1
 	})
 	ready := meta.FindStatusCondition(blocked.Status.Conditions, v1alpha1.ConditionReady)
-	assert.Equal(t, "1 running pipeline waits on PodDisruptionBudget web-pdb; 1 object waits", ready.Message)
+	assert.Equal(t, "1 running pipeline waits on PodDisruptionBudget "+ns+"/web-pdb; 1 object waits", ready.Message)
 	assert.Equal(t, []string{free}, blocked.Status.Queue)
 
 	// The drain times out: what ran is torn down, the slot goes to the next node.

@@ -128,6 +128,8 @@ func TestNodeRetirementWaitsForThePDB(t *testing.T) {
 	})
 	assert.Equal(t, v1alpha1.StepRunning, blocked.Status.Steps[1].Phase)
 	assert.Contains(t, blocked.Status.Steps[1].Message, "pods left")
+	assert.Equal(t, []v1alpha1.BlockingObject{{Kind: v1alpha1.KindPodDisruptionBudget, Namespace: ns, Name: "web-pdb"}},
+		blocked.Status.Steps[1].BlockedBy, "the drain names the budget as data")
 	n, err := cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.True(t, n.Spec.Unschedulable, "cordoned")

@@ -98,6 +98,9 @@ func (r *pluginRun) run(ctx context.Context, stderr io.Writer) (*pluginRunReport
 		report.Result, report.RequeueAfter = hookWaiting, res.RequeueAfter.String()
 	}
 	report.Message, report.Outputs, report.State = res.Message, res.Outputs, res.State
+	for _, b := range res.BlockedBy {
+		report.BlockedBy = append(report.BlockedBy, b.String())
+	}
 	return report, nil
 }
 

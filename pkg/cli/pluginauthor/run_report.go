@@ -33,7 +33,9 @@ type pluginRunReport struct {
 	Message      string            `json:"message,omitempty"`
 	Outputs      map[string]string `json:"outputs,omitempty"`
 	State        map[string]string `json:"state,omitempty"`
-	Error        *hookError        `json:"error,omitempty"`
+	// BlockedBy are the objects a waiting hook says it waits on, as Kind namespace/name.
+	BlockedBy []string   `json:"blockedBy,omitempty"`
+	Error     *hookError `json:"error,omitempty"`
 }
 
 // hookError is a failed hook, as the step's condition would show it.
@@ -81,6 +83,13 @@ func printPluginRun(w io.Writer, r *pluginRunReport) error {
 	}
 	if r.Message != "" {
 		_, _ = fmt.Fprintf(tw, "Message:\t%s\n", termsafe.OneLine(r.Message, 0))
+	}
+	for i, b := range r.BlockedBy {
+		title := ""
+		if i == 0 {
+			title = "Blocked by:"
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%s\n", title, termsafe.OneLine(b, 0))
 	}
 	for _, block := range []struct {
 		title  string

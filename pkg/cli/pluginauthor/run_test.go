@@ -148,7 +148,8 @@ func TestPluginRunCommand(t *testing.T) {
 		{
 			name: "a hook that waits shows its state", args: []string{"test.wait", "Create"},
 			wantCode: cli.ExitHookWaiting,
-			wantOut:  []string{`(?m)^Result: +Waiting: call it again in 10s$`, `(?m)^Message: +operation op-42 started$`, `(?m)^State:\n  operation +op-42$`},
+			wantOut: []string{`(?m)^Result: +Waiting: call it again in 10s$`, `(?m)^Message: +operation op-42 started$`, `(?m)^State:\n  operation +op-42$`,
+				`(?m)^Blocked by: +Operation op-42\n +PodDisruptionBudget apps/web$`},
 		},
 		{
 			name: "called again with its state", args: []string{"test.wait", "create", "--state", "operation=op-42"},

@@ -98,7 +98,8 @@ func (waiter) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
 	if req.State["operation"] == "op-42" {
 		return sdk.Done("operation op-42 finished"), nil
 	}
-	return sdk.Wait(10*time.Second, "operation op-42 started").WithState(map[string]string{"operation": "op-42"}), nil
+	return sdk.Wait(10*time.Second, "operation op-42 started").WithState(map[string]string{"operation": "op-42"}).
+		Blocked(sdk.Blocker{Kind: "Operation", Name: "op-42"}, sdk.Blocker{Kind: "PodDisruptionBudget", Namespace: "apps", Name: "web"}), nil
 }
 
 // failer fails, retryably, with hostile text.

@@ -34,6 +34,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=stepwise.dev, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("Backoff"):
 		return &stepwisev1alpha1.BackoffApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BlockingObject"):
+		return &stepwisev1alpha1.BlockingObjectApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FailureRecord"):
 		return &stepwisev1alpha1.FailureRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FieldRequirement"):

@@ -136,6 +136,7 @@ func EncodeOutcome(res contract.Result, err error) *RunHookResponse {
 	resp := &RunHookResponse{Outcome: &RunHookResponse_Result{Result: &Result{
 		Done: res.Done, RequeueAfterNanos: int64(res.RequeueAfter),
 		Outputs: validMap(res.Outputs), Message: contract.ValidUTF8(res.Message), State: validMap(res.State),
+		BlockedBy: blockersOf(res.BlockedBy),
 	}}}
 	if size := protobuf.Size(resp); size > MaxMessageSize {
 		return encodeError(contract.Permanent(ReasonMessageTooLarge, fmt.Errorf(
@@ -143,6 +144,30 @@ func EncodeOutcome(res contract.Result, err error) *RunHookResponse {
 			size, MaxMessageSize)))
 	}
 	return resp
+}
+
+// blockersOf is the protocol's form of a result's blockers.
+func blockersOf(in []contract.Blocker) []*Blocker {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*Blocker, len(in))
+	for i, b := range in {
+		out[i] = &Blocker{Kind: contract.ValidUTF8(b.Kind), Namespace: contract.ValidUTF8(b.Namespace), Name: contract.ValidUTF8(b.Name)}
+	}
+	return out
+}
+
+// blockersFrom is the contract's form of a result's blockers.
+func blockersFrom(in []*Blocker) []contract.Blocker {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]contract.Blocker, len(in))
+	for i, b := range in {
+		out[i] = contract.Blocker{Kind: b.GetKind(), Namespace: b.GetNamespace(), Name: b.GetName()}
+	}
+	return out
 }
 
 func encodeError(err error) *RunHookResponse {
@@ -203,6 +228,7 @@ func DecodeOutcome(resp *RunHookResponse) (contract.Result, error) {
 		return contract.Result{
 			Done: r.GetDone(), RequeueAfter: time.Duration(r.GetRequeueAfterNanos()),
 			Outputs: r.GetOutputs(), Message: r.GetMessage(), State: r.GetState(),
+			BlockedBy: blockersFrom(r.GetBlockedBy()),
 		}, nil
 	case *RunHookResponse_Error:
 		return contract.Result{}, errorFrom(out.Error)

@@ -642,7 +642,10 @@ type Result struct {
 	Outputs           map[string]string `protobuf:"bytes,3,rep,name=outputs,proto3" json:"outputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Message           string            `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
 	// Version 2: kept for the hook's next call when not done.
-	State         map[string]string `protobuf:"bytes,5,rep,name=state,proto3" json:"state,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	State map[string]string `protobuf:"bytes,5,rep,name=state,proto3" json:"state,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The objects a hook that is not done waits on (contract.Result.BlockedBy). A plugin
+	// built before this field sends none; the protocol version stays.
+	BlockedBy     []*Blocker `protobuf:"bytes,6,rep,name=blocked_by,json=blockedBy,proto3" json:"blocked_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -712,6 +715,73 @@ func (x *Result) GetState() map[string]string {
 	return nil
 }
 
+func (x *Result) GetBlockedBy() []*Blocker {
+	if x != nil {
+		return x.BlockedBy
+	}
+	return nil
+}
+
+type Blocker struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Namespace     string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Blocker) Reset() {
+	*x = Blocker{}
+	mi := &file_plugin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Blocker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Blocker) ProtoMessage() {}
+
+func (x *Blocker) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Blocker.ProtoReflect.Descriptor instead.
+func (*Blocker) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Blocker) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Blocker) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *Blocker) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type Error struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Permanent     bool                   `protobuf:"varint,1,opt,name=permanent,proto3" json:"permanent,omitempty"`
@@ -723,7 +793,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +805,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +818,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{9}
+	return file_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Error) GetPermanent() bool {
@@ -785,7 +855,7 @@ type RunHookResponse struct {
 
 func (x *RunHookResponse) Reset() {
 	*x = RunHookResponse{}
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +867,7 @@ func (x *RunHookResponse) String() string {
 func (*RunHookResponse) ProtoMessage() {}
 
 func (x *RunHookResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +880,7 @@ func (x *RunHookResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunHookResponse.ProtoReflect.Descriptor instead.
 func (*RunHookResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{10}
+	return file_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunHookResponse) GetOutcome() isRunHookResponse_Outcome {
@@ -867,7 +937,7 @@ type PlanItem struct {
 
 func (x *PlanItem) Reset() {
 	*x = PlanItem{}
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -879,7 +949,7 @@ func (x *PlanItem) String() string {
 func (*PlanItem) ProtoMessage() {}
 
 func (x *PlanItem) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -892,7 +962,7 @@ func (x *PlanItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanItem.ProtoReflect.Descriptor instead.
 func (*PlanItem) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PlanItem) GetKind() string {
@@ -935,7 +1005,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +1017,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +1030,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Plan) GetSummary() string {
@@ -1004,7 +1074,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1086,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1099,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PlanResponse) GetOutcome() isPlanResponse_Outcome {
@@ -1144,20 +1214,26 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x03(\v2(.stepwise.plugin.v1.SecretData.DataEntryR\x04data\x1a7\n" +
 	"\tDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\xdc\x02\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x98\x03\n" +
 	"\x06Result\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\bR\x04done\x12.\n" +
 	"\x13requeue_after_nanos\x18\x02 \x01(\x03R\x11requeueAfterNanos\x12A\n" +
 	"\aoutputs\x18\x03 \x03(\v2'.stepwise.plugin.v1.Result.OutputsEntryR\aoutputs\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12;\n" +
-	"\x05state\x18\x05 \x03(\v2%.stepwise.plugin.v1.Result.StateEntryR\x05state\x1a:\n" +
+	"\x05state\x18\x05 \x03(\v2%.stepwise.plugin.v1.Result.StateEntryR\x05state\x12:\n" +
+	"\n" +
+	"blocked_by\x18\x06 \x03(\v2\x1b.stepwise.plugin.v1.BlockerR\tblockedBy\x1a:\n" +
 	"\fOutputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a8\n" +
 	"\n" +
 	"StateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"W\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"O\n" +
+	"\aBlocker\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"W\n" +
 	"\x05Error\x12\x1c\n" +
 	"\tpermanent\x18\x01 \x01(\bR\tpermanent\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -1209,7 +1285,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_plugin_proto_goTypes = []any{
 	(Hook)(0),                // 0: stepwise.plugin.v1.Hook
 	(*DescribeRequest)(nil),  // 1: stepwise.plugin.v1.DescribeRequest
@@ -1221,55 +1297,57 @@ var file_plugin_proto_goTypes = []any{
 	(*RunHookRequest)(nil),   // 7: stepwise.plugin.v1.RunHookRequest
 	(*SecretData)(nil),       // 8: stepwise.plugin.v1.SecretData
 	(*Result)(nil),           // 9: stepwise.plugin.v1.Result
-	(*Error)(nil),            // 10: stepwise.plugin.v1.Error
-	(*RunHookResponse)(nil),  // 11: stepwise.plugin.v1.RunHookResponse
-	(*PlanItem)(nil),         // 12: stepwise.plugin.v1.PlanItem
-	(*Plan)(nil),             // 13: stepwise.plugin.v1.Plan
-	(*PlanResponse)(nil),     // 14: stepwise.plugin.v1.PlanResponse
-	nil,                      // 15: stepwise.plugin.v1.StepOutputs.ValuesEntry
-	nil,                      // 16: stepwise.plugin.v1.RunHookRequest.ParamsEntry
-	nil,                      // 17: stepwise.plugin.v1.RunHookRequest.OutputsEntry
-	nil,                      // 18: stepwise.plugin.v1.RunHookRequest.SecretsEntry
-	nil,                      // 19: stepwise.plugin.v1.RunHookRequest.SecretParamsEntry
-	nil,                      // 20: stepwise.plugin.v1.RunHookRequest.StateEntry
-	nil,                      // 21: stepwise.plugin.v1.SecretData.DataEntry
-	nil,                      // 22: stepwise.plugin.v1.Result.OutputsEntry
-	nil,                      // 23: stepwise.plugin.v1.Result.StateEntry
-	nil,                      // 24: stepwise.plugin.v1.Plan.OutputsEntry
+	(*Blocker)(nil),          // 10: stepwise.plugin.v1.Blocker
+	(*Error)(nil),            // 11: stepwise.plugin.v1.Error
+	(*RunHookResponse)(nil),  // 12: stepwise.plugin.v1.RunHookResponse
+	(*PlanItem)(nil),         // 13: stepwise.plugin.v1.PlanItem
+	(*Plan)(nil),             // 14: stepwise.plugin.v1.Plan
+	(*PlanResponse)(nil),     // 15: stepwise.plugin.v1.PlanResponse
+	nil,                      // 16: stepwise.plugin.v1.StepOutputs.ValuesEntry
+	nil,                      // 17: stepwise.plugin.v1.RunHookRequest.ParamsEntry
+	nil,                      // 18: stepwise.plugin.v1.RunHookRequest.OutputsEntry
+	nil,                      // 19: stepwise.plugin.v1.RunHookRequest.SecretsEntry
+	nil,                      // 20: stepwise.plugin.v1.RunHookRequest.SecretParamsEntry
+	nil,                      // 21: stepwise.plugin.v1.RunHookRequest.StateEntry
+	nil,                      // 22: stepwise.plugin.v1.SecretData.DataEntry
+	nil,                      // 23: stepwise.plugin.v1.Result.OutputsEntry
+	nil,                      // 24: stepwise.plugin.v1.Result.StateEntry
+	nil,                      // 25: stepwise.plugin.v1.Plan.OutputsEntry
 }
 var file_plugin_proto_depIdxs = []int32{
 	3,  // 0: stepwise.plugin.v1.DescribeResponse.executors:type_name -> stepwise.plugin.v1.ExecutorInfo
 	4,  // 1: stepwise.plugin.v1.ExecutorInfo.parameters:type_name -> stepwise.plugin.v1.Parameter
-	15, // 2: stepwise.plugin.v1.StepOutputs.values:type_name -> stepwise.plugin.v1.StepOutputs.ValuesEntry
+	16, // 2: stepwise.plugin.v1.StepOutputs.values:type_name -> stepwise.plugin.v1.StepOutputs.ValuesEntry
 	0,  // 3: stepwise.plugin.v1.RunHookRequest.hook:type_name -> stepwise.plugin.v1.Hook
 	5,  // 4: stepwise.plugin.v1.RunHookRequest.pipeline:type_name -> stepwise.plugin.v1.PipelineRef
-	16, // 5: stepwise.plugin.v1.RunHookRequest.params:type_name -> stepwise.plugin.v1.RunHookRequest.ParamsEntry
-	17, // 6: stepwise.plugin.v1.RunHookRequest.outputs:type_name -> stepwise.plugin.v1.RunHookRequest.OutputsEntry
-	18, // 7: stepwise.plugin.v1.RunHookRequest.secrets:type_name -> stepwise.plugin.v1.RunHookRequest.SecretsEntry
-	19, // 8: stepwise.plugin.v1.RunHookRequest.secret_params:type_name -> stepwise.plugin.v1.RunHookRequest.SecretParamsEntry
-	20, // 9: stepwise.plugin.v1.RunHookRequest.state:type_name -> stepwise.plugin.v1.RunHookRequest.StateEntry
-	21, // 10: stepwise.plugin.v1.SecretData.data:type_name -> stepwise.plugin.v1.SecretData.DataEntry
-	22, // 11: stepwise.plugin.v1.Result.outputs:type_name -> stepwise.plugin.v1.Result.OutputsEntry
-	23, // 12: stepwise.plugin.v1.Result.state:type_name -> stepwise.plugin.v1.Result.StateEntry
-	9,  // 13: stepwise.plugin.v1.RunHookResponse.result:type_name -> stepwise.plugin.v1.Result
-	10, // 14: stepwise.plugin.v1.RunHookResponse.error:type_name -> stepwise.plugin.v1.Error
-	12, // 15: stepwise.plugin.v1.Plan.details:type_name -> stepwise.plugin.v1.PlanItem
-	24, // 16: stepwise.plugin.v1.Plan.outputs:type_name -> stepwise.plugin.v1.Plan.OutputsEntry
-	13, // 17: stepwise.plugin.v1.PlanResponse.plan:type_name -> stepwise.plugin.v1.Plan
-	10, // 18: stepwise.plugin.v1.PlanResponse.error:type_name -> stepwise.plugin.v1.Error
-	6,  // 19: stepwise.plugin.v1.RunHookRequest.OutputsEntry.value:type_name -> stepwise.plugin.v1.StepOutputs
-	8,  // 20: stepwise.plugin.v1.RunHookRequest.SecretParamsEntry.value:type_name -> stepwise.plugin.v1.SecretData
-	1,  // 21: stepwise.plugin.v1.Executor.Describe:input_type -> stepwise.plugin.v1.DescribeRequest
-	7,  // 22: stepwise.plugin.v1.Executor.RunHook:input_type -> stepwise.plugin.v1.RunHookRequest
-	7,  // 23: stepwise.plugin.v1.Executor.Plan:input_type -> stepwise.plugin.v1.RunHookRequest
-	2,  // 24: stepwise.plugin.v1.Executor.Describe:output_type -> stepwise.plugin.v1.DescribeResponse
-	11, // 25: stepwise.plugin.v1.Executor.RunHook:output_type -> stepwise.plugin.v1.RunHookResponse
-	14, // 26: stepwise.plugin.v1.Executor.Plan:output_type -> stepwise.plugin.v1.PlanResponse
-	24, // [24:27] is the sub-list for method output_type
-	21, // [21:24] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	17, // 5: stepwise.plugin.v1.RunHookRequest.params:type_name -> stepwise.plugin.v1.RunHookRequest.ParamsEntry
+	18, // 6: stepwise.plugin.v1.RunHookRequest.outputs:type_name -> stepwise.plugin.v1.RunHookRequest.OutputsEntry
+	19, // 7: stepwise.plugin.v1.RunHookRequest.secrets:type_name -> stepwise.plugin.v1.RunHookRequest.SecretsEntry
+	20, // 8: stepwise.plugin.v1.RunHookRequest.secret_params:type_name -> stepwise.plugin.v1.RunHookRequest.SecretParamsEntry
+	21, // 9: stepwise.plugin.v1.RunHookRequest.state:type_name -> stepwise.plugin.v1.RunHookRequest.StateEntry
+	22, // 10: stepwise.plugin.v1.SecretData.data:type_name -> stepwise.plugin.v1.SecretData.DataEntry
+	23, // 11: stepwise.plugin.v1.Result.outputs:type_name -> stepwise.plugin.v1.Result.OutputsEntry
+	24, // 12: stepwise.plugin.v1.Result.state:type_name -> stepwise.plugin.v1.Result.StateEntry
+	10, // 13: stepwise.plugin.v1.Result.blocked_by:type_name -> stepwise.plugin.v1.Blocker
+	9,  // 14: stepwise.plugin.v1.RunHookResponse.result:type_name -> stepwise.plugin.v1.Result
+	11, // 15: stepwise.plugin.v1.RunHookResponse.error:type_name -> stepwise.plugin.v1.Error
+	13, // 16: stepwise.plugin.v1.Plan.details:type_name -> stepwise.plugin.v1.PlanItem
+	25, // 17: stepwise.plugin.v1.Plan.outputs:type_name -> stepwise.plugin.v1.Plan.OutputsEntry
+	14, // 18: stepwise.plugin.v1.PlanResponse.plan:type_name -> stepwise.plugin.v1.Plan
+	11, // 19: stepwise.plugin.v1.PlanResponse.error:type_name -> stepwise.plugin.v1.Error
+	6,  // 20: stepwise.plugin.v1.RunHookRequest.OutputsEntry.value:type_name -> stepwise.plugin.v1.StepOutputs
+	8,  // 21: stepwise.plugin.v1.RunHookRequest.SecretParamsEntry.value:type_name -> stepwise.plugin.v1.SecretData
+	1,  // 22: stepwise.plugin.v1.Executor.Describe:input_type -> stepwise.plugin.v1.DescribeRequest
+	7,  // 23: stepwise.plugin.v1.Executor.RunHook:input_type -> stepwise.plugin.v1.RunHookRequest
+	7,  // 24: stepwise.plugin.v1.Executor.Plan:input_type -> stepwise.plugin.v1.RunHookRequest
+	2,  // 25: stepwise.plugin.v1.Executor.Describe:output_type -> stepwise.plugin.v1.DescribeResponse
+	12, // 26: stepwise.plugin.v1.Executor.RunHook:output_type -> stepwise.plugin.v1.RunHookResponse
+	15, // 27: stepwise.plugin.v1.Executor.Plan:output_type -> stepwise.plugin.v1.PlanResponse
+	25, // [25:28] is the sub-list for method output_type
+	22, // [22:25] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1277,11 +1355,11 @@ func file_plugin_proto_init() {
 	if File_plugin_proto != nil {
 		return
 	}
-	file_plugin_proto_msgTypes[10].OneofWrappers = []any{
+	file_plugin_proto_msgTypes[11].OneofWrappers = []any{
 		(*RunHookResponse_Result)(nil),
 		(*RunHookResponse_Error)(nil),
 	}
-	file_plugin_proto_msgTypes[13].OneofWrappers = []any{
+	file_plugin_proto_msgTypes[14].OneofWrappers = []any{
 		(*PlanResponse_Plan)(nil),
 		(*PlanResponse_Error)(nil),
 	}
@@ -1291,7 +1369,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

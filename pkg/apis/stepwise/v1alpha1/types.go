@@ -14,6 +14,8 @@ const (
 	MaxSteps = 50
 	// MaxStepMessageLength bounds a step's status message, in bytes.
 	MaxStepMessageLength = 1024
+	// MaxStepBlockers bounds the objects a step's status names as blocking it.
+	MaxStepBlockers = 16
 	// MaxStepOutputsSize bounds the sum of a step's output keys and values, in bytes.
 	MaxStepOutputsSize = 4096
 	// MaxStepOutputs bounds the number of outputs of a step.
@@ -473,6 +475,13 @@ type StepStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 
+	// BlockedBy names the objects the step's waiting hook waits on, as its executor says,
+	// such as the PodDisruptionBudgets that refuse a drain's evictions. Empty once the
+	// hook moves on.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	BlockedBy []BlockingObject `json:"blockedBy,omitempty"`
+
 	// Ran records what the step's Create hook was called with. Its teardown runs from this
 	// record, not from the spec, and only a step with a record is torn down.
 	// +optional
@@ -484,6 +493,25 @@ type StepStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// KindPodDisruptionBudget is the kind of the blocker node.drain names for each
+// PodDisruptionBudget that refuses its evictions; a trigger counts the pipelines blocked
+// on them.
+const KindPodDisruptionBudget = "PodDisruptionBudget"
+
+// BlockingObject is an object a step waits on.
+type BlockingObject struct {
+	// Kind of the object, such as PodDisruptionBudget.
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Namespace of the object; empty for one that has none.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // TemplateSnapshot is what a pipeline took from its template.

@@ -61,6 +61,10 @@ type StepStatusApplyConfiguration struct {
 	Plan *StepPlanApplyConfiguration `json:"plan,omitempty"`
 	// Message is the executor's or the engine's last word on the step.
 	Message *string `json:"message,omitempty"`
+	// BlockedBy names the objects the step's waiting hook waits on, as its executor says,
+	// such as the PodDisruptionBudgets that refuse a drain's evictions. Empty once the
+	// hook moves on.
+	BlockedBy []BlockingObjectApplyConfiguration `json:"blockedBy,omitempty"`
 	// Ran records what the step's Create hook was called with. Its teardown runs from this
 	// record, not from the spec, and only a step with a record is torn down.
 	Ran *StepRunApplyConfiguration `json:"ran,omitempty"`
@@ -195,6 +199,19 @@ func (b *StepStatusApplyConfiguration) WithPlan(value *StepPlanApplyConfiguratio
 // If called multiple times, the Message field is set to the value of the last call.
 func (b *StepStatusApplyConfiguration) WithMessage(value string) *StepStatusApplyConfiguration {
 	b.Message = &value
+	return b
+}
+
+// WithBlockedBy adds the given value to the BlockedBy field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the BlockedBy field.
+func (b *StepStatusApplyConfiguration) WithBlockedBy(values ...*BlockingObjectApplyConfiguration) *StepStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithBlockedBy")
+		}
+		b.BlockedBy = append(b.BlockedBy, *values[i])
+	}
 	return b
 }
 

@@ -1,0 +1,45 @@
+package proto
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+)
+
+func TestOutcomeRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		in   contract.Result
+		want contract.Result
+	}{
+		{
+			name: "a finished hook",
+			in:   contract.DoneWithOutputs("done", map[string]string{"id": "i-1"}),
+			want: contract.DoneWithOutputs("done", map[string]string{"id": "i-1"}),
+		},
+		{
+			name: "a hook waiting on objects names them",
+			in: contract.Wait(5*time.Second, "2 pods left").Blocked(
+				contract.Blocker{Kind: "PodDisruptionBudget", Namespace: "apps", Name: "web"},
+				contract.Blocker{Kind: "Node", Name: "n1"}),
+			want: contract.Result{RequeueAfter: 5 * time.Second, Message: "2 pods left", BlockedBy: []contract.Blocker{
+				{Kind: "PodDisruptionBudget", Namespace: "apps", Name: "web"}, {Kind: "Node", Name: "n1"}}},
+		},
+		{
+			name: "what is not UTF-8 is made so",
+			in:   contract.Wait(time.Second, "").Blocked(contract.Blocker{Kind: "K", Name: "a\xffb"}),
+			want: contract.Result{RequeueAfter: time.Second, BlockedBy: []contract.Blocker{{Kind: "K", Name: contract.ValidUTF8("a\xffb")}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeOutcome(EncodeOutcome(tt.in, nil))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
