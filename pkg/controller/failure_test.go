@@ -82,3 +82,20 @@ func TestAFailureTeardownOfAnEarlierVersionIsRecorded(t *testing.T) {
 		})
 	}
 }
+
+// An edit under updatePolicy Rerun of a pipeline torn down after its failure is a new
+// run: its steps run again, and the failure is the last run's, not this one's.
+func TestAnEditUnderRerunRunsAgainAfterAFailureTeardown(t *testing.T) {
+	f := tornDownAfterFailure(t)
+	f.update("p", func(p *v1alpha1.Pipeline) {
+		p.Spec.UpdatePolicy = v1alpha1.UpdateRerun
+		p.Spec.Params = map[string]string{"edited": "yes"}
+	})
+	f.exec.on("drain", v1alpha1.HookCreate, done)
+	f.syncUntilIdle("p")
+
+	got := f.get("p")
+	assert.Contains(t, f.exec.Calls(), "drain/Create#1", "the steps run again")
+	assert.Nil(t, got.Status.Failure)
+	assert.Equal(t, v1alpha1.PipelineSucceeded, got.Status.Phase)
+}

@@ -9,12 +9,10 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
-// orphaned tells whether the deleted pipeline asks, by annotation, to skip the teardown of
-// its steps. It says which steps it leaves in a Warning Event and in the log.
-func (ps *pipelineSync) orphaned(ctx context.Context) bool {
-	if ps.p.Annotations[v1alpha1.TeardownPolicyAnnotation] != v1alpha1.TeardownOrphan {
-		return false
-	}
+// syncOrphan lets a deleted pipeline go without tearing down its steps, as its annotation
+// asks. It says which steps it leaves in a Warning Event and in the log.
+func (c *Controller) syncOrphan(ctx context.Context, p *v1alpha1.Pipeline) error {
+	ps := c.newPipelineSync(p)
 	var left []string
 	for r, ok := ps.nextTeardown(false); ok; r, ok = ps.nextTeardown(false) {
 		left = append(left, r.s.Name+" ("+r.executorName(deleteDirection)+")")
@@ -23,7 +21,8 @@ func (ps *pipelineSync) orphaned(ctx context.Context) bool {
 	if len(left) > 0 {
 		ps.warningEvent("TeardownOrphaned", "Teardown skipped as annotation %s=%s asks; what these steps created is left in place: %s",
 			v1alpha1.TeardownPolicyAnnotation, v1alpha1.TeardownOrphan, strings.Join(left, ", "))
-		klog.FromContext(ctx).Info("Teardown orphaned by annotation", "pipeline", klog.KObj(ps.p), "steps", left)
+		klog.FromContext(ctx).Info("Teardown orphaned by annotation", "pipeline", klog.KObj(p), "steps", left)
 	}
-	return true
+	ps.emitEvents()
+	return c.removeFinalizer(ctx, p)
 }

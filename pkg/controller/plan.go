@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -38,6 +37,7 @@ func (c *Controller) syncPlan(ctx context.Context, p *v1alpha1.Pipeline) (time.D
 	ps := c.newPipelineSync(p)
 	ps.status.ObservedGeneration = p.Generation
 	if p.Spec.TemplateRef != nil && !ps.takeTemplate(true) {
+		ps.summarize()
 		return 0, c.finish(ctx, ps, false)
 	}
 	for i := range ps.status.Steps {
@@ -45,7 +45,10 @@ func (c *Controller) syncPlan(ctx context.Context, p *v1alpha1.Pipeline) (time.D
 			break
 		}
 	}
-	ps.summarizePlan()
+	ps.summarize()
+	if ps.status.Phase == v1alpha1.PipelinePlanned {
+		ps.normalEvent(v1alpha1.ReasonPlanned, "Planned %d steps, %d warnings; nothing ran", len(ps.status.Steps), ps.planWarnings())
+	}
 	return 0, c.finish(ctx, ps, false)
 }
 
@@ -108,25 +111,15 @@ func (ps *pipelineSync) failPlan(s *v1alpha1.StepStatus, err error) bool {
 	return false
 }
 
-// summarizePlan sets the dry run's phase and Ready condition from its steps.
-func (ps *pipelineSync) summarizePlan() {
-	st := ps.status
-	if i := ps.failedStep(); i >= 0 {
-		s := &st.Steps[i]
-		st.Phase, st.CurrentStep = v1alpha1.PipelineFailed, s.Name
-		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepFailed, fmt.Sprintf("step %s cannot be planned: %s", s.Name, s.Message))
-		return
-	}
+// planWarnings counts the warnings of the steps' plans.
+func (ps *pipelineSync) planWarnings() int {
 	warnings := 0
-	for _, s := range st.Steps {
+	for _, s := range ps.status.Steps {
 		if s.Plan != nil {
 			warnings += len(s.Plan.Warnings)
 		}
 	}
-	st.Phase, st.CurrentStep, st.CompletionTime = v1alpha1.PipelinePlanned, "", ps.timeNow()
-	msg := fmt.Sprintf("planned %d steps, %d warnings; nothing ran (dry run)", len(st.Steps), warnings)
-	ps.setReady(metav1.ConditionTrue, v1alpha1.ReasonPlanned, msg)
-	ps.normalEvent(v1alpha1.ReasonPlanned, "Planned %d steps, %d warnings; nothing ran", len(st.Steps), warnings)
+	return warnings
 }
 
 // stepPlan is the status's form of a plan.

@@ -3,8 +3,6 @@ package controller
 import (
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
@@ -49,9 +47,7 @@ func (ps *pipelineSync) retryCreation() bool {
 			ps.resetStep(&ps.status.Steps[i])
 		}
 		ps.status.Failure = nil
-		ps.status.Phase = v1alpha1.PipelineRunning
 		ps.status.CompletionTime = nil
-		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRunning, "retrying from the first step")
 		ps.normalEvent("RetryRequested", "Retrying from the first step")
 		return true
 	}

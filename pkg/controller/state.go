@@ -27,6 +27,21 @@ type pipelineSync struct {
 	// that starts and succeeds in the same sync gets only its StepSucceeded event, which
 	// keeps Events (writes too) down to one a step for instant steps.
 	started map[string]int
+	// held says why the run cannot start in this sync (its template is missing, or its
+	// params do not fit it); nil when it can.
+	held *heldRun
+}
+
+// heldRun is why a run cannot start: the phase and Ready condition it shows.
+type heldRun struct {
+	phase   v1alpha1.PipelinePhase
+	reason  string
+	message string
+}
+
+// hold records that the run cannot start, and why.
+func (ps *pipelineSync) hold(phase v1alpha1.PipelinePhase, reason, message string) {
+	ps.held = &heldRun{phase: phase, reason: reason, message: message}
 }
 
 func (c *Controller) newPipelineSync(p *v1alpha1.Pipeline) *pipelineSync {

@@ -24,90 +24,130 @@ func (ps *pipelineSync) progress() int {
 	return succeeded
 }
 
-// summarizeTeardown derives the phase, current step and Ready condition of a pipeline
-// being deleted from its steps.
-func (ps *pipelineSync) summarizeTeardown() {
-	st := ps.status
-	ps.progress()
-	st.Phase = v1alpha1.PipelineDeleting
-	st.CurrentStep = ""
-	r, ok := ps.nextTeardown(false)
-	if !ok {
-		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, "teardown finished")
-		return
-	}
-	st.CurrentStep = r.s.Name
-	if teardownBlocked(r.s) {
-		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTeardownFailed, fmt.Sprintf(
-			"teardown of step %s is blocked: %s; the finalizer stays until it succeeds (annotate %s to retry, or %s=%s to leave what it created)",
-			r.s.Name, r.s.Message, v1alpha1.RetryAnnotation, v1alpha1.TeardownPolicyAnnotation, v1alpha1.TeardownOrphan))
-		return
-	}
-	ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting, withMessage("tearing down step "+r.s.Name, r.s.Message))
-}
-
-// summarizeRetired derives the status of a pipeline that tears down the runs the spec no
-// longer has before its steps run again, and reports whether there are any.
-func (ps *pipelineSync) summarizeRetired() bool {
-	r, ok := ps.nextTeardown(true)
-	if !ok {
-		return false
-	}
-	st := ps.status
-	st.CurrentStep = r.s.Name
-	if teardownBlocked(r.s) {
-		st.Phase = v1alpha1.PipelineFailed
-		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTeardownFailed, fmt.Sprintf(
-			"teardown of step %s, which the spec no longer has as it ran, is blocked: %s; the steps run again once it succeeds (annotate %s to retry)",
-			r.s.Name, r.s.Message, v1alpha1.RetryAnnotation))
-		return true
-	}
-	st.Phase = v1alpha1.PipelineRunning
-	ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonDeleting,
-		withMessage("tearing down step "+r.s.Name+", which the spec no longer has as it ran", r.s.Message))
-	return true
-}
-
 // summarize derives the pipeline's phase, current step, progress and Ready condition from
-// its steps.
+// its typed state: the spec, the working status, and what held the run back in this sync.
+// It is the one place they are set, after every handler.
 func (ps *pipelineSync) summarize() {
 	st := ps.status
-	succeeded := ps.progress()
-	if ps.summarizeRetired() || ps.summarizeFailureTeardown() {
-		return
-	}
+	var r readiness
 	switch {
-	case ps.failed():
-		s := &st.Steps[ps.failedStep()]
-		st.Phase = v1alpha1.PipelineFailed
-		st.CurrentStep = s.Name
-		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepFailed, fmt.Sprintf("step %s failed: %s", s.Name, s.Message))
-
-	case succeeded == len(st.Steps):
+	case ps.held != nil: // the run did not start: its steps and progress are as they were
+		r = notReady(ps.held.phase, st.CurrentStep, ps.held.reason, ps.held.message)
+	case ps.p.Spec.DryRun:
+		r = ps.planReadiness()
+	case ps.p.DeletionTimestamp != nil:
+		ps.progress()
+		r = ps.teardownReadiness()
+	default:
+		r = ps.runReadiness(ps.progress())
+	}
+	switch r.phase {
+	case v1alpha1.PipelinePlanned:
+		st.CompletionTime = ps.timeNow()
+	case v1alpha1.PipelineSucceeded:
 		if st.Phase != v1alpha1.PipelineSucceeded {
 			ps.normalEvent(v1alpha1.ReasonSucceeded, "All %d steps succeeded", len(st.Steps))
 		}
-		st.Phase = v1alpha1.PipelineSucceeded
-		st.CurrentStep = ""
 		if st.CompletionTime == nil {
 			st.CompletionTime = ps.timeNow()
 		}
-		ps.setReady(metav1.ConditionTrue, v1alpha1.ReasonSucceeded, fmt.Sprintf("all %d steps succeeded", len(st.Steps)))
+	}
+	st.Phase, st.CurrentStep = r.phase, r.current
+	ps.setReady(r.status, r.reason, r.message)
+}
 
+// readiness is what summarize derives: the pipeline's phase, current step and Ready
+// condition.
+type readiness struct {
+	phase   v1alpha1.PipelinePhase
+	current string
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+}
+
+func notReady(phase v1alpha1.PipelinePhase, current, reason, message string) readiness {
+	return readiness{phase: phase, current: current, status: metav1.ConditionFalse, reason: reason, message: message}
+}
+
+// planReadiness is a dry run's: Planned, or Failed at the first step that cannot be
+// planned.
+func (ps *pipelineSync) planReadiness() readiness {
+	if i := ps.failedStep(); i >= 0 {
+		s := &ps.status.Steps[i]
+		return notReady(v1alpha1.PipelineFailed, s.Name, v1alpha1.ReasonStepFailed, fmt.Sprintf("step %s cannot be planned: %s", s.Name, s.Message))
+	}
+	return readiness{phase: v1alpha1.PipelinePlanned, status: metav1.ConditionTrue, reason: v1alpha1.ReasonPlanned,
+		message: fmt.Sprintf("planned %d steps, %d warnings; nothing ran (dry run)", len(ps.status.Steps), ps.planWarnings())}
+}
+
+// teardownReadiness is a deleted pipeline's: the step it tears down, or blocks on.
+func (ps *pipelineSync) teardownReadiness() readiness {
+	r, ok := ps.nextTeardown(false)
+	switch {
+	case !ok:
+		return notReady(v1alpha1.PipelineDeleting, "", v1alpha1.ReasonDeleting, "teardown finished")
+	case teardownBlocked(r.s):
+		return notReady(v1alpha1.PipelineDeleting, r.s.Name, v1alpha1.ReasonTeardownFailed, fmt.Sprintf(
+			"teardown of step %s is blocked: %s; the finalizer stays until it succeeds (annotate %s to retry, or %s=%s to leave what it created)",
+			r.s.Name, r.s.Message, v1alpha1.RetryAnnotation, v1alpha1.TeardownPolicyAnnotation, v1alpha1.TeardownOrphan))
 	default:
-		s := &st.Steps[ps.currentStep()]
-		st.CurrentStep = s.Name
-		switch {
-		case ps.p.Spec.Suspend:
-			st.Phase = v1alpha1.PipelineSuspended
-			ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonSuspended, "suspended before step "+s.Name)
-		case s.Phase == v1alpha1.StepWaiting:
-			st.Phase = v1alpha1.PipelineRunning
-			ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRetrying, withMessage("step "+s.Name, s.Message))
-		default:
-			st.Phase = v1alpha1.PipelineRunning
-			ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonStepRunning, withMessage("step "+s.Name, s.Message))
+		return notReady(v1alpha1.PipelineDeleting, r.s.Name, v1alpha1.ReasonDeleting, withMessage("tearing down step "+r.s.Name, r.s.Message))
+	}
+}
+
+// runReadiness is the readiness of a pipeline that is not deleted, with succeeded steps
+// succeeded; a refused edit says so over whatever the last run shows.
+func (ps *pipelineSync) runReadiness(succeeded int) readiness {
+	r := ps.lastRunReadiness(succeeded)
+	if ps.status.RefusedSpecHash != "" {
+		r.phase, r.status, r.reason, r.message = v1alpha1.PipelineFailed, metav1.ConditionFalse, reasonSpecChangeRefused, ps.refusedEditMessage()
+	}
+	return r
+}
+
+// lastRunReadiness is the readiness of the spec's run: the retired runs it tears down
+// first, the teardown after its failure, or its steps.
+func (ps *pipelineSync) lastRunReadiness(succeeded int) readiness {
+	st := ps.status
+	if r, ok := ps.nextTeardown(true); ok {
+		if teardownBlocked(r.s) {
+			return notReady(v1alpha1.PipelineFailed, r.s.Name, v1alpha1.ReasonTeardownFailed, fmt.Sprintf(
+				"teardown of step %s, which the spec no longer has as it ran, is blocked: %s; the steps run again once it succeeds (annotate %s to retry)",
+				r.s.Name, r.s.Message, v1alpha1.RetryAnnotation))
 		}
+		return notReady(v1alpha1.PipelineRunning, r.s.Name, v1alpha1.ReasonDeleting,
+			withMessage("tearing down step "+r.s.Name+", which the spec no longer has as it ran", r.s.Message))
+	}
+	if f := st.Failure; f != nil {
+		failure := failedStepMessage(f)
+		r, ok := ps.nextTeardown(false)
+		switch {
+		case !ok:
+			return notReady(v1alpha1.PipelineFailed, f.Step, v1alpha1.ReasonTornDownAfterFailure, failure+tornDownSuffix)
+		case teardownBlocked(r.s):
+			return notReady(v1alpha1.PipelineFailed, f.Step, v1alpha1.ReasonTearingDownAfterFailure, fmt.Sprintf(
+				"%s"+blockedInfix+"%s is blocked: %s (annotate %s to retry)", failure, r.s.Name, r.s.Message, v1alpha1.RetryAnnotation))
+		default:
+			return notReady(v1alpha1.PipelineFailed, f.Step, v1alpha1.ReasonTearingDownAfterFailure, failure+tearingDownSuffix)
+		}
+	}
+	if i := ps.failedStep(); i >= 0 {
+		s := &st.Steps[i]
+		return notReady(v1alpha1.PipelineFailed, s.Name, v1alpha1.ReasonStepFailed, fmt.Sprintf("step %s failed: %s", s.Name, s.Message))
+	}
+	if succeeded == len(st.Steps) {
+		return readiness{phase: v1alpha1.PipelineSucceeded, status: metav1.ConditionTrue, reason: v1alpha1.ReasonSucceeded,
+			message: fmt.Sprintf("all %d steps succeeded", len(st.Steps))}
+	}
+	s := &st.Steps[ps.currentStep()]
+	switch {
+	case ps.p.Spec.Suspend:
+		return notReady(v1alpha1.PipelineSuspended, s.Name, v1alpha1.ReasonSuspended, "suspended before step "+s.Name)
+	case s.Phase == v1alpha1.StepWaiting:
+		return notReady(v1alpha1.PipelineRunning, s.Name, v1alpha1.ReasonStepRetrying, withMessage("step "+s.Name, s.Message))
+	default:
+		return notReady(v1alpha1.PipelineRunning, s.Name, v1alpha1.ReasonStepRunning, withMessage("step "+s.Name, s.Message))
 	}
 }
 

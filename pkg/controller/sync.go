@@ -38,40 +38,43 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 		}
 	}
 
-	if p.Spec.DryRun {
+	switch mode := modeOf(p); mode {
+	case modePlan:
 		return c.syncPlan(ctx, p)
-	}
-	if p.DeletionTimestamp != nil {
-		if !slices.Contains(p.Finalizers, v1alpha1.Finalizer) {
-			return 0, nil
-		}
-		return c.syncDeletion(ctx, p)
-	}
-	if !slices.Contains(p.Finalizers, v1alpha1.Finalizer) {
-		// Nothing runs before the finalizer is in place, so no step can escape teardown.
+	case modeForget:
+		return 0, nil
+	case modeAddFinalizer:
 		return 0, c.patchFinalizers(ctx, p, append(slices.Clone(p.Finalizers), v1alpha1.Finalizer))
+	case modeOrphan:
+		return 0, c.syncOrphan(ctx, p)
+	case modeDelete:
+		return c.syncDeletion(ctx, p)
+	default:
+		return c.syncRun(ctx, p, mode)
 	}
-	return c.syncCreation(ctx, p)
 }
 
-// syncCreation tears down what the spec no longer has, then runs the first step that has
-// not succeeded for the pipeline's generation.
-func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (time.Duration, error) {
+// syncRun is the sync of a pipeline that is not deleted. A refused edit runs nothing; a
+// new spec starts a run (startRun), which may wait for its template. Then the handler of
+// each mode, derived again from the working status after each, runs while the work
+// finishes at once: the retired runs' teardowns, the steps, and the teardown after a
+// failure, in one sync and one status write.
+func (c *Controller) syncRun(ctx context.Context, p *v1alpha1.Pipeline, mode syncMode) (time.Duration, error) {
 	ps := c.newPipelineSync(p)
 	ps.status.ObservedGeneration = p.Generation
 	hash := specHash(&p.Spec)
-	newRun := hash != ps.status.SpecHash
-	if newRun && ps.refusesEdit() {
+	if mode == modeRefuseEdit {
+		ps.refuseEdit(hash)
 		ps.summarize()
-		ps.refuseSpecChange(hash)
 		return 0, c.finish(ctx, ps, false)
 	}
 	ps.status.RefusedSpecHash = "" // the spec runs (or an edit was undone)
-	if p.Spec.TemplateRef != nil && !ps.takeTemplate(newRun) {
+	if p.Spec.TemplateRef != nil && !ps.takeTemplate(mode == modeStartRun) {
+		ps.summarize()
 		return 0, c.finish(ctx, ps, false)
 	}
-	if newRun {
-		ps.newSpec(hash)
+	if mode == modeStartRun {
+		ps.startRun(hash)
 	}
 	retryRequested := ps.retryCreation()
 
@@ -82,24 +85,42 @@ func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (ti
 	// once the operator is shutting down, so that slow steps still record their progress.
 	var requeue time.Duration
 	batchStart := ps.now()
-	stopped := p.Spec.Suspend
-	if !stopped {
-		requeue, stopped = ps.tearDown(ctx, true, batchStart)
-	}
-	ps.dropTornDownRetired()
-	if len(ps.status.RetiredSteps) == 0 && ps.failureTeardown() == "" {
-		for i := ps.currentStep(); i >= 0 && !stopped && !ps.failed(); i = ps.currentStep() {
-			requeue = ps.runStep(ctx, ps.specStep(i), createDirection)
-			stopped = !ps.goOn(&ps.status.Steps[i], v1alpha1.StepSucceeded, batchStart)
-		}
-	}
-	if !p.Spec.Suspend {
-		if after := ps.tearDownAfterFailure(ctx); after > 0 {
-			requeue = after
+	for goOn := true; goOn; {
+		ps.dropTornDownRetired()
+		switch runModeOf(&p.Spec, ps.status, hash) {
+		case modeTearDownRetired:
+			requeue, goOn = ps.tearDownRetired(ctx, batchStart)
+		case modeRun:
+			requeue, goOn = ps.runSteps(ctx, batchStart)
+		case modeTearDownAfterFailure:
+			requeue, goOn = ps.tearDownAfterFailure(ctx), false
+		default: // suspended or finished: nothing runs
+			goOn = false
 		}
 	}
 	ps.summarize()
 	return requeue, c.finish(ctx, ps, retryRequested)
+}
+
+// tearDownRetired tears down the runs the spec no longer has, and reports when to look
+// again and whether the steps may run now in this sync.
+func (ps *pipelineSync) tearDownRetired(ctx context.Context, batchStart time.Time) (time.Duration, bool) {
+	requeue, stopped := ps.tearDown(ctx, true, batchStart)
+	return requeue, !stopped
+}
+
+// runSteps runs the steps in order while each finishes at once, and reports when to look
+// again and whether a step failed, whose teardown (under onFailure Teardown) starts in
+// this sync.
+func (ps *pipelineSync) runSteps(ctx context.Context, batchStart time.Time) (time.Duration, bool) {
+	var requeue time.Duration
+	for i := ps.currentStep(); i >= 0 && !ps.failed(); i = ps.currentStep() {
+		requeue = ps.runStep(ctx, ps.specStep(i), createDirection)
+		if !ps.goOn(&ps.status.Steps[i], v1alpha1.StepSucceeded, batchStart) {
+			break
+		}
+	}
+	return requeue, ps.failed()
 }
 
 // maxBatchDuration bounds the work one sync does before writing it down: after it, the next
@@ -107,28 +128,23 @@ func (c *Controller) syncCreation(ctx context.Context, p *v1alpha1.Pipeline) (ti
 const maxBatchDuration = time.Second
 
 // syncDeletion tears down the steps that ran, last first, then the retired runs, as
-// syncCreation runs them: in one sync while each teardown finishes at once; with none left
+// syncRun runs them: in one sync while each teardown finishes at once; with none left
 // it removes the finalizer.
 func (c *Controller) syncDeletion(ctx context.Context, p *v1alpha1.Pipeline) (time.Duration, error) {
 	ps := c.newPipelineSync(p)
 	retryRequested := ps.retryTeardown()
-	if ps.orphaned(ctx) {
-		ps.emitEvents()
-		return 0, c.removeFinalizer(ctx, p)
-	}
-
 	requeue, _ := ps.tearDown(ctx, false, ps.now())
 	if _, ok := ps.nextTeardown(false); !ok {
 		// The last teardown is done: the object goes away, so its status needs no write.
 		ps.emitEvents()
 		return 0, c.removeFinalizer(ctx, p)
 	}
-	ps.summarizeTeardown()
+	ps.summarize()
 	return requeue, c.finish(ctx, ps, retryRequested)
 }
 
 // tearDown runs the teardowns nextTeardown names, one after the other while they finish at
-// once, as the steps run (see syncCreation), and reports when to look again and whether it
+// once, as the steps run (see syncRun), and reports when to look again and whether it
 // stopped before the work was done.
 func (ps *pipelineSync) tearDown(ctx context.Context, retiredOnly bool, batchStart time.Time) (time.Duration, bool) {
 	var requeue time.Duration

@@ -37,8 +37,7 @@ func (ps *pipelineSync) takeTemplate(newRun bool) bool {
 	}
 	if tpl != nil && ps.c.undecodableTemplates != nil {
 		if decodeErr := ps.c.undecodableTemplates.Err(tpl); decodeErr != nil {
-			ps.status.Phase = v1alpha1.PipelinePending
-			ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonUndecodable, fmt.Sprintf(
+			ps.hold(v1alpha1.PipelinePending, v1alpha1.ReasonUndecodable, fmt.Sprintf(
 				"template %s cannot be decoded (%v); the pipeline starts once the template is fixed", ref.Name, decodeErr))
 			return false
 		}
@@ -59,8 +58,7 @@ func (ps *pipelineSync) takeTemplate(newRun bool) bool {
 	}
 	params, err := bindParams(tpl.Spec.Params, ps.p.Spec.Params)
 	if err != nil {
-		ps.status.Phase = v1alpha1.PipelineFailed
-		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonInvalidParameters, fmt.Sprintf("template %s: %v", ref.Name, err))
+		ps.hold(v1alpha1.PipelineFailed, v1alpha1.ReasonInvalidParameters, fmt.Sprintf("template %s: %v", ref.Name, err))
 		return false
 	}
 	snap = &v1alpha1.TemplateSnapshot{
@@ -70,8 +68,7 @@ func (ps *pipelineSync) takeTemplate(newRun bool) bool {
 	// The copy is never shed from the status (the run needs it): a pipeline it would make
 	// too large to store fails now, before a hook runs whose status could not be written.
 	if size, err := ps.sizeWithTemplate(snap); err != nil || size > maxObjectBytes {
-		ps.status.Phase = v1alpha1.PipelineFailed
-		ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTemplateTooLarge, fmt.Sprintf(
+		ps.hold(v1alpha1.PipelineFailed, v1alpha1.ReasonTemplateTooLarge, fmt.Sprintf(
 			"template %s: its steps and the params, which the status keeps for the run, would make the pipeline %d bytes, over the %d it may have: make the template or its params smaller",
 			ref.Name, size, maxObjectBytes))
 		return false
@@ -92,8 +89,7 @@ func (ps *pipelineSync) sizeWithTemplate(snap *v1alpha1.TemplateSnapshot) (int, 
 }
 
 func (ps *pipelineSync) waitForTemplate(why string) {
-	ps.status.Phase = v1alpha1.PipelinePending
-	ps.setReady(metav1.ConditionFalse, v1alpha1.ReasonTemplateNotFound, why)
+	ps.hold(v1alpha1.PipelinePending, v1alpha1.ReasonTemplateNotFound, why)
 }
 
 // bindParams is given with the template's defaults filled in; an unknown name or a

@@ -154,11 +154,7 @@ func (ps *pipelineSync) failChangedSteps(keepRuns bool, reason string, message f
 	if len(failed) == 0 {
 		return nil
 	}
-	if ps.p.DeletionTimestamp != nil {
-		ps.summarizeTeardown()
-	} else {
-		ps.summarize()
-	}
+	ps.summarize()
 	return failed
 }
 
