@@ -117,6 +117,8 @@ type Controller struct {
 	shutdownGrace time.Duration
 	// hookCallTimeout bounds one call of a hook; 0: only the attempt's deadline does.
 	hookCallTimeout time.Duration
+	// due holds each waiting hook back until the time it asked for.
+	due *dueCalls
 }
 
 // New creates a controller and registers its event handlers on the informer.
@@ -140,6 +142,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		jitter:               cfg.Jitter,
 		shutdownGrace:        cfg.ShutdownGrace,
 		hookCallTimeout:      cfg.HookCallTimeout,
+		due:                  newDueCalls(),
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}

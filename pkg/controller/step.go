@@ -99,6 +99,11 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 	switch {
 	case !ps.inProgress(s, d):
 		ps.beginStep(s, d)
+	case s.Phase == d.activePhase:
+		// A hook that is not done: called again when it asked, whatever brought this sync.
+		if wait := ps.c.due.early(dueKeyOf(ps.p, s), ps.now()); wait > 0 {
+			return wait
+		}
 	case s.Phase == v1alpha1.StepWaiting:
 		if wait := s.NextAttemptTime.Sub(ps.now()); wait > 0 {
 			return wait
@@ -165,6 +170,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			}
 			// Look again no later than the deadline, so a timeout is noticed on time.
 			after = min(after, deadline.Sub(ps.now()))
+			ps.c.due.set(dueKeyOf(ps.p, s), ps.now().Add(after), ps.now())
 			ps.setStepCondition(s, metav1.ConditionFalse, string(d.activePhase), s.Message)
 			return after
 		}

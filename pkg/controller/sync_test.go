@@ -128,6 +128,7 @@ func TestHookNotDoneIsLookedAtAgainAfterItsRequeue(t *testing.T) {
 	assert.Empty(t, f.writes(), "nothing changed, nothing written")
 
 	f.exec.on("drain", v1alpha1.HookCreate, done)
+	f.clock.Step(30 * time.Second)
 	assert.Zero(t, f.sync("p"))
 	assert.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
 }
@@ -757,4 +758,38 @@ func TestAWaitingStepNamesWhatBlocksIt(t *testing.T) {
 	s := stepStatus(f.get("p"), "drain")
 	assert.Equal(t, v1alpha1.StepSucceeded, s.Phase)
 	assert.Empty(t, s.BlockedBy)
+}
+
+// TestAWaitingHookIsCalledOncePerInterval: a hook that waits is called again when it
+// asked, not when a sync comes earlier: the engine's own status write comes back through
+// the informer at once, and used to call it again within milliseconds.
+func TestAWaitingHookIsCalledOncePerInterval(t *testing.T) {
+	tests := []struct {
+		name    string
+		message func(call int) string
+	}{
+		{name: "a message that changes each call", message: func(call int) string { return fmt.Sprintf("%ds of 20m0s", 10*call) }},
+		{name: "the same message each call", message: func(int) string { return "not yet" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, newPipeline(stepsOf("ready")...))
+			calls := 0
+			f.exec.on("ready", v1alpha1.HookCreate, func(context.Context, *executor.Request) (contract.Result, error) {
+				calls++
+				return contract.Wait(10*time.Second, tt.message(calls)), nil
+			})
+			f.sync("p") // the finalizer
+			for interval := 1; interval <= 3; interval++ {
+				// Each interval: the sync it asked for, then the syncs an informer brings.
+				assert.Equal(t, 10*time.Second, f.sync("p"))
+				for k := 1; k <= 3; k++ {
+					f.clock.Step(time.Second)
+					assert.Equal(t, 10*time.Second-time.Duration(k)*time.Second, f.sync("p"), "looked at again when it asked")
+				}
+				assert.Equal(t, interval, calls, "one call in interval %d", interval)
+				f.clock.Step(7 * time.Second)
+			}
+		})
+	}
 }
