@@ -106,6 +106,7 @@ func (r Redactor) Result(res Result) Result {
 	res.Message = r.String(res.Message)
 	res.Outputs = r.Map(res.Outputs)
 	res.State = r.Map(res.State)
+	res.Created = r.Map(res.Created)
 	if res.BlockedBy != nil {
 		blockers := make([]Blocker, len(res.BlockedBy))
 		for i, b := range res.BlockedBy {

@@ -45,8 +45,16 @@ type Request struct {
 	// it) and dropped once the hook is done.
 	State map[string]string
 	// HookStarted is when the first call of this attempt of this hook was made; the step's
-	// timeout runs from it, across the hook's waits.
+	// timeout runs from it, across the hook's waits. A retry after a failure restarts it.
 	HookStarted time.Time
+	// StepStarted is when this run of the step started (its first hook's first call): a
+	// deadline of your own across every attempt and every hook of the step, such as an
+	// approval window that a retry must not restart, counts from it.
+	StepStarted time.Time
+	// Created is what the step's hooks recorded they created (Result.WithCreated), merged
+	// across its hooks and calls, kept until its teardown finished: teardown hooks get it
+	// to remove what Create made. Private to the step (later steps do not see it).
+	Created map[string]string
 }
 
 // SecretSuffix marks the parameters that name a Secret: credentialsSecret, tokenSecret…

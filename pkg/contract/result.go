@@ -16,8 +16,14 @@ type Result struct {
 	// Message is a short line for the step's status, such as "3 pods left".
 	Message string
 	// State is kept for the hook's next call when it is not done (Request.State): a start
-	// time, an operation ID. Bounded by MaxStateEntries and MaxStateSize.
+	// time, an operation ID. Bounded by MaxStateEntries and MaxStateSize. Dropped once the
+	// hook is done: what teardown needs goes in Created.
 	State map[string]string
+	// Created records what the hook created, such as a remote ID, merged into the step's
+	// record (Request.Created) whether the hook is done or waits, and given to every later
+	// hook of the step, its teardown included. Bounded by MaxCreatedEntries and
+	// MaxCreatedSize.
+	Created map[string]string
 	// BlockedBy names the objects a hook that is not done waits on, such as the
 	// PodDisruptionBudgets that refuse a drain's evictions: the step's status keeps the
 	// first 16, for a trigger and a person to see what holds it back without reading its
@@ -53,6 +59,18 @@ const (
 	MaxStateEntries = 16
 	MaxStateSize    = 4 << 10
 )
+
+// Bounds of a step's created record: it is kept in the step's status.
+const (
+	MaxCreatedEntries = 16
+	MaxCreatedSize    = 4 << 10
+)
+
+// WithCreated returns r recording what the hook created, for the step's teardown.
+func (r Result) WithCreated(created map[string]string) Result {
+	r.Created = created
+	return r
+}
 
 // WithState returns r keeping state for the hook's next call.
 func (r Result) WithState(state map[string]string) Result {

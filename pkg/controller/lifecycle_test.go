@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -323,4 +324,73 @@ func TestStepsThatRanBeforeRunRecordsAreStillTornDown(t *testing.T) {
 		"waiting/PreDelete#1", "waiting/Delete#1", "waiting/PostDelete#1",
 		"done/PreDelete#1", "done/Delete#1", "done/PostDelete#1",
 	}, f.exec.Calls())
+}
+
+// TestTeardownGetsWhatCreateRecorded: what a step's hooks record they created (a remote
+// ID) is merged across calls, given to every later hook of the step and to its teardown,
+// never to later steps, and dropped once the teardown finished. A hook that fails after
+// recording still leaves it for the teardown.
+func TestTeardownGetsWhatCreateRecorded(t *testing.T) {
+	p := newPipeline(stepsOf("ticket", "next")...)
+	p.Spec.OnFailure = v1alpha1.FailureTeardown
+	f := newFixture(t, p)
+	calls := 0
+	f.exec.on("ticket", v1alpha1.HookCreate, func(context.Context, *executor.Request) (contract.Result, error) {
+		calls++
+		if calls == 1 {
+			return contract.Wait(time.Second, "opened, waiting for approval").WithCreated(map[string]string{"ticket": "T-1"}), nil
+		}
+		return contract.Done("approved").WithCreated(map[string]string{"url": "https://tickets/T-1"}), nil
+	})
+	f.exec.on("next", v1alpha1.HookCreate, failWith(contract.Permanent("Rejected", errBoom)))
+	f.sync("p")
+	f.sync("p")
+	f.clock.Step(time.Second)
+	f.syncUntilIdle("p")
+
+	want := map[string]string{"ticket": "T-1", "url": "https://tickets/T-1"}
+	var teardown, next []executor.Request
+	for _, req := range f.exec.requests {
+		switch {
+		case req.Step == "ticket" && isDeleteHook(v1alpha1.Hook(req.Hook)):
+			teardown = append(teardown, req)
+		case req.Step == "next":
+			next = append(next, req)
+		}
+	}
+	require.NotEmpty(t, teardown, "the failure tore the ticket step down")
+	for _, req := range teardown {
+		assert.Equal(t, want, req.Created, "%s gets the record", req.Hook)
+	}
+	for _, req := range next {
+		assert.Empty(t, req.Created, "another step does not see it")
+		assert.NotContains(t, req.Outputs["ticket"], "ticket", "nor as an output")
+	}
+	got := f.get("p")
+	assert.Equal(t, v1alpha1.FailureTornDown, got.Status.Failure.Teardown)
+	assert.Empty(t, stepStatus(got, "ticket").Created, "dropped once torn down")
+}
+
+// TestStepStartedHoldsAcrossRetries: a hook's start restarts with each attempt; the step's
+// start does not, so a deadline across attempts can count from it.
+func TestStepStartedHoldsAcrossRetries(t *testing.T) {
+	f := newFixture(t, newPipeline(v1alpha1.Step{Name: "approve", Executor: "test.record",
+		Retry: &v1alpha1.RetryPolicy{Limit: 2}}))
+	f.exec.on("approve", v1alpha1.HookCreate, failTimes(2, errBoom))
+	started := f.clock.Now()
+	for range 10 {
+		f.sync("p")
+		f.clock.Step(time.Minute)
+	}
+	var creates []executor.Request
+	for _, req := range f.exec.requests {
+		if req.Hook == contract.HookCreate {
+			creates = append(creates, req)
+		}
+	}
+	require.Len(t, creates, 3)
+	for i, req := range creates {
+		assert.Equal(t, started.Unix(), req.StepStarted.Unix(), "attempt %d", i+1)
+	}
+	assert.NotEqual(t, creates[0].HookStarted, creates[2].HookStarted, "the hook's start is the attempt's")
 }

@@ -181,6 +181,31 @@ func (ps *pipelineSync) setCondition(conditions *[]metav1.Condition, status meta
 	})
 }
 
+// mergeCreated adds what a hook created to the step's record, refusing a record that would
+// not fit the status: an executor recording that much is a bug no retry fixes. What it
+// already holds stays, so that teardown still sees what an earlier call created.
+func mergeCreated(s *v1alpha1.StepStatus, created map[string]string) error {
+	if len(created) == 0 {
+		return nil
+	}
+	merged := maps.Clone(s.Created)
+	if merged == nil {
+		merged = make(map[string]string, len(created))
+	}
+	maps.Copy(merged, created)
+	size := 0
+	for k, v := range merged {
+		size += len(k) + len(v)
+	}
+	if len(merged) > contract.MaxCreatedEntries || size > contract.MaxCreatedSize {
+		return contract.Permanent("CreatedTooLarge", fmt.Errorf(
+			"the executor recorded %d created entries of %d bytes; a step may keep at most %d entries of %d bytes",
+			len(merged), size, contract.MaxCreatedEntries, contract.MaxCreatedSize))
+	}
+	s.Created = merged
+	return nil
+}
+
 // mergeOutputs adds a hook's outputs to the step's, refusing outputs that would not fit the
 // status: an executor returning that much is a bug no retry fixes.
 func mergeOutputs(s *v1alpha1.StepStatus, outputs map[string]string) error {

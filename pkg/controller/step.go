@@ -127,9 +127,12 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 	for {
 		req.Hook, req.Attempt = contract.Hook(s.Hook), s.Attempts
 		req.IdempotencyKey = contract.IdempotencyKey(string(ps.p.UID), s.Name, req.Hook)
-		req.State, req.HookStarted = s.HookState, time.Time{}
+		req.State, req.Created, req.HookStarted, req.StepStarted = s.HookState, s.Created, time.Time{}, time.Time{}
 		if s.HookStartTime != nil {
 			req.HookStarted = s.HookStartTime.Time
+		}
+		if s.StartTime != nil {
+			req.StepStarted = s.StartTime.Time
 		}
 		deadline := s.HookStartTime.Add(step.EffectiveTimeout())
 		if !ps.now().Before(deadline) {
@@ -150,6 +153,9 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, err))
 		}
 		if err := mergeOutputs(s, res.Outputs); err != nil {
+			return ps.failStep(s, step, d, err)
+		}
+		if err := mergeCreated(s, res.Created); err != nil {
 			return ps.failStep(s, step, d, err)
 		}
 		// A hook with nothing to say (often a no-op PostCreate) keeps what an earlier hook
@@ -233,6 +239,7 @@ func (ps *pipelineSync) completeStep(s *v1alpha1.StepStatus, step *v1alpha1.Step
 		ps.normalEvent("StepSucceeded", "Step %q succeeded (%s)", s.Name, s.Executor)
 		ps.c.metrics.ObserveStep(step.Executor, "succeeded", s.CompletionTime.Sub(s.StartTime.Time))
 	} else {
+		s.Created = nil // gone with the teardown
 		ps.setStepCondition(s, metav1.ConditionFalse, string(v1alpha1.StepDeleted), "torn down")
 		ps.normalEvent("StepTornDown", "Teardown of step %q finished", s.Name)
 	}

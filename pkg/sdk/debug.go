@@ -17,7 +17,7 @@ import (
 // standard output one line, proto.ReattachPrefix followed by the JSON of proto.Reattach,
 // then serves until interrupted:
 //
-//	STEPWISE_PLUGIN_REATTACH={"protocolVersion":2,"network":"unix","address":"/tmp/plugin1234","pid":4242}
+//	STEPWISE_PLUGIN_REATTACH={"protocolVersion":4,"network":"unix","address":"/tmp/plugin1234","pid":4242}
 //
 // Give the JSON to the operator's --plugin-reattach NAME=FILE. The connection is not
 // mutually authenticated and the address is a Unix socket: the operator runs on the same

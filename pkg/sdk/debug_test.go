@@ -38,7 +38,7 @@ func TestDebugModePrintsHowToAttach(t *testing.T) {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	assert.Regexp(t, regexp.MustCompile(
-		`^STEPWISE_PLUGIN_REATTACH=\{"protocolVersion":3,"network":"unix","address":"[^"]+","pid":\d+\}\n$`), line)
+		`^STEPWISE_PLUGIN_REATTACH=\{"protocolVersion":4,"network":"unix","address":"[^"]+","pid":\d+\}\n$`), line)
 
 	rc, err := proto.ParseReattach([]byte(strings.TrimPrefix(strings.TrimSpace(line), proto.ReattachPrefix)))
 	require.NoError(t, err)

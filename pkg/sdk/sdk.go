@@ -21,10 +21,22 @@
 //     query values), from what the hook returns: message, outputs, state and error text
 //     (Redactor). A hook that returns net/http's error for a URL kept in a Secret leaks
 //     nothing. What a hook sends elsewhere (a remote system, its own files) is on its own.
+//   - What a step created: a hook that creates something remote records it,
+//     Result.WithCreated(map[string]string{"ticket": id}), as soon as it knows it (on the
+//     call that created it, done or waiting). The engine keeps the record in the step's
+//     status and gives it, as Request.Created, to every later hook of the step and to its
+//     teardown (Delete reads req.Created["ticket"]); later steps do not see it. A crash
+//     between the creating call and the status write repeats that call with the same
+//     Request.IdempotencyKey and without the record: send the key to the remote API as its
+//     idempotency key (or look the thing up by it) so the repeat finds what the first call
+//     made instead of making a second. plugintest.Lifecycle and plugintest.CrashReplay test
+//     both.
 //   - State: a hook that waits may keep a little state for its next call
-//     (Result.WithState, read back in Request.State); Request.HookStarted is when the first
-//     call of the attempt was made, so time.Since(req.HookStarted) is how long the hook has
-//     been waiting.
+//     (Result.WithState, read back in Request.State), dropped once the hook is done: never
+//     keep what teardown needs there. Request.HookStarted is when the first call of this
+//     attempt was made (a retry restarts it), so time.Since(req.HookStarted) is how long
+//     the hook has been waiting; Request.StepStarted is when the step's run started, for a
+//     deadline across attempts.
 //   - Logs: Logger(ctx) is a *slog.Logger whose lines reach the operator's log at their
 //     level, tagged with the plugin, the pipeline, the step, the executor and the hook, with
 //     the call's Secrets removed. The standard log package (and slog's default logger)
@@ -109,6 +121,12 @@ const (
 const (
 	MaxStateEntries = contract.MaxStateEntries
 	MaxStateSize    = contract.MaxStateSize
+)
+
+// Bounds of a step's created record (Result.WithCreated).
+const (
+	MaxCreatedEntries = contract.MaxCreatedEntries
+	MaxCreatedSize    = contract.MaxCreatedSize
 )
 
 // ReasonInvalidParameter is the reason of a step whose parameters cannot be used, the one

@@ -71,9 +71,13 @@ func EncodeRequest(executor string, req *contract.Request) (*RunHookRequest, err
 		Secrets:            validKeys(req.Secrets),
 		State:              validMap(req.State),
 		ServiceAccountName: contract.ValidUTF8(req.ServiceAccountName),
+		Created:            validMap(req.Created),
 	}
 	if !req.HookStarted.IsZero() {
 		in.HookStartedUnixNanos = req.HookStarted.UnixNano()
+	}
+	if !req.StepStarted.IsZero() {
+		in.StepStartedUnixNanos = req.StepStarted.UnixNano()
 	}
 	if len(req.SecretParams) > 0 {
 		in.SecretParams = make(map[string]*SecretData, len(req.SecretParams))
@@ -106,11 +110,14 @@ func DecodeRequest(in *RunHookRequest) (*contract.Request, error) {
 	req := &contract.Request{
 		Step: in.GetStep(), Hook: hook, Params: in.GetParams(), Attempt: in.GetAttempt(),
 		IdempotencyKey: in.GetIdempotencyKey(), Secrets: in.GetSecrets(), State: in.GetState(),
-		ServiceAccountName: in.GetServiceAccountName(),
-		Outputs:            make(map[string]map[string]string, len(in.GetOutputs())),
+		ServiceAccountName: in.GetServiceAccountName(), Created: in.GetCreated(),
+		Outputs: make(map[string]map[string]string, len(in.GetOutputs())),
 	}
 	if ns := in.GetHookStartedUnixNanos(); ns != 0 {
 		req.HookStarted = time.Unix(0, ns)
+	}
+	if ns := in.GetStepStartedUnixNanos(); ns != 0 {
+		req.StepStarted = time.Unix(0, ns)
 	}
 	if len(in.GetSecretParams()) > 0 {
 		req.SecretParams = make(map[string]map[string][]byte, len(in.GetSecretParams()))
@@ -136,7 +143,7 @@ func EncodeOutcome(res contract.Result, err error) *RunHookResponse {
 	resp := &RunHookResponse{Outcome: &RunHookResponse_Result{Result: &Result{
 		Done: res.Done, RequeueAfterNanos: int64(res.RequeueAfter),
 		Outputs: validMap(res.Outputs), Message: contract.ValidUTF8(res.Message), State: validMap(res.State),
-		BlockedBy: blockersOf(res.BlockedBy),
+		BlockedBy: blockersOf(res.BlockedBy), Created: validMap(res.Created),
 	}}}
 	if size := protobuf.Size(resp); size > MaxMessageSize {
 		return encodeError(contract.Permanent(ReasonMessageTooLarge, fmt.Errorf(
@@ -228,7 +235,7 @@ func DecodeOutcome(resp *RunHookResponse) (contract.Result, error) {
 		return contract.Result{
 			Done: r.GetDone(), RequeueAfter: time.Duration(r.GetRequeueAfterNanos()),
 			Outputs: r.GetOutputs(), Message: r.GetMessage(), State: r.GetState(),
-			BlockedBy: blockersFrom(r.GetBlockedBy()),
+			BlockedBy: blockersFrom(r.GetBlockedBy()), Created: r.GetCreated(),
 		}, nil
 	case *RunHookResponse_Error:
 		return contract.Result{}, errorFrom(out.Error)

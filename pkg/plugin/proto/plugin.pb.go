@@ -465,8 +465,12 @@ type RunHookRequest struct {
 	HookStartedUnixNanos int64 `protobuf:"varint,12,opt,name=hook_started_unix_nanos,json=hookStartedUnixNanos,proto3" json:"hook_started_unix_nanos,omitempty"`
 	// Version 2: the ServiceAccount the step acts as.
 	ServiceAccountName string `protobuf:"bytes,13,opt,name=service_account_name,json=serviceAccountName,proto3" json:"service_account_name,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Version 4: what the step's hooks recorded they created, for its teardown.
+	Created map[string]string `protobuf:"bytes,14,rep,name=created,proto3" json:"created,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Version 4: when this run of the step started, in Unix nanoseconds.
+	StepStartedUnixNanos int64 `protobuf:"varint,15,opt,name=step_started_unix_nanos,json=stepStartedUnixNanos,proto3" json:"step_started_unix_nanos,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *RunHookRequest) Reset() {
@@ -590,6 +594,20 @@ func (x *RunHookRequest) GetServiceAccountName() string {
 	return ""
 }
 
+func (x *RunHookRequest) GetCreated() map[string]string {
+	if x != nil {
+		return x.Created
+	}
+	return nil
+}
+
+func (x *RunHookRequest) GetStepStartedUnixNanos() int64 {
+	if x != nil {
+		return x.StepStartedUnixNanos
+	}
+	return 0
+}
+
 type SecretData struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Data          map[string][]byte      `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -645,7 +663,9 @@ type Result struct {
 	State map[string]string `protobuf:"bytes,5,rep,name=state,proto3" json:"state,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The objects a hook that is not done waits on (contract.Result.BlockedBy). A plugin
 	// built before this field sends none; the protocol version stays.
-	BlockedBy     []*Blocker `protobuf:"bytes,6,rep,name=blocked_by,json=blockedBy,proto3" json:"blocked_by,omitempty"`
+	BlockedBy []*Blocker `protobuf:"bytes,6,rep,name=blocked_by,json=blockedBy,proto3" json:"blocked_by,omitempty"`
+	// Version 4: what the hook created, merged into the step's record.
+	Created       map[string]string `protobuf:"bytes,7,rep,name=created,proto3" json:"created,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -718,6 +738,13 @@ func (x *Result) GetState() map[string]string {
 func (x *Result) GetBlockedBy() []*Blocker {
 	if x != nil {
 		return x.BlockedBy
+	}
+	return nil
+}
+
+func (x *Result) GetCreated() map[string]string {
+	if x != nil {
+		return x.Created
 	}
 	return nil
 }
@@ -1177,7 +1204,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\x06values\x18\x01 \x03(\v2+.stepwise.plugin.v1.StepOutputs.ValuesEntryR\x06values\x1a9\n" +
 	"\vValuesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc4\b\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x82\n" +
+	"\n" +
 	"\x0eRunHookRequest\x12\x1a\n" +
 	"\bexecutor\x18\x01 \x01(\tR\bexecutor\x12,\n" +
 	"\x04hook\x18\x02 \x01(\x0e2\x18.stepwise.plugin.v1.HookR\x04hook\x12;\n" +
@@ -1192,7 +1220,9 @@ const file_plugin_proto_rawDesc = "" +
 	" \x03(\v24.stepwise.plugin.v1.RunHookRequest.SecretParamsEntryR\fsecretParams\x12C\n" +
 	"\x05state\x18\v \x03(\v2-.stepwise.plugin.v1.RunHookRequest.StateEntryR\x05state\x125\n" +
 	"\x17hook_started_unix_nanos\x18\f \x01(\x03R\x14hookStartedUnixNanos\x120\n" +
-	"\x14service_account_name\x18\r \x01(\tR\x12serviceAccountName\x1a9\n" +
+	"\x14service_account_name\x18\r \x01(\tR\x12serviceAccountName\x12I\n" +
+	"\acreated\x18\x0e \x03(\v2/.stepwise.plugin.v1.RunHookRequest.CreatedEntryR\acreated\x125\n" +
+	"\x17step_started_unix_nanos\x18\x0f \x01(\x03R\x14stepStartedUnixNanos\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a[\n" +
@@ -1208,13 +1238,16 @@ const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"StateEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fCreatedEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x83\x01\n" +
 	"\n" +
 	"SecretData\x12<\n" +
 	"\x04data\x18\x01 \x03(\v2(.stepwise.plugin.v1.SecretData.DataEntryR\x04data\x1a7\n" +
 	"\tDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x98\x03\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x97\x04\n" +
 	"\x06Result\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\bR\x04done\x12.\n" +
 	"\x13requeue_after_nanos\x18\x02 \x01(\x03R\x11requeueAfterNanos\x12A\n" +
@@ -1222,12 +1255,16 @@ const file_plugin_proto_rawDesc = "" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12;\n" +
 	"\x05state\x18\x05 \x03(\v2%.stepwise.plugin.v1.Result.StateEntryR\x05state\x12:\n" +
 	"\n" +
-	"blocked_by\x18\x06 \x03(\v2\x1b.stepwise.plugin.v1.BlockerR\tblockedBy\x1a:\n" +
+	"blocked_by\x18\x06 \x03(\v2\x1b.stepwise.plugin.v1.BlockerR\tblockedBy\x12A\n" +
+	"\acreated\x18\a \x03(\v2'.stepwise.plugin.v1.Result.CreatedEntryR\acreated\x1a:\n" +
 	"\fOutputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a8\n" +
 	"\n" +
 	"StateEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fCreatedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"O\n" +
 	"\aBlocker\x12\x12\n" +
@@ -1285,7 +1322,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_plugin_proto_goTypes = []any{
 	(Hook)(0),                // 0: stepwise.plugin.v1.Hook
 	(*DescribeRequest)(nil),  // 1: stepwise.plugin.v1.DescribeRequest
@@ -1309,10 +1346,12 @@ var file_plugin_proto_goTypes = []any{
 	nil,                      // 19: stepwise.plugin.v1.RunHookRequest.SecretsEntry
 	nil,                      // 20: stepwise.plugin.v1.RunHookRequest.SecretParamsEntry
 	nil,                      // 21: stepwise.plugin.v1.RunHookRequest.StateEntry
-	nil,                      // 22: stepwise.plugin.v1.SecretData.DataEntry
-	nil,                      // 23: stepwise.plugin.v1.Result.OutputsEntry
-	nil,                      // 24: stepwise.plugin.v1.Result.StateEntry
-	nil,                      // 25: stepwise.plugin.v1.Plan.OutputsEntry
+	nil,                      // 22: stepwise.plugin.v1.RunHookRequest.CreatedEntry
+	nil,                      // 23: stepwise.plugin.v1.SecretData.DataEntry
+	nil,                      // 24: stepwise.plugin.v1.Result.OutputsEntry
+	nil,                      // 25: stepwise.plugin.v1.Result.StateEntry
+	nil,                      // 26: stepwise.plugin.v1.Result.CreatedEntry
+	nil,                      // 27: stepwise.plugin.v1.Plan.OutputsEntry
 }
 var file_plugin_proto_depIdxs = []int32{
 	3,  // 0: stepwise.plugin.v1.DescribeResponse.executors:type_name -> stepwise.plugin.v1.ExecutorInfo
@@ -1325,29 +1364,31 @@ var file_plugin_proto_depIdxs = []int32{
 	19, // 7: stepwise.plugin.v1.RunHookRequest.secrets:type_name -> stepwise.plugin.v1.RunHookRequest.SecretsEntry
 	20, // 8: stepwise.plugin.v1.RunHookRequest.secret_params:type_name -> stepwise.plugin.v1.RunHookRequest.SecretParamsEntry
 	21, // 9: stepwise.plugin.v1.RunHookRequest.state:type_name -> stepwise.plugin.v1.RunHookRequest.StateEntry
-	22, // 10: stepwise.plugin.v1.SecretData.data:type_name -> stepwise.plugin.v1.SecretData.DataEntry
-	23, // 11: stepwise.plugin.v1.Result.outputs:type_name -> stepwise.plugin.v1.Result.OutputsEntry
-	24, // 12: stepwise.plugin.v1.Result.state:type_name -> stepwise.plugin.v1.Result.StateEntry
-	10, // 13: stepwise.plugin.v1.Result.blocked_by:type_name -> stepwise.plugin.v1.Blocker
-	9,  // 14: stepwise.plugin.v1.RunHookResponse.result:type_name -> stepwise.plugin.v1.Result
-	11, // 15: stepwise.plugin.v1.RunHookResponse.error:type_name -> stepwise.plugin.v1.Error
-	13, // 16: stepwise.plugin.v1.Plan.details:type_name -> stepwise.plugin.v1.PlanItem
-	25, // 17: stepwise.plugin.v1.Plan.outputs:type_name -> stepwise.plugin.v1.Plan.OutputsEntry
-	14, // 18: stepwise.plugin.v1.PlanResponse.plan:type_name -> stepwise.plugin.v1.Plan
-	11, // 19: stepwise.plugin.v1.PlanResponse.error:type_name -> stepwise.plugin.v1.Error
-	6,  // 20: stepwise.plugin.v1.RunHookRequest.OutputsEntry.value:type_name -> stepwise.plugin.v1.StepOutputs
-	8,  // 21: stepwise.plugin.v1.RunHookRequest.SecretParamsEntry.value:type_name -> stepwise.plugin.v1.SecretData
-	1,  // 22: stepwise.plugin.v1.Executor.Describe:input_type -> stepwise.plugin.v1.DescribeRequest
-	7,  // 23: stepwise.plugin.v1.Executor.RunHook:input_type -> stepwise.plugin.v1.RunHookRequest
-	7,  // 24: stepwise.plugin.v1.Executor.Plan:input_type -> stepwise.plugin.v1.RunHookRequest
-	2,  // 25: stepwise.plugin.v1.Executor.Describe:output_type -> stepwise.plugin.v1.DescribeResponse
-	12, // 26: stepwise.plugin.v1.Executor.RunHook:output_type -> stepwise.plugin.v1.RunHookResponse
-	15, // 27: stepwise.plugin.v1.Executor.Plan:output_type -> stepwise.plugin.v1.PlanResponse
-	25, // [25:28] is the sub-list for method output_type
-	22, // [22:25] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	22, // 10: stepwise.plugin.v1.RunHookRequest.created:type_name -> stepwise.plugin.v1.RunHookRequest.CreatedEntry
+	23, // 11: stepwise.plugin.v1.SecretData.data:type_name -> stepwise.plugin.v1.SecretData.DataEntry
+	24, // 12: stepwise.plugin.v1.Result.outputs:type_name -> stepwise.plugin.v1.Result.OutputsEntry
+	25, // 13: stepwise.plugin.v1.Result.state:type_name -> stepwise.plugin.v1.Result.StateEntry
+	10, // 14: stepwise.plugin.v1.Result.blocked_by:type_name -> stepwise.plugin.v1.Blocker
+	26, // 15: stepwise.plugin.v1.Result.created:type_name -> stepwise.plugin.v1.Result.CreatedEntry
+	9,  // 16: stepwise.plugin.v1.RunHookResponse.result:type_name -> stepwise.plugin.v1.Result
+	11, // 17: stepwise.plugin.v1.RunHookResponse.error:type_name -> stepwise.plugin.v1.Error
+	13, // 18: stepwise.plugin.v1.Plan.details:type_name -> stepwise.plugin.v1.PlanItem
+	27, // 19: stepwise.plugin.v1.Plan.outputs:type_name -> stepwise.plugin.v1.Plan.OutputsEntry
+	14, // 20: stepwise.plugin.v1.PlanResponse.plan:type_name -> stepwise.plugin.v1.Plan
+	11, // 21: stepwise.plugin.v1.PlanResponse.error:type_name -> stepwise.plugin.v1.Error
+	6,  // 22: stepwise.plugin.v1.RunHookRequest.OutputsEntry.value:type_name -> stepwise.plugin.v1.StepOutputs
+	8,  // 23: stepwise.plugin.v1.RunHookRequest.SecretParamsEntry.value:type_name -> stepwise.plugin.v1.SecretData
+	1,  // 24: stepwise.plugin.v1.Executor.Describe:input_type -> stepwise.plugin.v1.DescribeRequest
+	7,  // 25: stepwise.plugin.v1.Executor.RunHook:input_type -> stepwise.plugin.v1.RunHookRequest
+	7,  // 26: stepwise.plugin.v1.Executor.Plan:input_type -> stepwise.plugin.v1.RunHookRequest
+	2,  // 27: stepwise.plugin.v1.Executor.Describe:output_type -> stepwise.plugin.v1.DescribeResponse
+	12, // 28: stepwise.plugin.v1.Executor.RunHook:output_type -> stepwise.plugin.v1.RunHookResponse
+	15, // 29: stepwise.plugin.v1.Executor.Plan:output_type -> stepwise.plugin.v1.PlanResponse
+	27, // [27:30] is the sub-list for method output_type
+	24, // [24:27] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1369,7 +1410,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

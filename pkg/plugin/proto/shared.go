@@ -31,13 +31,17 @@ const (
 	Version2 = 2
 	// Version3 adds Plan; the host plans an executor of an older plugin as contract.NoPlan.
 	Version3 = 3
+	// Version4 adds a step's created record (Result.Created, Request.Created) and its
+	// start. A plugin of this version relies on its teardown getting the record, so it
+	// refuses a host that would drop it.
+	Version4 = 4
 	// Latest is what this SDK serves.
-	Latest = Version3
+	Latest = Version4
 )
 
 // VersionedPlugins is the plugin set under every version the host speaks.
 func VersionedPlugins(server ExecutorServer) map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{Version1: PluginSet(server), Version2: PluginSet(server), Version3: PluginSet(server)}
+	return map[int]plugin.PluginSet{Version1: PluginSet(server), Version2: PluginSet(server), Version3: PluginSet(server), Version4: PluginSet(server)}
 }
 
 // PluginName is the name of the one go-plugin plugin a Stepwise plugin binary serves.

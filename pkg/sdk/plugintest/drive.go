@@ -30,6 +30,9 @@ type DriveResult struct {
 	// Outputs are the step's own outputs at the end, every call's merged as the engine
 	// merges them.
 	Outputs map[string]string
+	// Created is the step's created record at the end (Request.Created with what every call
+	// recorded merged in), as the engine keeps it for the step's teardown.
+	Created map[string]string
 }
 
 // DriveOption tunes Drive.
@@ -59,7 +62,9 @@ func OnCall(f func(poll int, res sdk.Result, err error)) DriveOption {
 // (Request.State) and the step's outputs merged with those it returned, in the same
 // attempt. Time is faked: Request.HookStarted (req's, or now when it has none) is moved
 // back by each RequeueAfter, so that a hook computing time.Since(req.HookStarted) sees the
-// time it waited. Drive stops at done, at an error, at a State over sdk.MaxStateEntries or
+// time it waited; Request.StepStarted (req's, or the hook's start) moves with it. What a
+// call records it created is merged into Request.Created for the next, as the engine
+// does (DriveResult.Created). Drive stops at done, at an error, at a State over sdk.MaxStateEntries or
 // sdk.MaxStateSize (which the engine cannot keep), or after MaxPolls calls. A Result that
 // is neither done nor waiting (RequeueAfter 0) is called again at once.
 func Drive(t testing.TB, r Runner, executor string, hook sdk.Hook, req *sdk.Request, opts ...DriveOption) DriveResult {
@@ -76,15 +81,20 @@ func (d driver) drive(ctx context.Context, r Runner, executor string, hook sdk.H
 	if start.IsZero() {
 		start = time.Now()
 	}
+	stepStart := req.StepStarted
+	if stepStart.IsZero() {
+		stepStart = start
+	}
 	call := *req
 	call.Hook = hook
+	call.Created = maps.Clone(req.Created)
 	call.Outputs = make(map[string]map[string]string, len(req.Outputs)+1)
 	for step, o := range req.Outputs {
 		call.Outputs[step] = maps.Clone(o)
 	}
-	out := DriveResult{Outputs: maps.Clone(req.Outputs[req.Step])}
+	out := DriveResult{Outputs: maps.Clone(req.Outputs[req.Step]), Created: maps.Clone(req.Created)}
 	for out.Polls < d.maxPolls {
-		call.HookStarted = start.Add(-out.Waited)
+		call.HookStarted, call.StepStarted = start.Add(-out.Waited), stepStart.Add(-out.Waited)
 		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
 		out.Result, out.Err = r.Run(callCtx, executor, hook, &call)
 		cancel()
@@ -102,6 +112,17 @@ func (d driver) drive(ctx context.Context, r Runner, executor string, hook sdk.H
 			maps.Copy(out.Outputs, out.Result.Outputs)
 			call.Outputs[call.Step] = maps.Clone(out.Outputs)
 		}
+		if err := checkCreated(out.Created, out.Result.Created); err != nil {
+			out.Err = fmt.Errorf("plugintest: call %d of the %s hook of %s: %w", out.Polls, hook, executor, err)
+			return out
+		}
+		if len(out.Result.Created) > 0 {
+			if out.Created == nil {
+				out.Created = map[string]string{}
+			}
+			maps.Copy(out.Created, out.Result.Created)
+			call.Created = maps.Clone(out.Created)
+		}
 		if out.Result.Done {
 			return out
 		}
@@ -115,6 +136,27 @@ func (d driver) drive(ctx context.Context, r Runner, executor string, hook sdk.H
 	out.Err = fmt.Errorf("plugintest: the %s hook of %s is not done after %d calls (%s waited); last message %q",
 		hook, executor, out.Polls, out.Waited, out.Result.Message)
 	return out
+}
+
+// checkCreated checks a step's created record, with what a call added, against the bounds
+// of what the engine keeps.
+func checkCreated(record, added map[string]string) error {
+	merged := maps.Clone(record)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	maps.Copy(merged, added)
+	size := 0
+	for k, v := range merged {
+		size += len(k) + len(v)
+	}
+	switch {
+	case len(merged) > sdk.MaxCreatedEntries:
+		return fmt.Errorf("its created record has %d entries, more than the %d the engine keeps", len(merged), sdk.MaxCreatedEntries)
+	case size > sdk.MaxCreatedSize:
+		return fmt.Errorf("its created record is %d bytes, more than the %d the engine keeps", size, sdk.MaxCreatedSize)
+	}
+	return nil
 }
 
 // checkState checks a hook's state against the bounds of what the engine keeps.

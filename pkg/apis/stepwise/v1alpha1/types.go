@@ -466,6 +466,13 @@ type StepStatus struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 4096 && size(self[k]) <= 4096)",message="hook state is at most 4096 characters"
 	HookState map[string]string `json:"hookState,omitempty"`
 
+	// Created is what the step's hooks recorded they created (a remote ID), for its
+	// teardown: private to the step, not an output; kept until its teardown finished.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 4096 && size(self[k]) <= 4096)",message="the created record is at most 4096 characters"
+	Created map[string]string `json:"created,omitempty"`
+
 	// Plan is what the step would do, in a dry run (spec.dryRun).
 	// +optional
 	Plan *StepPlan `json:"plan,omitempty"`

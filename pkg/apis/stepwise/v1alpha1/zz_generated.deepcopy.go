@@ -702,6 +702,13 @@ func (in *StepStatus) DeepCopyInto(out *StepStatus) {
 			(*out)[key] = val
 		}
 	}
+	if in.Created != nil {
+		in, out := &in.Created, &out.Created
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Plan != nil {
 		in, out := &in.Plan, &out.Plan
 		*out = new(StepPlan)

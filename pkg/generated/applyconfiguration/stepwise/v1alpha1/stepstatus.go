@@ -57,6 +57,9 @@ type StepStatusApplyConfiguration struct {
 	// operation ID, a phase): private to the executor, not an output; dropped once the
 	// hook is done.
 	HookState map[string]string `json:"hookState,omitempty"`
+	// Created is what the step's hooks recorded they created (a remote ID), for its
+	// teardown: private to the step, not an output; kept until its teardown finished.
+	Created map[string]string `json:"created,omitempty"`
 	// Plan is what the step would do, in a dry run (spec.dryRun).
 	Plan *StepPlanApplyConfiguration `json:"plan,omitempty"`
 	// Message is the executor's or the engine's last word on the step.
@@ -182,6 +185,20 @@ func (b *StepStatusApplyConfiguration) WithHookState(entries map[string]string) 
 	}
 	for k, v := range entries {
 		b.HookState[k] = v
+	}
+	return b
+}
+
+// WithCreated puts the entries into the Created field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the Created field,
+// overwriting an existing map entries in Created field with the same key.
+func (b *StepStatusApplyConfiguration) WithCreated(entries map[string]string) *StepStatusApplyConfiguration {
+	if b.Created == nil && len(entries) > 0 {
+		b.Created = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.Created[k] = v
 	}
 	return b
 }
