@@ -69,6 +69,18 @@ demo-build: demo-bins localcluster-tools
 demo-bins:
 	$(BUILD) --plugins "$(DEMO_PLUGINS)" $(CMDS)
 
+.PHONY: dev
+dev: ## Run the operator with one plugin (PLUGIN=<dir under plugins/>) on a local control plane, to try it by hand; stop with make demo-down.
+	PLUGIN="$(PLUGIN)" hack/demo.sh dev
+
+# hack/demo.sh runs it with -j2, as demo-build.
+.PHONY: dev-build
+dev-build: dev-bins localcluster-tools
+
+.PHONY: dev-bins
+dev-bins:
+	$(BUILD) --plugins "$(PLUGIN)" ./cmd/stepwise-operator ./cmd/kubectl-stepwise
+
 .PHONY: demo-down
 demo-down: ## Stop the demo's operator, vCenter simulator and control plane.
 	hack/demo.sh down

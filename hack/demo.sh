@@ -4,6 +4,8 @@
 # (three test steps) and the retirement of a kwok node whose VM is in the simulator (cordon,
 # drain past a PodDisruptionBudget, destroy the VM through the plugin, delete the Node).
 # Every phase is timed. `hack/demo.sh down` stops what `up` started, by recorded PID.
+# `PLUGIN=NAME hack/demo.sh dev` (make dev PLUGIN=NAME) starts the same control plane and the
+# operator with plugins/NAME only, for a plugin author to try it by hand.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -124,13 +126,17 @@ crd() {
     kubectl create namespace stepwise-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 }
 
+# operator_up starts the operator with the plugins in bin/plugins and waits until the
+# executor catalogue lists what matches $1 (by default the demo's vSphere executor).
 operator_up() {
+    local wait_for="${1:-vsphere.terminate-vm}"
     if running "${OPERATOR_PID}" "${BIN}/stepwise-operator"; then
         echo "    the operator is already running (PID $(cat "${OPERATOR_PID}"))"
     else
-        # The vCenter stand-in listens on loopback, which plugins may reach only when allowed.
+        # The vCenter stand-in, and a plugin author's fake API, listen on loopback, which
+        # plugins may reach only when allowed.
         "${BIN}/stepwise-operator" --kubeconfig "${KUBECONFIG}" --enable-test-executors --leader-elect=false \
-            --namespace=stepwise-system --plugin-dir "${BIN}/plugins" --plugin-allowed-cidrs=127.0.0.1/32 \
+            --namespace=stepwise-system --plugin-dir "${BIN}/plugins" --plugin-allowed-cidrs=127.0.0.0/8 \
             --metrics-bind-address=127.0.0.1:8480 --health-probe-bind-address=127.0.0.1:8481 \
             >"${LOGS}/operator.log" 2>&1 &
         echo $! >"${OPERATOR_PID}"
@@ -138,7 +144,7 @@ operator_up() {
     fi
     # The catalogue lists a plugin's executors once the operator has started the plugin.
     for _ in $(seq 1 120); do
-        stepwise executors vsphere.terminate-vm >/dev/null 2>&1 && break
+        stepwise executors 2>/dev/null | grep -q -- "${wait_for}" && break
         running "${OPERATOR_PID}" "${BIN}/stepwise-operator" || { tail -n 20 "${LOGS}/operator.log" >&2; return 1; }
         sleep 0.5
     done
@@ -212,6 +218,32 @@ Stop everything with: make demo-down
 EOT
 }
 
+# dev starts a local control plane and the operator with one plugin, plugins/$PLUGIN, built
+# alone into bin/plugins (with its SHA256SUMS), and says how to use them.
+dev() {
+    local plugin="${PLUGIN:?usage: make dev PLUGIN=<dir under plugins/>}"
+    [[ -f "${ROOT}/plugins/${plugin}/main.go" ]] || { echo "no plugin plugins/${plugin}/main.go" >&2; exit 2; }
+    mkdir -p "${PIDS}" "${LOGS}"
+    rm -rf "${BIN}/plugins" # the operator loads every plugin there: only this one
+    phase "Building the operator, kubectl-stepwise, the control plane and plugins/${plugin}" \
+        make -C "${ROOT}" --no-print-directory -j2 dev-build PLUGIN="${plugin}"
+    phase "Starting the control plane" cluster_up
+    phase "Installing the CRDs" crd
+    phase "Starting the operator with plugins/${plugin}" operator_up "stepwise-plugin-${plugin}"
+    cat <<EOT
+
+The operator runs with plugins/${plugin} (log .local/logs/operator.log; plugins may reach
+loopback, so a fake API on 127.0.0.1 works). Try it:
+  export KUBECONFIG=${KUBECONFIG} PATH=${BIN}:\$PATH
+  kubectl stepwise executors                      # your executors, served by your plugin
+  kubectl create namespace try && kubectl -n try create serviceaccount runner
+  kubectl apply -f your-pipeline.yaml             # spec.serviceAccountName: runner
+  kubectl stepwise status NAME -n try
+After a change: make plugin NAME=${plugin}, then make demo-down and make dev PLUGIN=${plugin}
+again (the operator checks a plugin's SHA-256 when it starts). Stop everything: make demo-down
+EOT
+}
+
 down() {
     stop "${OPERATOR_PID}" "${BIN}/stepwise-operator" "the operator"
     stop "${VCSIM_PID}" "${BIN}/vcsim" "the vCenter simulator"
@@ -222,6 +254,7 @@ down() {
 
 case "${1:-up}" in
     up) up ;;
+    dev) dev ;;
     down) down ;;
-    *) echo "usage: $0 [up|down]" >&2; exit 2 ;;
+    *) echo "usage: $0 [up|dev|down]" >&2; exit 2 ;;
 esac

@@ -111,7 +111,33 @@ func TestPrintStatus(t *testing.T) {
 			wantRows: [][]string{
 				{"STEP", "EXECUTOR", "PHASE", "HOOK", "ATTEMPTS", "DURATION", "MESSAGE"},
 				{"prepare", "test.record", "Succeeded", "PostCreate", "1", "2s", "recorded"},
-				{"build", "k8s.apply", "Failed", "Create", "3", "7s", "forbidden"},
+				// The step's own reason, which the pipeline's (StepFailed) does not tell.
+				{"build", "k8s.apply", "Failed", "Create", "3", "7s", "Forbidden:", "forbidden"},
+				{"publish", "test.noop", "Pending", "-", "0", "-"},
+			},
+		},
+		{
+			name: "failed step with no message",
+			p: pipeline(v1alpha1.StepFailed, failedBuild, func(p *v1alpha1.Pipeline) {
+				p.Status.Steps[1].Message = ""
+				p.Status.Steps[1].Conditions = ready(metav1.ConditionFalse, "TicketRejected", "", 9*time.Second)
+			}),
+			wantRows: [][]string{
+				{"STEP", "EXECUTOR", "PHASE", "HOOK", "ATTEMPTS", "DURATION", "MESSAGE"},
+				{"prepare", "test.record", "Succeeded", "PostCreate", "1", "2s", "recorded"},
+				{"build", "k8s.apply", "Failed", "Create", "3", "7s", "TicketRejected"},
+				{"publish", "test.noop", "Pending", "-", "0", "-"},
+			},
+		},
+		{
+			name: "failed step with no condition",
+			p: pipeline(v1alpha1.StepFailed, failedBuild, func(p *v1alpha1.Pipeline) {
+				p.Status.Steps[1].Conditions = nil
+			}),
+			wantRows: [][]string{
+				{"STEP", "EXECUTOR", "PHASE", "HOOK", "ATTEMPTS", "DURATION", "MESSAGE"},
+				{"prepare", "test.record", "Succeeded", "PostCreate", "1", "2s", "recorded"},
+				{"build", "k8s.apply", "Failed", "Create", "3", "-", "forbidden"},
 				{"publish", "test.noop", "Pending", "-", "0", "-"},
 			},
 		},
@@ -178,7 +204,10 @@ func TestStatusCommand(t *testing.T) {
 		},
 		{
 			name: "failed exits 2", p: pipeline(v1alpha1.StepFailed, failedBuild), args: []string{"status", "hello"}, wantCode: ExitPipelineFailed,
-			check: func(t *testing.T, out string) { assert.Contains(t, out, "StepFailed") },
+			check: func(t *testing.T, out string) {
+				assert.Contains(t, out, "StepFailed")
+				assert.Contains(t, out, "Forbidden: forbidden", "the failed step's own reason")
+			},
 		},
 		{
 			name: "blocked teardown exits 2",

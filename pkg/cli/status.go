@@ -26,7 +26,8 @@ func newStatusCommand(o *options) *cobra.Command {
 		Use:   "status NAME",
 		Short: "Show a pipeline's steps and its Ready condition",
 		Long: `Show a pipeline's steps (executor, phase, last hook, attempts, duration, message)
-and its Ready condition. Exits with 2 when the pipeline has failed.`,
+and its Ready condition. A failed step's message starts with its own reason. Exits with 2
+when the pipeline has failed.`,
 		Example: `  kubectl stepwise status hello -n stepwise-demo
   kubectl stepwise status hello -n stepwise-demo -o yaml`,
 		Args: cobra.ExactArgs(1),
@@ -176,10 +177,28 @@ func stepRows(p *v1alpha1.Pipeline, now time.Time) [][]string {
 			hook = "-"
 		}
 		rows = append(rows, []string{
-			s.Name, executor, phase, hook, strconv.Itoa(int(s.Attempts)), stepDuration(s, now), termsafe.OneLine(s.Message, maxMessage),
+			s.Name, executor, phase, hook, strconv.Itoa(int(s.Attempts)), stepDuration(s, now), termsafe.OneLine(stepMessage(s), maxMessage),
 		})
 	}
 	return rows
+}
+
+// stepMessage is the step's message, after its Ready condition's reason when it failed:
+// the pipeline's reason says only that a step failed (StepFailed), the step's says why
+// (TicketRejected), and it comes first so that cutting a long message keeps it.
+func stepMessage(s *v1alpha1.StepStatus) string {
+	if s.Phase != v1alpha1.StepFailed {
+		return s.Message
+	}
+	ready := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case ready == nil || ready.Reason == "":
+		return s.Message
+	case s.Message == "":
+		return ready.Reason
+	default:
+		return ready.Reason + ": " + s.Message
+	}
 }
 
 // stepDuration is how long the step ran: until it completed, until it failed, or until

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
@@ -61,8 +60,8 @@ func TestReadyTimesOutAcrossWaits(t *testing.T) {
 		plugintest.Request(sdk.HookCreate, "uid", map[string]string{"url": srv.URL, "timeout": "30s", "interval": "10s"}),
 		plugintest.OnCall(func(_ int, res sdk.Result, _ error) { messages = append(messages, res.Message) }))
 	require.Error(t, got.Err)
-	assert.True(t, contract.IsPermanent(got.Err))
-	assert.Equal(t, "NotReady", contract.OwnReason(got.Err))
+	assert.True(t, sdk.IsPermanent(got.Err))
+	assert.Equal(t, "NotReady", sdk.OwnReason(got.Err))
 	assert.Equal(t, "no 2xx answer within 30s", got.Err.Error())
 	assert.Equal(t, 5, got.Polls, "at 0, 10, 20 and 30s it asks; at 40s it gives up")
 	assert.Equal(t, "not ready after 0s: 503 Service Unavailable", messages[0])

@@ -96,6 +96,6 @@ func TestNotifyRefusesARejectedPost(t *testing.T) {
 	c := plugintest.Serve(t, newPost(t))
 	_, err := c.Run(t.Context(), "notify.post", sdk.HookCreate, request(sdk.HookCreate, srv.URL+"/wrong"))
 	require.Error(t, err)
-	assert.True(t, contract.IsPermanent(err))
+	assert.True(t, sdk.IsPermanent(err))
 	assert.False(t, strings.Contains(err.Error(), srv.URL), "the URL is not in the message")
 }

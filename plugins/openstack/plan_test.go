@@ -148,7 +148,7 @@ func TestPlan(t *testing.T) {
 				_, createErr := e.Create(ctx, req)
 				require.Error(t, createErr)
 				assert.Equal(t, createErr.Error(), err.Error())
-				assert.Equal(t, contract.OwnReason(createErr), contract.OwnReason(err))
+				assert.Equal(t, sdk.OwnReason(createErr), sdk.OwnReason(err))
 			} else {
 				require.NoError(t, err)
 				assert.Equal(t, tt.want, got)

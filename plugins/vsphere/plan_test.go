@@ -276,7 +276,7 @@ func TestPlan(t *testing.T) {
 				_, createErr := e.Create(t.Context(), req)
 				require.Error(t, createErr)
 				assert.Equal(t, createErr.Error(), err.Error())
-				assert.Equal(t, contract.OwnReason(createErr), contract.OwnReason(err))
+				assert.Equal(t, sdk.OwnReason(createErr), sdk.OwnReason(err))
 			} else {
 				require.NoError(t, err)
 				host := strings.TrimPrefix(rec.URL, "https://")

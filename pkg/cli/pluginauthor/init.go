@@ -2,6 +2,7 @@ package pluginauthor
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -26,8 +27,8 @@ overwritten. The files import github.com/stepwise-dev/stepwise/pkg/sdk: write th
 this repository, or in a module of your own that requires it.`,
 		Example: `  kubectl stepwise plugin init acme
   go test ./plugins/acme
-  go build -o bin/` + pluginPrefix + `acme ./plugins/acme
-  kubectl stepwise plugin run bin/` + pluginPrefix + `acme acme.hello Create -p name=Ada`,
+  go build -o ` + pluginDir + `/` + pluginPrefix + `acme ./plugins/acme
+  kubectl stepwise plugin run ` + pluginDir + `/` + pluginPrefix + `acme acme.hello Create -p name=Ada`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			name := args[0]
@@ -48,18 +49,35 @@ this repository, or in a module of your own that requires it.`,
 			if !filepath.IsAbs(dir) && !strings.HasPrefix(pkg, ".") {
 				pkg = "./" + pkg // a package path, not an import path
 			}
-			binary := pluginPrefix + name
-			_, err = fmt.Fprintf(streams.Out, `Wrote %s and %s: the plugin %s, serving the executor %s.
-Try it:
-  go test %s
-  go build -o bin/%s %s
-  kubectl stepwise plugin run bin/%s %s Create -p name=Ada
-`, filepath.Join(dir, files[0].name), filepath.Join(dir, files[1].name), binary, executorOf(name), pkg, binary, pkg, binary, executorOf(name))
-			return err
+			return printNextSteps(streams.Out, dir, files, name, pkg)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "Directory to write the plugin's files to. Default: plugins/NAME.")
 	return cmd
+}
+
+// pluginDir is where the next steps build plugins: the directory `make plugin` fills in
+// this repository.
+const pluginDir = "bin/plugins"
+
+// printNextSteps tells how to try the plugin written to dir, then how to have the operator
+// load it: the operator starts only the plugins its checksum file lists, with the SHA-256
+// of the file as built, so a build alone is refused.
+func printNextSteps(w io.Writer, dir string, files []pluginFile, name, pkg string) error {
+	binary := pluginDir + "/" + pluginPrefix + name
+	_, err := fmt.Fprintf(w, `Wrote %s and %s: the plugin %s, serving the executor %s.
+Try it:
+  go test %s
+  go build -o %s %s
+  kubectl stepwise plugin run %s %s Create -p name=Ada
+Load it in the operator, which starts only the plugins whose SHA-256 the SHA256SUMS file of its
+plugin directory lists: after every build, write that file again, then restart the operator
+with --plugin-dir %s:
+  (cd %s && sha256sum %s* >SHA256SUMS)
+  stepwise-operator --plugin-dir %s
+`, filepath.Join(dir, files[0].name), filepath.Join(dir, files[1].name), pluginPrefix+name, executorOf(name),
+		pkg, binary, pkg, binary, executorOf(name), pluginDir, pluginDir, pluginPrefix, pluginDir)
+	return err
 }
 
 // executorOf is the name of the executor of the plugin called name.

@@ -1,15 +1,20 @@
 package pluginauthor_test
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/cli"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
 )
 
 // TestPluginInitWritesAPluginThatPasses writes a plugin inside this module, as a user of
@@ -28,7 +33,7 @@ func TestPluginInitWritesAPluginThatPasses(t *testing.T) {
 	code, out, errOut := runPlugin(t, "init", name, "--dir", dir)
 	require.Equal(t, cli.ExitOK, code, errOut)
 	assert.Contains(t, out, "the plugin stepwise-plugin-"+name+", serving the executor "+name+".hello")
-	assert.Contains(t, out, "kubectl stepwise plugin run bin/stepwise-plugin-"+name+" "+name+".hello Create -p name=Ada")
+	assert.Contains(t, out, "kubectl stepwise plugin run bin/plugins/stepwise-plugin-"+name+" "+name+".hello Create -p name=Ada")
 
 	for _, args := range [][]string{{"vet", "./plugins/" + name}, {"test", "-count=1", "./plugins/" + name}} {
 		cmd := exec.CommandContext(t.Context(), "go", args...)
@@ -83,4 +88,61 @@ func TestPluginInit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPluginInitNextStepsLoadThePlugin follows the steps `plugin init` prints, as an author
+// would, up to an operator's plugin host: a plugin built where they say, with the checksum
+// file they write, is loaded from the directory they give the operator. The build is this
+// test binary, which serves test.echo as a plugin (TestMain): the steps are what is tested,
+// not the generated plugin.
+func TestPluginInitNextStepsLoadThePlugin(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, out, errOut := runPlugin(t, "init", "acme")
+	require.Equal(t, cli.ExitOK, code, errOut)
+
+	commands := map[string][]string{} // by its first word
+	var checksumLine string
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "  ") {
+			continue
+		}
+		line = strings.TrimSpace(line)
+		if strings.Contains(line, "sha256sum") {
+			checksumLine = line
+		}
+		fields := strings.Fields(line)
+		commands[fields[0]] = fields
+	}
+	assert.Equal(t, []string{"go", "build", "-o", "bin/plugins/stepwise-plugin-acme", "./plugins/acme"}, commands["go"])
+	assert.Equal(t, []string{"stepwise-operator", "--plugin-dir", "bin/plugins"}, commands["stepwise-operator"])
+	require.NotEmpty(t, checksumLine, "a command writes the checksum file:\n%s", out)
+
+	// The build, where the build command puts it.
+	built := commands["go"][3]
+	require.NoError(t, os.MkdirAll(filepath.Dir(built), 0o755))
+	copyTestBinary(t, built)
+	sh := exec.CommandContext(t.Context(), "sh", "-c", checksumLine)
+	shOut, err := sh.CombinedOutput()
+	require.NoError(t, err, "%s:\n%s", checksumLine, shOut)
+
+	h := host.New(klog.Background(), host.Options{Dir: commands["stepwise-operator"][2]})
+	t.Cleanup(h.Close)
+	reg := executor.NewRegistry()
+	require.NoError(t, h.Load(t.Context(), reg))
+	assert.Contains(t, reg.Names(), "test.echo", "why not: %v", reg.Missing("test.echo"))
+}
+
+// copyTestBinary copies this test binary to path, executable.
+func copyTestBinary(t *testing.T, path string) {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	src, err := os.Open(self)
+	require.NoError(t, err)
+	defer func() { _ = src.Close() }()
+	dst, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(dst, src)
+	require.NoError(t, err)
+	require.NoError(t, dst.Close())
 }

@@ -32,8 +32,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 cluster: plugin init writes a new plugin to start from, plugin run starts a plugin binary as
 the operator does and runs one hook of one of its executors.`,
 		Example: `  kubectl stepwise plugin init acme
-  go build -o bin/` + pluginPrefix + `acme ./plugins/acme
-  kubectl stepwise plugin run bin/` + pluginPrefix + `acme acme.hello Create -p name=Ada`,
+  go build -o ` + pluginDir + `/` + pluginPrefix + `acme ./plugins/acme
+  kubectl stepwise plugin run ` + pluginDir + `/` + pluginPrefix + `acme acme.hello Create -p name=Ada`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newRunCommand(streams), newInitCommand(streams))

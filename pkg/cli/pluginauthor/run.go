@@ -75,15 +75,15 @@ Exit codes: 0 the hook is done; 1 it could not be run (bad arguments, a plugin t
 not start or answer, a wrong checksum, --timeout); 2 the hook failed, or its parameters
 are invalid; 3 the hook is waiting: call it again after the time shown.`,
 		Example: `  # Build a plugin and run the Create hook of one of its executors.
-  go build -o bin/stepwise-plugin-example ./plugins/example
-  kubectl stepwise plugin run bin/stepwise-plugin-example example.greet Create -p name=Ada
+  go build -o bin/plugins/stepwise-plugin-example ./plugins/example
+  kubectl stepwise plugin run bin/plugins/stepwise-plugin-example example.greet Create -p name=Ada
 
   # Only the binary you mean to run: refuse it unless its SHA-256 is this one.
-  kubectl stepwise plugin run bin/stepwise-plugin-example example.greet create -p name=Ada \
-    --checksum "$(sha256sum bin/stepwise-plugin-example | cut -d' ' -f1)"
+  kubectl stepwise plugin run bin/plugins/stepwise-plugin-example example.greet create -p name=Ada \
+    --checksum "$(sha256sum bin/plugins/stepwise-plugin-example | cut -d' ' -f1)"
 
   # A Secret for the parameter tokenSecret, and the state of a hook's last wait, as JSON.
-  kubectl stepwise plugin run bin/stepwise-plugin-acme acme.deploy Create -p env=dev \
+  kubectl stepwise plugin run bin/plugins/stepwise-plugin-acme acme.deploy Create -p env=dev \
     --secret tokenSecret.token=test-token --state operation=op-42 -o json`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {

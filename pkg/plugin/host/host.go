@@ -120,7 +120,12 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 		if err != nil {
 			p.kill()
 			p.logger.Error(err, "Plugin refused: it did not start")
-			refused[p.name] = "it did not start: " + err.Error()
+			// The registry puts the plugin's name before why it was refused: once is enough.
+			why := err
+			if pe := (*pluginError)(nil); errors.As(err, &pe) && pe.name == p.name {
+				why = pe.err
+			}
+			refused[p.name] = "it did not start: " + why.Error()
 			return
 		}
 		var names []string
@@ -196,7 +201,8 @@ func (h *Host) describeStarting(ctx context.Context, p *process) ([]client.Execu
 		if served, err = p.describe(ctx); err == nil {
 			return served, nil
 		}
-		if errors.Is(err, errChecksum) || attempt == startAttempts {
+		var checksumErr *checksumError
+		if errors.As(err, &checksumErr) || attempt == startAttempts {
 			break
 		}
 		p.logger.Info("Plugin did not start; trying again", "attempt", attempt, "err", err)

@@ -323,13 +323,18 @@ func TestWrongChecksumIsRefused(t *testing.T) {
 	var logs logSink
 	h, reg := startHost(t, logs.logger(), dir)
 	assert.Equal(t, []string{"test.block", "test.echo", "test.environ", "test.fail", "test.hostile", "test.logs"}, reg.Names(), "nothing of the refused plugins")
-	assert.True(t, logs.contains("does not match the checksum file"), "logs: %v", logs.lines)
+	assert.True(t, logs.contains("but the checksum file"), "logs: %v", logs.lines)
 	assert.True(t, logs.contains("not listed in the checksum file"), "logs: %v", logs.lines)
 	assert.Len(t, h.PIDs(), 1)
 	// A step naming the refused plugin's executor is told why it cannot run.
 	missing := reg.Missing("example.greet").Error()
 	assert.Contains(t, missing, `no executor named "example.greet"`)
-	assert.Contains(t, missing, "stepwise-plugin-example: it did not start: plugin stepwise-plugin-example: its SHA-256 does not match the checksum file")
+	// Once the plugin, the file and both hashes, and what to do.
+	built := sha256.Sum256(b)
+	assert.Contains(t, missing, "stepwise-plugin-example: it did not start: its SHA-256 is "+hex.EncodeToString(built[:])+
+		", but the checksum file "+filepath.Join(dir, "SHA256SUMS")+" lists "+strings.Repeat("ab", sha256.Size)+
+		`; if this build is the one to run, replace its line in that file with what "cd `+dir+` && sha256sum stepwise-plugin-example" prints, then restart the operator`)
+	assert.Equal(t, 1, strings.Count(missing, "stepwise-plugin-example:"), "the plugin is named once: %s", missing)
 	assert.Contains(t, missing, "stepwise-plugin-unlisted: it is not listed in the checksum file")
 
 	res, err := get(t, reg, "test.echo").Create(context.Background(), request(contract.HookCreate, nil))

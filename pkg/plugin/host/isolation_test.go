@@ -145,7 +145,7 @@ func TestPluginRunsTheFileThatWasChecked(t *testing.T) {
 	var lastErr error
 	require.Eventually(t, func() bool {
 		_, lastErr = echo.Create(context.Background(), request(contract.HookCreate, nil))
-		return lastErr != nil && strings.Contains(lastErr.Error(), "does not match the checksum file")
+		return lastErr != nil && strings.Contains(lastErr.Error(), "but the checksum file")
 	}, 10*time.Second, 50*time.Millisecond, "last error: %v", lastErr)
 	assert.Equal(t, client.ReasonPluginUnavailable, executor.ReasonFor(lastErr))
 	assert.Empty(t, h.PIDs(), "the replaced file never ran")

@@ -126,7 +126,7 @@ func (p *process) start() error {
 	// has run its handshake without it. It never serves a call without it.
 	if err := limitMemory(c.PID(), p.host.opts.MemoryLimit); err != nil {
 		c.Kill()
-		return fmt.Errorf("plugin %s: %w", p.name, err)
+		return &pluginError{name: p.name, err: err}
 	}
 	p.client, p.oom = c, oom
 	p.logger.V(1).Info("Plugin started", "protocolVersion", c.Version())

@@ -3,15 +3,36 @@ package host
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 )
 
-// errChecksum is why a plugin whose bytes do not match its checksum is refused.
-var errChecksum = errors.New("its SHA-256 does not match the checksum file")
+// pluginError is an error about one plugin, which it names: a step's failure needs the
+// name, the registry's refusal (which names the plugin already) only err.
+type pluginError struct {
+	name string
+	err  error
+}
+
+func (e *pluginError) Error() string { return "plugin " + e.name + ": " + e.err.Error() }
+func (e *pluginError) Unwrap() error { return e.err }
+
+// checksumError is why a plugin whose bytes do not match its checksum is refused. It names
+// the file and both hashes, and how to list a build that is meant to run: whoever reads it
+// in a failed step cannot see the operator's plugin directory.
+type checksumError struct {
+	// dir and name are the plugin's directory and file name, file the checksum file.
+	dir, name, file string
+	want, got       []byte
+}
+
+func (e *checksumError) Error() string {
+	return fmt.Sprintf("its SHA-256 is %x, but the checksum file %s lists %x; "+
+		"if this build is the one to run, replace its line in that file with what %q prints, then restart the operator",
+		e.got, e.file, e.want, "cd "+e.dir+" && sha256sum "+e.name)
+}
 
 // verifiedCopy copies the plugin's executable into the host's private directory, hashing
 // the bytes as it copies them, and returns the copy's path when they match the checksum.
@@ -24,12 +45,12 @@ func (h *Host) verifiedCopy(p *process) (string, error) {
 	}
 	src, err := os.Open(p.path)
 	if err != nil {
-		return "", fmt.Errorf("plugin %s: %w", p.name, err)
+		return "", &pluginError{name: p.name, err: err}
 	}
 	defer func() { _ = src.Close() }()
 	dst, err := os.CreateTemp(dir, p.name+"-")
 	if err != nil {
-		return "", fmt.Errorf("plugin %s: copying it to run: %w", p.name, err)
+		return "", &pluginError{name: p.name, err: fmt.Errorf("copying it to run: %w", err)}
 	}
 	hash := sha256.New()
 	_, copyErr := io.Copy(io.MultiWriter(dst, hash), src)
@@ -37,11 +58,13 @@ func (h *Host) verifiedCopy(p *process) (string, error) {
 	closeErr := dst.Close()
 	if err := firstErr(copyErr, chmodErr, closeErr); err != nil {
 		_ = os.Remove(dst.Name())
-		return "", fmt.Errorf("plugin %s: copying it to run: %w", p.name, err)
+		return "", &pluginError{name: p.name, err: fmt.Errorf("copying it to run: %w", err)}
 	}
-	if !bytes.Equal(hash.Sum(nil), p.checksum) {
+	if got := hash.Sum(nil); !bytes.Equal(got, p.checksum) {
 		_ = os.Remove(dst.Name())
-		return "", fmt.Errorf("plugin %s: %w", p.name, errChecksum)
+		return "", &pluginError{name: p.name, err: &checksumError{
+			dir: filepath.Dir(p.path), name: filepath.Base(p.path), file: h.opts.Checksums, want: p.checksum, got: got,
+		}}
 	}
 	return dst.Name(), nil
 }
