@@ -15,7 +15,8 @@ import (
 // hook runs: every required parameter is set, every value has its type (an enum one of its
 // values), and, when the declarations are complete (every one typed), no other parameter
 // is set. An empty value of a parameter that is not a string counts as not set (a
-// template's optional parameter passed on as $(params.x)). It returns the parameters with
+// template's optional parameter passed on as $(params.x)), and an empty value of a required
+// one is missing. It returns the parameters with
 // the defaults of those not set. The error is a permanent InvalidParameter naming the
 // parameter; the engine and the SDK give the same.
 func CheckParams(decl []Parameter, params map[string]string) (map[string]string, error) {
@@ -32,7 +33,7 @@ func CheckParams(decl []Parameter, params map[string]string) (map[string]string,
 		declared[p.Name] = true
 		complete = complete && p.Type != ""
 		v, set := out[p.Name]
-		if !set {
+		if !set || (p.Required && v == "") { // a required string is not given by ""
 			if p.Required {
 				return nil, invalidParameter(p.Name, errors.New("is required"))
 			}

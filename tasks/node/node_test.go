@@ -72,7 +72,6 @@ func TestParametersTheExecutorRefuses(t *testing.T) {
 		wantErr string
 		reason  string
 	}{
-		{"cordon of an empty node name", Cordon{}, map[string]string{"node": ""}, `parameter "node" is empty`, "InvalidParameter"},
 		{"drain of a node name that is no DNS name", Drain{}, map[string]string{"node": "Node_1"}, `parameter "node" is "Node_1", not a Node name`, "InvalidParameter"},
 		{"delete of a node name with a slash", Delete{}, map[string]string{"node": "a/b"}, `parameter "node" is "a/b", not a Node name`, "InvalidParameter"},
 		{"cordon of a missing node", Cordon{}, map[string]string{"node": "n9"}, `node "n9" not found`, "NodeNotFound"},
