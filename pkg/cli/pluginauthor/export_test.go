@@ -5,6 +5,8 @@ package pluginauthor
 type RunReport = pluginRunReport
 
 const (
-	HookDone = hookDone
-	RunUID   = runUID
+	HookDone    = hookDone
+	HookWaiting = hookWaiting
+	HookFailed  = hookFailed
+	RunUID      = runUID
 )

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/stepwise-dev/stepwise/pkg/cli/flagpairs"
 	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
@@ -60,13 +59,20 @@ the parameters with the defaults of those not set. HOOK is PreCreate, Create, Po
 PreDelete, Delete or PostDelete, in any case. The values of the Secrets are removed from
 the answer, as the engine removes them.
 
-The request is for step "` + runStep + `" of pipeline ` + runNamespace + `/` + runPipeline + `, attempt 1, the hook started
-now. --secret PARAM.KEY=VALUE puts KEY in the Secret that parameter PARAM names (its name
+The request is for step "` + runStep + `" of pipeline ` + runNamespace + `/` + runPipeline + `, attempt 1 (--attempt), the hook
+started now (--hook-started) and the step with it (--step-started). A teardown hook
+(PreDelete, Delete, PostDelete) is never refused for its parameters, as the engine never
+refuses one; give it what Create left with --created KEY=VALUE (the step's created record)
+and --step-output KEY=VALUE (the step's outputs). --request FILE gives any of these, and the
+outputs of earlier steps, in YAML or JSON; flags add to it. --secret PARAM.KEY=VALUE puts KEY in the Secret that parameter PARAM names (its name
 ends in Secret, or the executor declares it of type secret); PARAM names a made-up Secret
 unless -p sets it. Other users of the machine can see a command line: use test
 credentials. A hook that waits prints the state it keeps: give it back with --state
 KEY=VALUE to make its next call (the idempotency key stays the same unless --uid changes
-it).
+it), or give --until-done to have it called again after the time it asks, with its state
+and records, until it is done or fails, within --timeout. Plugins may not connect to
+loopback or private addresses unless allowed: --allowed-cidrs 127.0.0.0/8 lets one reach a
+fake API on this machine, as the operator's --plugin-allowed-cidrs does.
 
 What the plugin writes to its standard output and error is shown on standard error,
 escaped, and the lines it logs (sdk.Logger) from --log-level up.
@@ -81,6 +87,13 @@ are invalid; 3 the hook is waiting: call it again after the time shown.`,
   # Only the binary you mean to run: refuse it unless its SHA-256 is this one.
   kubectl stepwise plugin run bin/plugins/stepwise-plugin-example example.greet create -p name=Ada \
     --checksum "$(sha256sum bin/plugins/stepwise-plugin-example | cut -d' ' -f1)"
+
+  # A hook that waits, run to the end against a fake API on loopback; then its teardown,
+  # given what Create recorded.
+  kubectl stepwise plugin run bin/plugins/stepwise-plugin-ticket ticket.approval Create \
+    -p url=http://127.0.0.1:8089 -p summary="retire worker-7" --allowed-cidrs 127.0.0.0/8 --until-done --timeout 2m
+  kubectl stepwise plugin run bin/plugins/stepwise-plugin-ticket ticket.approval Delete \
+    -p url=http://127.0.0.1:8089 -p summary="retire worker-7" --allowed-cidrs 127.0.0.0/8 --created ticket=T-1
 
   # A Secret for the parameter tokenSecret, and the state of a hook's last wait, as JSON.
   kubectl stepwise plugin run bin/plugins/stepwise-plugin-acme acme.deploy Create -p env=dev \
@@ -123,6 +136,17 @@ are invalid; 3 the hook is waiting: call it again after the time shown.`,
 	f.StringArrayVar(&flags.secrets, "secret", nil,
 		"A key of the Secret parameter PARAM names, PARAM.KEY=VALUE; repeat for each.")
 	f.StringArrayVar(&flags.state, "state", nil, "An entry of the state the hook kept at its last wait, KEY=VALUE; repeat for each.")
+	f.StringArrayVar(&flags.created, "created", nil,
+		"An entry of the step's created record, KEY=VALUE, as an earlier hook recorded it (a teardown gets it); repeat for each.")
+	f.StringArrayVar(&flags.stepOutputs, "step-output", nil, "An output the step has so far, KEY=VALUE (a teardown gets them); repeat for each.")
+	f.Int32Var(&flags.attempt, "attempt", 0, "The attempt of the hook, from 1 (default 1, or --request's).")
+	f.StringVar(&flags.hookStarted, "hook-started", "", "When this attempt of the hook was first called: how long ago (25m) or an RFC 3339 time. Default: now.")
+	f.StringVar(&flags.stepStarted, "step-started", "", "When the step's run started: how long ago (2h) or an RFC 3339 time. Default: the hook's start.")
+	f.StringVar(&flags.requestFile, "request", "", "A YAML or JSON file with more of the request: params, state, created, outputs (by step), attempt, hookStarted, stepStarted. Flags add to it.")
+	f.StringVar(&flags.allowedCIDRs, "allowed-cidrs", "",
+		"Comma-separated CIDRs the plugin may connect to despite its egress policy, as the operator's --plugin-allowed-cidrs (127.0.0.0/8 for a fake API on loopback).")
+	f.BoolVar(&flags.untilDone, "until-done", false,
+		"Call a hook that waits again, after the time it asks, with its state and records, until it is done or fails (within --timeout), as the engine would.")
 	f.StringVar(&flags.checksum, "checksum", "", "The SHA-256 BINARY must have, in hex: refuse to run it otherwise.")
 	f.StringVar(&flags.uid, "uid", runUID, "UID of the made-up pipeline, part of the hook's idempotency key.")
 	f.DurationVar(&flags.timeout, "timeout", 30*time.Second, "How long the plugin has to start, describe itself and answer the hook.")
@@ -133,9 +157,12 @@ are invalid; 3 the hook is waiting: call it again after the time shown.`,
 
 // pluginRunFlags are the flags of `plugin run` as given.
 type pluginRunFlags struct {
-	params, secrets, state  []string
-	checksum, uid, logLevel string
-	timeout                 time.Duration
+	params, secrets, state, created, stepOutputs       []string
+	checksum, uid, logLevel, requestFile, allowedCIDRs string
+	hookStarted, stepStarted                           string
+	attempt                                            int32
+	timeout                                            time.Duration
+	untilDone                                          bool
 }
 
 // pluginRun is what `plugin run` was asked to do, checked.
@@ -146,17 +173,26 @@ type pluginRun struct {
 	hook     contract.Hook
 	params   map[string]string
 	// secrets holds the data --secret gives, by parameter, then key.
-	secrets  map[string]map[string][]byte
-	state    map[string]string
-	checksum []byte
-	uid      string
-	timeout  time.Duration
-	logLevel hclog.Level
+	secrets map[string]map[string][]byte
+	state   map[string]string
+	// created is the step's created record; outputs the outputs by step, this one's
+	// ("step") included.
+	created                  map[string]string
+	outputs                  map[string]map[string]string
+	attempt                  int32
+	hookStarted, stepStarted time.Time
+	checksum                 []byte
+	uid                      string
+	// allowedCIDRs is what the plugin may reach despite its egress policy.
+	allowedCIDRs string
+	untilDone    bool
+	timeout      time.Duration
+	logLevel     hclog.Level
 }
 
 // parse checks the arguments and flags before anything runs.
 func (f *pluginRunFlags) parse(args []string) (*pluginRun, error) {
-	r := &pluginRun{executor: args[1], uid: f.uid, timeout: f.timeout}
+	r := &pluginRun{executor: args[1], uid: f.uid, timeout: f.timeout, untilDone: f.untilDone}
 	var err error
 	if r.path, err = filepath.Abs(args[0]); err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", args[0], err)
@@ -171,10 +207,7 @@ func (f *pluginRunFlags) parse(args []string) (*pluginRun, error) {
 	if r.hook, err = parseHook(args[2]); err != nil {
 		return nil, err
 	}
-	if r.params, err = flagpairs.Parse("parameter", f.params); err != nil {
-		return nil, err
-	}
-	if r.state, err = flagpairs.Parse("state entry", f.state); err != nil {
+	if err := f.parseInput(r, time.Now()); err != nil {
 		return nil, err
 	}
 	if r.secrets, err = parseSecrets(f.secrets); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // run starts the plugin, runs the hook and stops the plugin; the plugin's output goes to
@@ -72,42 +73,91 @@ func (r *pluginRun) run(ctx context.Context, stderr io.Writer) (*pluginRunReport
 		report.failed(err)
 		return report, nil
 	}
+	report.Created = maps.Clone(req.Created)
+	for {
+		again, err := r.call(ctx, c, name, req, report)
+		if err != nil {
+			return nil, err
+		}
+		if !again {
+			return report, nil
+		}
+		// Waiting, and --until-done: again after the time it asked, as the engine would.
+		after := max(report.requeueAfter, time.Second)
+		_, _ = fmt.Fprintf(stderr, "call %d: waiting %s: %s\n", report.Calls, after, termsafe.OneLine(report.Message, 0))
+		select {
+		case <-ctx.Done():
+			return nil, r.callError(name, "finish hook "+string(r.hook), ctx.Err())
+		case <-time.After(after):
+		}
+		req.State = report.State
+		req.Created = maps.Clone(report.Created)
+		req.Outputs[runStep] = maps.Clone(report.Outputs)
+	}
+}
+
+// call makes one call of the hook and records its answer in report, with the step's
+// outputs and created record merged as the engine merges them. It tells whether to call
+// again (the hook waits, and --until-done); the error is the command's.
+func (r *pluginRun) call(ctx context.Context, c *client.Client, name string, req *contract.Request, report *pluginRunReport) (bool, error) {
 	res, err := c.Run(ctx, r.executor, req)
 	if ctx.Err() != nil {
 		// --timeout passed. The plugin gets the same deadline and may answer "Timeout" a
 		// moment before gRPC reports ours; either way the hook did not answer in time.
-		return nil, r.callError(name, "run hook "+string(r.hook), ctx.Err())
+		return false, r.callError(name, "run hook "+string(r.hook), ctx.Err())
 	}
 	switch client.StageOf(err) {
 	case client.NotSent: // too large for the protocol: the step fails so
 		report.failed(err)
-		return report, nil
+		return false, nil
 	case client.NoAnswer, client.NoOutcome:
-		return nil, r.callError(name, "run hook "+string(r.hook), err)
+		return false, r.callError(name, "run hook "+string(r.hook), err)
 	}
 	report.Called = true
+	report.Calls++
 	// The engine removes the Secrets' values from what every executor returns.
 	redact := contract.NewRedactor(append([]map[string][]byte{req.Secrets}, slices.Collect(maps.Values(req.SecretParams))...)...)
 	res, err = redact.Result(res), redact.Error(err)
+	report.Message, report.State, report.BlockedBy = res.Message, res.State, nil
+	report.Outputs = merged(req.Outputs[runStep], res.Outputs)
+	report.Created = merged(req.Created, res.Created)
+	for _, b := range res.BlockedBy {
+		report.BlockedBy = append(report.BlockedBy, b.String())
+	}
 	switch {
 	case err != nil:
 		report.failed(err)
 	case res.Done:
-		report.Result = hookDone
+		report.Result, report.RequeueAfter = hookDone, ""
 	default:
-		report.Result, report.RequeueAfter = hookWaiting, res.RequeueAfter.String()
+		report.Result, report.RequeueAfter, report.requeueAfter = hookWaiting, res.RequeueAfter.String(), res.RequeueAfter
+		return r.untilDone, nil
 	}
-	report.Message, report.Outputs, report.State = res.Message, res.Outputs, res.State
-	for _, b := range res.BlockedBy {
-		report.BlockedBy = append(report.BlockedBy, b.String())
+	return false, nil
+}
+
+// merged is base with more's entries added; nil when both are empty.
+func merged(base, more map[string]string) map[string]string {
+	if len(base)+len(more) == 0 {
+		return nil
 	}
-	return report, nil
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, more)
+	return out
 }
 
 // command runs the plugin as the operator does (pkg/plugin/host): the executable by its
-// absolute path, with no environment but go-plugin's variables (client.Start).
+// absolute path, with no environment but go-plugin's variables (client.Start) and the
+// CIDRs it may reach despite its egress policy.
 func (r *pluginRun) command() *exec.Cmd {
-	return exec.Command(r.path) //nolint:gosec // the executable the user named, by absolute path
+	cmd := exec.Command(r.path) //nolint:gosec // the executable the user named, by absolute path
+	if r.allowedCIDRs != "" {
+		cmd.Env = []string{egress.EnvAllowedCIDRs + "=" + r.allowedCIDRs}
+	}
+	return cmd
 }
 
 // clientOptions are the options of the client of the plugin: go-plugin's own log is for
@@ -153,9 +203,15 @@ func (r *pluginRun) request(decl []contract.Parameter, stderr io.Writer) (*contr
 			params[param] = runSecretPrefix + strings.ToLower(param)
 		}
 	}
-	params, err := contract.CheckParams(decl, params)
-	if err != nil {
-		return nil, err
+	if slices.Contains(contract.TeardownHooks(), r.hook) {
+		// As the engine and the SDK: a teardown is never refused for its parameters (what
+		// was created under older declarations is torn down all the same).
+		params = contract.WithDefaults(decl, params)
+	} else {
+		var err error
+		if params, err = contract.CheckParams(decl, params); err != nil {
+			return nil, err
+		}
 	}
 	// As the engine's readSecrets: every parameter naming a Secret, merged by key in
 	// parameter-name order.
@@ -183,13 +239,15 @@ func (r *pluginRun) request(decl []contract.Parameter, stderr io.Writer) (*contr
 		Step:               runStep,
 		Hook:               r.hook,
 		Params:             params,
-		Outputs:            map[string]map[string]string{},
-		Attempt:            1,
+		Outputs:            r.outputs,
+		Attempt:            r.attempt,
 		IdempotencyKey:     contract.IdempotencyKey(r.uid, runStep, r.hook),
 		Secrets:            secrets,
 		SecretParams:       byParam,
 		State:              r.state,
-		HookStarted:        time.Now(),
+		Created:            r.created,
+		HookStarted:        r.hookStarted,
+		StepStarted:        r.stepStarted,
 	}, nil
 }
 

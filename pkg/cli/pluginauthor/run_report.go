@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/printers"
 
@@ -33,6 +34,13 @@ type pluginRunReport struct {
 	Message      string            `json:"message,omitempty"`
 	Outputs      map[string]string `json:"outputs,omitempty"`
 	State        map[string]string `json:"state,omitempty"`
+	// Created is the step's created record after the call: what it was given (--created)
+	// with what the hook recorded; a teardown is given it (--created).
+	Created map[string]string `json:"created,omitempty"`
+	// Calls counts the calls made: more than one with --until-done.
+	Calls int `json:"calls,omitempty"`
+	// requeueAfter is RequeueAfter, typed, for the next call of --until-done.
+	requeueAfter time.Duration
 	// BlockedBy are the objects a waiting hook says it waits on, as Kind namespace/name.
 	BlockedBy []string   `json:"blockedBy,omitempty"`
 	Error     *hookError `json:"error,omitempty"`
@@ -68,6 +76,9 @@ func printPluginRun(w io.Writer, r *pluginRunReport) error {
 		hook += " (not called)"
 	}
 	_, _ = fmt.Fprintf(tw, "Hook:\t%s\n", hook)
+	if r.Calls > 1 {
+		_, _ = fmt.Fprintf(tw, "Calls:\t%d\n", r.Calls)
+	}
 	switch r.Result {
 	case hookWaiting:
 		_, _ = fmt.Fprintf(tw, "Result:\tWaiting: call it again in %s\n", r.RequeueAfter)
@@ -94,7 +105,7 @@ func printPluginRun(w io.Writer, r *pluginRunReport) error {
 	for _, block := range []struct {
 		title  string
 		values map[string]string
-	}{{"Outputs", r.Outputs}, {"State", r.State}} {
+	}{{"Outputs", r.Outputs}, {"State", r.State}, {"Created", r.Created}} {
 		if len(block.values) == 0 {
 			continue
 		}

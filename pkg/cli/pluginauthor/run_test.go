@@ -226,3 +226,99 @@ func TestPluginRunNotAPlugin(t *testing.T) {
 	assert.Equal(t, cli.ExitError, code)
 	assert.Contains(t, errOut, "is not an executable file")
 }
+
+// TestPluginRunIsTheEngine: plugin run gives a hook what the engine would: a waiting hook
+// called again until done with its state and its created record (--until-done), a
+// teardown with the record and the step's outputs and a parameter the executor does not
+// declare, the hook's and the step's starts, the CIDRs the plugin may reach, or all of it
+// from a file (--request).
+func TestPluginRunIsTheEngine(t *testing.T) {
+	bin := self(t)
+	request := filepath.Join(t.TempDir(), "request.yaml")
+	require.NoError(t, os.WriteFile(request, []byte(`params: {summary: from the file}
+created: {ticket: T-9}
+outputs: {step: {ticketID: T-9}}
+attempt: 3
+hookStarted: 2026-11-26T08:00:00Z
+`), 0o600))
+	tests := []struct {
+		name        string
+		args        []string
+		wantCode    int
+		wantResult  string
+		wantOutputs map[string]string
+		wantCreated map[string]string
+		wantCalls   int
+	}{
+		{
+			name: "a waiting hook to the end", wantResult: pluginauthor.HookDone, wantCalls: 2,
+			args: []string{"test.ticket", "Create", "-p", "summary=s", "--until-done", "--allowed-cidrs", "127.0.0.0/8",
+				"--hook-started", "2026-11-26T09:00:00Z", "--step-started", "2026-11-26T07:00:00Z"},
+			wantOutputs: map[string]string{"ticketID": "T-1", "state": "map[polls:1]", "attempt": "1", "allowed": "127.0.0.0/8",
+				"hookStarted": "2026-11-26T09:00:00Z", "stepStarted": "2026-11-26T07:00:00Z"},
+			wantCreated: map[string]string{"ticket": "T-1"},
+		},
+		{
+			name: "without --until-done, one call", wantCode: cli.ExitHookWaiting, wantResult: pluginauthor.HookWaiting, wantCalls: 1,
+			args:        []string{"test.ticket", "Create", "-p", "summary=s"},
+			wantCreated: map[string]string{"ticket": "T-1"},
+		},
+		{
+			name: "a teardown with what Create left", wantResult: pluginauthor.HookDone, wantCalls: 1,
+			args: []string{"test.ticket", "Delete", "-p", "summary=s", "-p", "ticketID=T-1",
+				"--created", "ticket=T-1", "--step-output", "ticketID=T-1"},
+			wantOutputs: map[string]string{"closed": "T-1", "ownOutput": "T-1", "ticketID": "T-1"},
+			wantCreated: map[string]string{"ticket": "T-1"},
+		},
+		{
+			name: "a teardown with nothing recorded", wantCode: cli.ExitHookFailed, wantResult: pluginauthor.HookFailed, wantCalls: 1,
+			args: []string{"test.ticket", "Delete", "-p", "summary=s"},
+		},
+		{
+			name: "the request from a file, flags added", wantResult: pluginauthor.HookDone, wantCalls: 1,
+			args: []string{"test.ticket", "Create", "--request", request, "--state", "polls=7"},
+			wantOutputs: map[string]string{"ticketID": "T-9", "state": "map[polls:7]", "attempt": "3", "allowed": "",
+				"hookStarted": "2026-11-26T08:00:00Z", "stepStarted": "2026-11-26T08:00:00Z"},
+			wantCreated: map[string]string{"ticket": "T-9"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := runPlugin(t, append([]string{"run", bin}, append(tt.args, "-o", "json")...)...)
+			require.Equal(t, tt.wantCode, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			var got pluginauthor.RunReport
+			require.NoError(t, json.Unmarshal([]byte(out), &got))
+			assert.Equal(t, tt.wantResult, got.Result)
+			assert.Equal(t, tt.wantCalls, got.Calls)
+			assert.Equal(t, tt.wantCreated, got.Created)
+			if tt.wantOutputs != nil {
+				assert.Equal(t, tt.wantOutputs, got.Outputs)
+			}
+		})
+	}
+}
+
+func TestPluginRunRefusesBadRequestInput(t *testing.T) {
+	bin := self(t)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("params: {summary: s}\nhookStart: 5m\n"), 0o600))
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"a start that is no time", []string{"--hook-started", "yesterday"}, `--hook-started "yesterday" is neither how long ago (25m) nor an RFC 3339 time`},
+		{"a start in the future", []string{"--step-started", "-5m"}, "--step-started -5m is in the future"},
+		{"a CIDR that is none", []string{"--allowed-cidrs", "10.0.0.0/33"}, "--allowed-cidrs"},
+		{"an unknown field in --request", []string{"--request", bad}, `unknown field "hookStart"`},
+		{"a created entry without =", []string{"--created", "ticket"}, "created entry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := runPlugin(t, append([]string{"run", bin, "test.ticket", "Create", "-p", "summary=s"}, tt.args...)...)
+			assert.Equal(t, cli.ExitError, code)
+			assert.Contains(t, errOut, tt.wantErr)
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe/termsafetest"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // TestMain makes this test binary a plugin when go-plugin starts it: go-plugin puts its
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(proto.Handshake.MagicCookieKey) == proto.Handshake.MagicCookieValue {
 		// go-plugin points os.Stderr at a stream of its own; this is the process's.
 		stderr := os.Stderr
-		sdk.Serve(echo{stderr: stderr}, waiter{}, failer{}, sleeper{})
+		sdk.Serve(echo{stderr: stderr}, waiter{}, failer{}, sleeper{}, ticket{})
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -119,6 +120,39 @@ func (sleeper) Name() string { return "test.sleep" }
 func (sleeper) Create(ctx context.Context, _ *sdk.Request) (sdk.Result, error) {
 	<-ctx.Done()
 	return sdk.Result{}, ctx.Err()
+}
+
+// ticket opens a ticket on its first call, recording it, is done on the next, and closes
+// what was recorded in Delete; its outputs say what the engine gave it.
+type ticket struct{ sdk.Base }
+
+func (ticket) Name() string { return "test.ticket" }
+
+func (ticket) Describe() sdk.Description {
+	return sdk.Description{Parameters: []sdk.Parameter{{Name: "summary", Type: sdk.ParamString, Required: true}}}
+}
+
+func (ticket) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
+	if req.Created["ticket"] == "" {
+		return sdk.Wait(time.Millisecond, "opened T-1").WithCreated(map[string]string{"ticket": "T-1"}).
+			WithState(map[string]string{"polls": "1"}), nil
+	}
+	return sdk.DoneWithOutputs("approved", map[string]string{
+		"ticketID":    req.Created["ticket"],
+		"state":       fmt.Sprint(req.State),
+		"attempt":     fmt.Sprint(req.Attempt),
+		"hookStarted": req.HookStarted.UTC().Format(time.RFC3339),
+		"stepStarted": req.StepStarted.UTC().Format(time.RFC3339),
+		"allowed":     os.Getenv(egress.EnvAllowedCIDRs),
+	}), nil
+}
+
+func (ticket) Delete(_ context.Context, req *sdk.Request) (sdk.Result, error) {
+	id := req.Created["ticket"]
+	if id == "" {
+		return sdk.Result{}, sdk.Permanent("NothingRecorded", errors.New("no ticket recorded"))
+	}
+	return sdk.DoneWithOutputs("closed "+id, map[string]string{"closed": id, "ownOutput": req.Outputs["step"]["ticketID"]}), nil
 }
 
 // self is this test binary, which TestMain makes a plugin.

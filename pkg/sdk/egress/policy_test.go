@@ -73,7 +73,7 @@ func TestCheckErrorNamesTheAddressAndItsRange(t *testing.T) {
 	err := New().Check(netip.MustParseAddr("127.0.0.1"))
 	require.Error(t, err)
 	assert.Equal(t, "127.0.0.1 is a loopback address: plugins may not connect to it unless an operator admin "+
-		"allows its range with the operator's flag --plugin-allowed-cidrs", err.Error())
+		"allows its range with the operator's flag --plugin-allowed-cidrs (kubectl stepwise plugin run: --allowed-cidrs)", err.Error())
 	assert.Equal(t, &RefusedError{Addr: netip.MustParseAddr("127.0.0.1"), Range: "a loopback address"}, err)
 }
 

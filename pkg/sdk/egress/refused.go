@@ -25,7 +25,7 @@ type RefusedError struct {
 // address only: the URL it came from may carry credentials.
 func (e *RefusedError) Error() string {
 	return fmt.Sprintf("%s is %s: plugins may not connect to it unless an operator admin allows its range "+
-		"with the operator's flag --plugin-allowed-cidrs", e.Addr, e.Range)
+		"with the operator's flag --plugin-allowed-cidrs (kubectl stepwise plugin run: --allowed-cidrs)", e.Addr, e.Range)
 }
 
 // AsPermanent returns, when err wraps a *RefusedError, the permanent error with reason

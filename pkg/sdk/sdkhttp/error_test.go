@@ -127,7 +127,7 @@ func TestError(t *testing.T) {
 				return target, err
 			},
 			wantReason: egress.ReasonEndpointNotAllowed, wantPerm: true,
-			wantText: "POST: 127.0.0.1 is a loopback address: plugins may not connect to it unless an operator admin allows its range with the operator's flag --plugin-allowed-cidrs",
+			wantText: "POST: 127.0.0.1 is a loopback address: plugins may not connect to it unless an operator admin allows its range with the operator's flag --plugin-allowed-cidrs (kubectl stepwise plugin run: --allowed-cidrs)",
 		},
 		{
 			name: "an error with its own reason",
