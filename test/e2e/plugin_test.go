@@ -163,6 +163,7 @@ func TestPluginWithWrongChecksumIsRefusedWithAClearCondition(t *testing.T) {
 	assert.Equal(t, "UnknownExecutor", step.Reason)
 	assert.Contains(t, step.Message, `no executor named "example.greet"`)
 	assert.Contains(t, step.Message, "stepwise-plugin-example")
-	assert.Contains(t, step.Message, "SHA-256 does not match the checksum file")
+	assert.Contains(t, step.Message, "stepwise-plugin-example: it did not start: its SHA-256 is ")
+	assert.Contains(t, step.Message, "but the checksum file "+filepath.Join(dir, "SHA256SUMS")+" lists "+strings.Repeat("0", 64))
 	assert.Empty(t, processesOf(t, "stepwise-plugin-example", operator.PID()), "the refused plugin never ran")
 }
