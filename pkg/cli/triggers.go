@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 func newTriggersCommand(o *options) *cobra.Command {
@@ -68,6 +70,7 @@ condition and its queue, in the order the waiting objects will start.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml. Default: a table.")
+	cmd.AddCommand(newTriggerPauseCommand(o), newTriggerResumeCommand(o))
 	return cmd
 }
 
@@ -95,6 +98,17 @@ func PrintTriggerDetails(w io.Writer, t *v1alpha1.PipelineTrigger) error {
 	_, _ = fmt.Fprintf(tw, "Template:\t%s\n", termsafe.OneLine(t.Spec.TemplateRef.Name, 0))
 	_, _ = fmt.Fprintf(tw, "Concurrency:\t%d\n", t.Spec.Concurrency)
 	_, _ = fmt.Fprintf(tw, "Suspended:\t%t\n", t.Spec.Suspend)
+	if p := st.Paused; p != nil {
+		_, _ = fmt.Fprintf(tw, "Paused:\tby %s since %s: %s\n", termsafe.OneLine(p.By, 0), p.Since.UTC().Format(time.RFC3339), termsafe.OneLine(p.Reason, 0))
+	}
+	_, _ = fmt.Fprintf(tw, "Failure budget:\t%d left of %d\n", st.FailureBudgetLeft, rules.FailureBudget(t))
+	for _, f := range st.Failures {
+		_, _ = fmt.Fprintf(tw, "  failed\t%s (%s, step %s) at %s\n", termsafe.OneLine(f.Pipeline, 0), termsafe.OneLine(f.Object, 0),
+			termsafe.OneLine(f.Step, 0), f.At.UTC().Format(time.RFC3339))
+	}
+	if r := st.Resumed; r != nil {
+		_, _ = fmt.Fprintf(tw, "Resumed:\tby %s at %s\n", termsafe.OneLine(r.By, 0), r.At.UTC().Format(time.RFC3339))
+	}
 	_, _ = fmt.Fprintf(tw, "Objects:\t%d matched, %d running, %d waiting, %d succeeded, %d failed\n",
 		st.Matched, st.Running, st.Waiting, st.Succeeded, st.Failed)
 	if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {

@@ -42,6 +42,13 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 		case ts.windowClosed:
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the maintenance window opens at %s",
 				name, ts.nextWindow.UTC().Format(time.RFC3339))
+		case ts.brakes.paused != nil:
+			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the trigger is paused by %s", name, ts.brakes.paused.By)
+		case ts.budgetSpent():
+			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the trigger's failure budget is spent", name)
+		case ts.coolingDown():
+			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the cooldown ends at %s",
+				name, ts.brakes.coolUntil.UTC().Format(time.RFC3339))
 		case rules.Free(ts.trig, unfinished) == 0:
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: %d pipelines of the trigger are unfinished (concurrency %d)",
 				name, unfinished, rules.Concurrency(ts.trig))
@@ -49,6 +56,7 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 			err := ts.create(ctx, cand)
 			if err == nil {
 				unfinished++
+				ts.started(ts.c.clock.Now())
 				continue
 			}
 			var taken *nameTakenError

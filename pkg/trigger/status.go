@@ -64,12 +64,24 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	for _, obj := range ts.waiting[:min(len(ts.waiting), maxQueue)] {
 		s.Queue = append(s.Queue, ts.objectName(obj))
 	}
+	s.Failures, s.Paused, s.Resumed, s.LastStart = ts.brakes.failures, ts.brakes.paused, ts.brakes.resumed, ts.brakes.lastStart
+	s.FailureBudgetLeft = max(rules.FailureBudget(trig)-int32(len(ts.brakes.failures)), 0)
 
 	ready.Status = metav1.ConditionTrue
 	switch budgets, blocked := ts.blocked(); {
 	case ts.templateMissing:
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonTemplateNotFound
 		ready.Message = fmt.Sprintf("PipelineTemplate %s/%s does not exist: nothing starts until it does", trig.Namespace, trig.Spec.TemplateRef.Name)
+	case ts.brakes.paused != nil:
+		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonPaused
+		ready.Message = "paused by " + ts.brakes.paused.By
+		if ts.brakes.paused.Reason != "" {
+			ready.Message += " (" + ts.brakes.paused.Reason + ")"
+		}
+		ready.Message += fmt.Sprintf(": nothing starts; %d running go on, %d waiting (kubectl stepwise triggers resume %s)", running, s.Waiting, trig.Name)
+	case ts.budgetSpent():
+		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonFailureBudgetSpent
+		ready.Message = ts.failuresMessage()
 	case trig.Spec.Suspend:
 		ready.Reason = v1alpha1.TriggerReasonSuspended
 		ready.Message = fmt.Sprintf("suspended: nothing starts; %d running, %d waiting", running, s.Waiting)
@@ -77,6 +89,10 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 		ready.Reason = v1alpha1.TriggerReasonOutsideWindow
 		ready.Message = fmt.Sprintf("outside the maintenance window: nothing starts until %s; %d running, %d waiting",
 			ts.nextWindow.UTC().Format(time.RFC3339), running, s.Waiting)
+	case ts.coolingDown() && s.Waiting > 0:
+		ready.Reason = v1alpha1.TriggerReasonCoolingDown
+		ready.Message = fmt.Sprintf("cooling down: the next start is at %s; %d running, %d waiting",
+			ts.brakes.coolUntil.UTC().Format(time.RFC3339), running, s.Waiting)
 	case blocked:
 		ready.Reason = v1alpha1.TriggerReasonBlocked
 		ready.Message = fmt.Sprintf("%s on %s %s", count(int(running), "running pipeline waits", "running pipelines wait"),

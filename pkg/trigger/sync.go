@@ -59,6 +59,8 @@ type triggerSync struct {
 	objectErrors []objectError
 	// taintErr is the first failure to taint a waiting node or untaint another.
 	taintErr error
+	// brakes hold the starts back: a pause, a spent failure budget, the cooldown.
+	brakes brakes
 }
 
 // objectError is an object that cannot start, and why.
@@ -175,7 +177,14 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 		requeue = min(requeue, max(w.change.Sub(c.clock.Now()), time.Second))
 	}
 	ts.windowClosed, ts.nextWindow = !w.open, w.change
-	return requeue, ts.reconcile(ctx, params)
+	ts.applyBrakes(c.clock.Now())
+	if err := ts.reconcile(ctx, params); err != nil {
+		return 0, err
+	}
+	if ts.coolingDown() {
+		requeue = min(requeue, max(ts.brakes.coolUntil.Sub(c.clock.Now()), time.Second))
+	}
+	return requeue, nil
 }
 
 // reconcile brings the pipelines in line with the objects: params of changed objects,
@@ -214,7 +223,8 @@ func (ts *triggerSync) reconcile(ctx context.Context, params boundParams) error 
 
 // canStart tells whether the trigger may start, or re-run, pipelines.
 func (ts *triggerSync) canStart() bool {
-	return !ts.trig.Spec.Suspend && !ts.templateMissing && !ts.windowClosed
+	return !ts.trig.Spec.Suspend && !ts.templateMissing && !ts.windowClosed &&
+		ts.brakes.paused == nil && !ts.budgetSpent() && !ts.coolingDown()
 }
 
 // objectName names an object in messages, the queue and AnnotationObject.

@@ -49,6 +49,10 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "install CRDs: %v\n", err)
 		return 1
 	}
+	if err := c.InstallAdmissionPolicies(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "install admission policies: %v\n", err)
+		return 1
+	}
 	if operator, err = c.StartOperator(pluginArgs()...); err != nil {
 		fmt.Fprintf(os.Stderr, "start operator: %v\n", err)
 		return 1

@@ -351,6 +351,7 @@ func TestTriggerTearsDownARetirementBlockedByAPodDisruptionBudget(t *testing.T) 
 
 	trig := nodeTrigger(ns, sa, 1)
 	trig.Spec.Params = map[string]string{"node": "$(object.metadata.name)"}
+	trig.Spec.FailureBudget = 2 // the blocked retirement's failure leaves room for the next
 	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// The stuck node's retirement starts first; the free node, labelled then, waits for it

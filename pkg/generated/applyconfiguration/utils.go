@@ -80,8 +80,18 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.TemplateRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TemplateSnapshot"):
 		return &stepwisev1alpha1.TemplateSnapshotApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TriggerFailure"):
+		return &stepwisev1alpha1.TriggerFailureApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TriggerPause"):
+		return &stepwisev1alpha1.TriggerPauseApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TriggerPauseRecord"):
+		return &stepwisev1alpha1.TriggerPauseRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TriggerResource"):
 		return &stepwisev1alpha1.TriggerResourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TriggerResume"):
+		return &stepwisev1alpha1.TriggerResumeApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TriggerResumeRecord"):
+		return &stepwisev1alpha1.TriggerResumeRecordApplyConfiguration{}
 
 	}
 	return nil

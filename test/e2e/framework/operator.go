@@ -9,17 +9,60 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 )
+
+// InstallAdmissionPolicies creates or updates the ValidatingAdmissionPolicies and their
+// bindings the install ships (deploy/base/admission-policy.yaml).
+func (c *Cluster) InstallAdmissionPolicies(ctx context.Context) error {
+	data, err := os.ReadFile(filepath.Join(c.root, "deploy", "base", "admission-policy.yaml"))
+	if err != nil {
+		return fmt.Errorf("read the admission policies: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	policies := client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	bindings := client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var kind struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &kind); err != nil {
+			return fmt.Errorf("decode the admission policies: %w", err)
+		}
+		switch kind.Kind {
+		case "ValidatingAdmissionPolicy":
+			var p admissionregistrationv1.ValidatingAdmissionPolicy
+			if err := yaml.UnmarshalStrict([]byte(doc), &p); err != nil {
+				return fmt.Errorf("decode policy: %w", err)
+			}
+			if _, err := policies.Create(ctx, &p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create policy %s: %w", p.Name, err)
+			}
+		case "ValidatingAdmissionPolicyBinding":
+			var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+			if err := yaml.UnmarshalStrict([]byte(doc), &b); err != nil {
+				return fmt.Errorf("decode binding: %w", err)
+			}
+			if _, err := bindings.Create(ctx, &b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create binding %s: %w", b.Name, err)
+			}
+		}
+	}
+	return nil
+}
 
 // InstallCRDs creates every CustomResourceDefinition in the repository's crd/ directory
 // and waits until the API server serves them.

@@ -115,6 +115,64 @@ type PipelineTriggerSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	HistoryLimit int32 `json:"historyLimit,omitempty"`
+
+	// FailureBudget is how many of the trigger's pipelines may fail (onFailure Teardown
+	// included) since it was created or last resumed before it starts nothing new: the
+	// pipelines running go on, and the trigger waits for a person to resume it. Default 1:
+	// a fleet policy stops at the first failure, because a cause that fails one object (a
+	// wrong credential, a broken step) fails the next one too, and the trigger would
+	// otherwise walk it through the fleet.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	FailureBudget int32 `json:"failureBudget,omitempty"`
+
+	// Cooldown is the least time between two starts of the trigger's pipelines, so that
+	// caches refill and replacement capacity settles: at most one pipeline starts per
+	// cooldown. At most 24h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$') && duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="cooldown must be at least 0s and at most 24h"
+	Cooldown *metav1.Duration `json:"cooldown,omitempty"`
+
+	// Pause, set, stops the trigger from starting pipelines (those running go on), saying
+	// who and why: kubectl stepwise triggers pause sets it. The API server checks that By
+	// is the user who sets it (the ValidatingAdmissionPolicy the operator installs).
+	// +optional
+	Pause *TriggerPause `json:"pause,omitempty"`
+
+	// Resume, changed, resets the count of failed pipelines that the failure budget
+	// counts: kubectl stepwise triggers resume clears pause and sets it. The API server
+	// checks that By is the user who sets it.
+	// +optional
+	Resume *TriggerResume `json:"resume,omitempty"`
+}
+
+// TriggerPause says who paused a trigger, and why.
+type TriggerPause struct {
+	// By is the user who paused it, as the API server authenticated them.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	By string `json:"by"`
+	// Reason is why, in a few words (an incident's name).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Reason string `json:"reason,omitempty"`
+}
+
+// TriggerResume says who resumed a trigger; ID tells one resume from the one before.
+type TriggerResume struct {
+	// By is the user who resumed it, as the API server authenticated them.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	By string `json:"by"`
+	// ID is new for each resume (kubectl stepwise uses the time).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id"`
 }
 
 // FieldRequirement is a requirement on one field of an object: its value is among Values
@@ -281,6 +339,31 @@ type PipelineTriggerStatus struct {
 	// +kubebuilder:validation:MaxItems=50
 	// +kubebuilder:validation:items:MaxLength=512
 	Queue []string `json:"queue,omitempty"`
+	// Failures are the trigger's pipelines that failed since it was created or last
+	// resumed, in the order it saw them, up to its failure budget; when they fill it the
+	// trigger starts nothing new.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Failures []TriggerFailure `json:"failures,omitempty"`
+	// FailureBudgetLeft is how many more pipelines may fail before the trigger stops
+	// starting new ones.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	FailureBudgetLeft int32 `json:"failureBudgetLeft,omitempty"`
+	// Paused records the pause the trigger honours: by a person (spec.pause), with when
+	// the trigger saw it.
+	// +optional
+	Paused *TriggerPauseRecord `json:"paused,omitempty"`
+	// Resumed records the last resume the trigger saw, and when; the failures count from
+	// then.
+	// +optional
+	Resumed *TriggerResumeRecord `json:"resumed,omitempty"`
+	// LastStart is when the trigger last started a pipeline; with a cooldown the next
+	// starts no earlier than LastStart + cooldown.
+	// +optional
+	LastStart *metav1.Time `json:"lastStart,omitempty"`
 	// Conditions; "Ready" is True when the trigger can act (its template and resource are
 	// usable and its ServiceAccount may list and watch the resource).
 	// +optional
@@ -288,6 +371,51 @@ type PipelineTriggerStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// TriggerFailure is a failed pipeline the failure budget counts.
+type TriggerFailure struct {
+	// Pipeline is the failed pipeline's name.
+	// +kubebuilder:validation:MaxLength=253
+	Pipeline string `json:"pipeline"`
+	// UID of the pipeline, so that a pipeline of the same name made later counts anew.
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid"`
+	// Object is the object the pipeline ran for, as the queue names it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Object string `json:"object,omitempty"`
+	// Step is the step that failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Step string `json:"step,omitempty"`
+	// At is when the pipeline failed.
+	At metav1.Time `json:"at"`
+}
+
+// TriggerPauseRecord is a pause as the trigger saw it.
+type TriggerPauseRecord struct {
+	// By is who paused the trigger.
+	// +kubebuilder:validation:MaxLength=512
+	By string `json:"by"`
+	// Reason is why.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Reason string `json:"reason,omitempty"`
+	// Since is when the trigger saw the pause.
+	Since metav1.Time `json:"since"`
+}
+
+// TriggerResumeRecord is a resume as the trigger saw it.
+type TriggerResumeRecord struct {
+	// By is who resumed the trigger.
+	// +kubebuilder:validation:MaxLength=512
+	By string `json:"by"`
+	// ID is the resume's spec.resume.id.
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id"`
+	// At is when the trigger saw the resume.
+	At metav1.Time `json:"at"`
 }
 
 // PipelineTriggerList is a list of PipelineTriggers.

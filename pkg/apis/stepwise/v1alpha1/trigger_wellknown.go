@@ -22,6 +22,10 @@ const (
 	// AnnotationObject names the object a trigger's pipeline is for: namespace/name, or
 	// name for a cluster-scoped object.
 	AnnotationObject = "stepwise.dev/object"
+	// AnnotationResume is the spec.resume.id of the trigger when it started the pipeline:
+	// its failure budget counts the pipelines started since the last resume, which a time
+	// kept to the second could not tell apart from those started just before.
+	AnnotationResume = "stepwise.dev/resume"
 
 	// TaintWaiting is the key of the taint a trigger with spec.taintWaiting puts on the
 	// nodes waiting in its queue; its value names the trigger (NAMESPACE.NAME made a label
@@ -71,6 +75,15 @@ const (
 	// TriggerReasonInvalidParameters: a $(object...) reference of spec.params does not
 	// parse.
 	TriggerReasonInvalidParameters = "InvalidParameters"
+	// TriggerReasonPaused: a person paused the trigger (spec.pause); the running pipelines
+	// go on.
+	TriggerReasonPaused = "Paused"
+	// TriggerReasonFailureBudgetSpent: as many pipelines failed as spec.failureBudget
+	// allows, since the trigger was created or last resumed; nothing new starts until a
+	// person resumes it.
+	TriggerReasonFailureBudgetSpent = "FailureBudgetSpent"
+	// TriggerReasonCoolingDown: the trigger waits out spec.cooldown since its last start.
+	TriggerReasonCoolingDown = "CoolingDown"
 )
 
 // Reasons of the Events recorded on a trigger.
@@ -88,6 +101,11 @@ const (
 	TriggerReasonPipelineDeleted = "PipelineDeleted"
 	// TriggerReasonTaintFailed: a waiting node could not be tainted, or a taint not removed.
 	TriggerReasonTaintFailed = "TaintFailed"
+	// TriggerReasonPipelineFailed: a pipeline of the trigger failed; the failure budget
+	// counts it.
+	TriggerReasonPipelineFailed = "PipelineFailed"
+	// TriggerReasonResumed: a person resumed the trigger; the failures count from zero.
+	TriggerReasonResumed = "Resumed"
 )
 
 // Finished tells whether the pipeline no longer counts against its trigger's concurrency:

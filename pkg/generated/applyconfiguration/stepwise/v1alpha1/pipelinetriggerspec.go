@@ -20,6 +20,7 @@ package v1alpha1
 
 import (
 	stepwisev1alpha1 "github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // PipelineTriggerSpecApplyConfiguration represents a declarative configuration of the PipelineTriggerSpec type for use
@@ -73,6 +74,25 @@ type PipelineTriggerSpecApplyConfiguration struct {
 	// HistoryLimit bounds the finished pipelines of objects that are gone kept under
 	// WhenUnmatched Keep; the oldest go first (their teardown runs, as for any deletion).
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
+	// FailureBudget is how many of the trigger's pipelines may fail (onFailure Teardown
+	// included) since it was created or last resumed before it starts nothing new: the
+	// pipelines running go on, and the trigger waits for a person to resume it. Default 1:
+	// a fleet policy stops at the first failure, because a cause that fails one object (a
+	// wrong credential, a broken step) fails the next one too, and the trigger would
+	// otherwise walk it through the fleet.
+	FailureBudget *int32 `json:"failureBudget,omitempty"`
+	// Cooldown is the least time between two starts of the trigger's pipelines, so that
+	// caches refill and replacement capacity settles: at most one pipeline starts per
+	// cooldown. At most 24h.
+	Cooldown *v1.Duration `json:"cooldown,omitempty"`
+	// Pause, set, stops the trigger from starting pipelines (those running go on), saying
+	// who and why: kubectl stepwise triggers pause sets it. The API server checks that By
+	// is the user who sets it (the ValidatingAdmissionPolicy the operator installs).
+	Pause *TriggerPauseApplyConfiguration `json:"pause,omitempty"`
+	// Resume, changed, resets the count of failed pipelines that the failure budget
+	// counts: kubectl stepwise triggers resume clears pause and sets it. The API server
+	// checks that By is the user who sets it.
+	Resume *TriggerResumeApplyConfiguration `json:"resume,omitempty"`
 }
 
 // PipelineTriggerSpecApplyConfiguration constructs a declarative configuration of the PipelineTriggerSpec type for use with
@@ -193,5 +213,37 @@ func (b *PipelineTriggerSpecApplyConfiguration) WithTaintWaiting(value bool) *Pi
 // If called multiple times, the HistoryLimit field is set to the value of the last call.
 func (b *PipelineTriggerSpecApplyConfiguration) WithHistoryLimit(value int32) *PipelineTriggerSpecApplyConfiguration {
 	b.HistoryLimit = &value
+	return b
+}
+
+// WithFailureBudget sets the FailureBudget field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FailureBudget field is set to the value of the last call.
+func (b *PipelineTriggerSpecApplyConfiguration) WithFailureBudget(value int32) *PipelineTriggerSpecApplyConfiguration {
+	b.FailureBudget = &value
+	return b
+}
+
+// WithCooldown sets the Cooldown field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Cooldown field is set to the value of the last call.
+func (b *PipelineTriggerSpecApplyConfiguration) WithCooldown(value v1.Duration) *PipelineTriggerSpecApplyConfiguration {
+	b.Cooldown = &value
+	return b
+}
+
+// WithPause sets the Pause field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Pause field is set to the value of the last call.
+func (b *PipelineTriggerSpecApplyConfiguration) WithPause(value *TriggerPauseApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
+	b.Pause = value
+	return b
+}
+
+// WithResume sets the Resume field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Resume field is set to the value of the last call.
+func (b *PipelineTriggerSpecApplyConfiguration) WithResume(value *TriggerResumeApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
+	b.Resume = value
 	return b
 }

@@ -42,6 +42,22 @@ type PipelineTriggerStatusApplyConfiguration struct {
 	NextWindow *v1.Time `json:"nextWindow,omitempty"`
 	// Queue names the waiting objects in the order they will start (the first 50).
 	Queue []string `json:"queue,omitempty"`
+	// Failures are the trigger's pipelines that failed since it was created or last
+	// resumed, in the order it saw them, up to its failure budget; when they fill it the
+	// trigger starts nothing new.
+	Failures []TriggerFailureApplyConfiguration `json:"failures,omitempty"`
+	// FailureBudgetLeft is how many more pipelines may fail before the trigger stops
+	// starting new ones.
+	FailureBudgetLeft *int32 `json:"failureBudgetLeft,omitempty"`
+	// Paused records the pause the trigger honours: by a person (spec.pause), with when
+	// the trigger saw it.
+	Paused *TriggerPauseRecordApplyConfiguration `json:"paused,omitempty"`
+	// Resumed records the last resume the trigger saw, and when; the failures count from
+	// then.
+	Resumed *TriggerResumeRecordApplyConfiguration `json:"resumed,omitempty"`
+	// LastStart is when the trigger last started a pipeline; with a cooldown the next
+	// starts no earlier than LastStart + cooldown.
+	LastStart *v1.Time `json:"lastStart,omitempty"`
 	// Conditions; "Ready" is True when the trigger can act (its template and resource are
 	// usable and its ServiceAccount may list and watch the resource).
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
@@ -116,6 +132,51 @@ func (b *PipelineTriggerStatusApplyConfiguration) WithQueue(values ...string) *P
 	for i := range values {
 		b.Queue = append(b.Queue, values[i])
 	}
+	return b
+}
+
+// WithFailures adds the given value to the Failures field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Failures field.
+func (b *PipelineTriggerStatusApplyConfiguration) WithFailures(values ...*TriggerFailureApplyConfiguration) *PipelineTriggerStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithFailures")
+		}
+		b.Failures = append(b.Failures, *values[i])
+	}
+	return b
+}
+
+// WithFailureBudgetLeft sets the FailureBudgetLeft field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FailureBudgetLeft field is set to the value of the last call.
+func (b *PipelineTriggerStatusApplyConfiguration) WithFailureBudgetLeft(value int32) *PipelineTriggerStatusApplyConfiguration {
+	b.FailureBudgetLeft = &value
+	return b
+}
+
+// WithPaused sets the Paused field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Paused field is set to the value of the last call.
+func (b *PipelineTriggerStatusApplyConfiguration) WithPaused(value *TriggerPauseRecordApplyConfiguration) *PipelineTriggerStatusApplyConfiguration {
+	b.Paused = value
+	return b
+}
+
+// WithResumed sets the Resumed field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Resumed field is set to the value of the last call.
+func (b *PipelineTriggerStatusApplyConfiguration) WithResumed(value *TriggerResumeRecordApplyConfiguration) *PipelineTriggerStatusApplyConfiguration {
+	b.Resumed = value
+	return b
+}
+
+// WithLastStart sets the LastStart field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastStart field is set to the value of the last call.
+func (b *PipelineTriggerStatusApplyConfiguration) WithLastStart(value v1.Time) *PipelineTriggerStatusApplyConfiguration {
+	b.LastStart = &value
 	return b
 }
 
