@@ -93,6 +93,8 @@ func TestObjects(t *testing.T) {
 		"RoleBinding/stepwise-operator",
 		"Service/stepwise-operator-metrics",
 		"ServiceAccount/stepwise-operator",
+		"ValidatingAdmissionPolicy/stepwise-trigger-identity",
+		"ValidatingAdmissionPolicyBinding/stepwise-trigger-identity",
 	}, keys)
 }
 

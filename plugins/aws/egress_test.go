@@ -20,7 +20,7 @@ func runCreate(t *testing.T, e *terminateInstance, endpoint string) (sdk.Result,
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{
-		"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": endpoint, "credentialsSecret": "aws-creds"}), validSecrets())
+		"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": endpoint, "credentialsSecret": "aws-creds", "node": nodeName}), validSecrets())
 	return plugintest.Serve(t, e).Run(ctx, executorName, sdk.HookCreate, req)
 }
 

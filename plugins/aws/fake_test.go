@@ -46,6 +46,8 @@ type fakeInstance struct {
 	state string
 	// name is the value of its Name tag; empty: no tag.
 	name string
+	// privateDNS is its private DNS name; addInstance gives it nodeName's.
+	privateDNS string
 	// shutdownPolls is how many DescribeInstances after a TerminateInstances still show
 	// shutting-down before the instance is terminated, as a real shutdown takes a while.
 	shutdownPolls int
@@ -65,7 +67,15 @@ func newFakeEC2(t *testing.T, accessKeyID, secretAccessKey, region string) *fake
 func (f *fakeEC2) addInstance(id, state string, shutdownPolls int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.instances[id] = &fakeInstance{state: state, shutdownPolls: shutdownPolls}
+	f.instances[id] = &fakeInstance{state: state, shutdownPolls: shutdownPolls, privateDNS: nodeName}
+}
+
+// renameInstance gives the instance another private DNS name ("": none, as EC2 shows a
+// terminated instance).
+func (f *fakeEC2) renameInstance(id, privateDNS string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.instances[id].privateDNS = privateDNS
 }
 
 // nameInstance gives the instance a Name tag.
@@ -136,7 +146,7 @@ func (f *fakeEC2) serve(w http.ResponseWriter, r *http.Request) {
 				inst.state = "terminated"
 			}
 		}
-		writeXML(w, describeResponse(id, inst.state, inst.name))
+		writeXML(w, describeResponse(id, inst.state, inst.name, inst.privateDNS))
 	case "TerminateInstances":
 		previous := inst.state
 		if previous != "terminated" {
@@ -206,7 +216,7 @@ type instanceState struct {
 
 func state(name string) instanceState { return instanceState{Code: stateCodes[name], Name: name} }
 
-func describeResponse(id, s, name string) any {
+func describeResponse(id, s, name, privateDNS string) any {
 	type tag struct {
 		Key   string `xml:"key"`
 		Value string `xml:"value"`
@@ -215,6 +225,7 @@ func describeResponse(id, s, name string) any {
 		InstanceID       string        `xml:"instanceId"`
 		InstanceType     string        `xml:"instanceType"`
 		InstanceState    instanceState `xml:"instanceState"`
+		PrivateDNSName   string        `xml:"privateDnsName"`
 		AvailabilityZone string        `xml:"placement>availabilityZone"`
 		Tags             []tag         `xml:"tagSet>item"`
 	}
@@ -233,7 +244,7 @@ func describeResponse(id, s, name string) any {
 		Reservations []reservation `xml:"reservationSet>item"`
 	}{Xmlns: ec2Namespace, RequestID: "req-describe", Reservations: []reservation{{
 		ReservationID: "r-0123456789abcdef0",
-		Instances:     []instance{{InstanceID: id, InstanceType: "m5.large", InstanceState: state(s), AvailabilityZone: "us-east-1a", Tags: tags}},
+		Instances:     []instance{{InstanceID: id, InstanceType: "m5.large", InstanceState: state(s), PrivateDNSName: privateDNS, AvailabilityZone: "us-east-1a", Tags: tags}},
 	}}}
 }
 

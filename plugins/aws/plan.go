@@ -46,6 +46,10 @@ func (t *terminateInstance) Plan(ctx context.Context, req *sdk.Request) (sdk.Pla
 		row.Action = "wait"
 		summary = fmt.Sprintf("instance %s is shutting down already: wait until it is terminated", name)
 	default:
+		// Create would refuse another node's instance: the plan fails with its error.
+		if err := l.checkNodesInstance(); err != nil {
+			return sdk.Plan{}, err
+		}
 		row.Action = "terminate"
 		summary = fmt.Sprintf("terminate instance %s, %s", name, state)
 	}
@@ -56,12 +60,18 @@ func (t *terminateInstance) Plan(ctx context.Context, req *sdk.Request) (sdk.Pla
 // (i-0123...)", as the EC2 console shows it.
 func instanceName(i *types.Instance) string {
 	id := aws.ToString(i.InstanceId)
-	for _, tag := range i.Tags {
-		if aws.ToString(tag.Key) == "Name" {
-			if name := strings.TrimSpace(aws.ToString(tag.Value)); name != "" {
-				return fmt.Sprintf("%s (%s)", name, id)
-			}
-		}
+	if name := nameTag(i); name != "" {
+		return fmt.Sprintf("%s (%s)", name, id)
 	}
 	return id
+}
+
+// nameTag is the instance's Name tag, trimmed; "" if it has none.
+func nameTag(i *types.Instance) string {
+	for _, tag := range i.Tags {
+		if aws.ToString(tag.Key) == "Name" {
+			return strings.TrimSpace(aws.ToString(tag.Value))
+		}
+	}
+	return ""
 }

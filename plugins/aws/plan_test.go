@@ -68,7 +68,7 @@ func TestPlan(t *testing.T) {
 			name:  "stopped, by instanceID and region: terminate",
 			setup: func(f *fakeEC2) { f.addInstance(instanceID, "stopped", 0) },
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+				return map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
 			want: sdk.Plan{
 				Summary: "terminate instance i-0123456789abcdef0, stopped",
@@ -106,6 +106,16 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "another node's instance: Create's error",
+			setup: func(f *fakeEC2) {
+				f.addInstance(instanceID, "running", 0)
+				f.renameInstance(instanceID, "ip-10-0-9-99.ec2.internal")
+				f.nameInstance(instanceID, "k8s-node-9")
+			},
+			wantReason: "InstanceNotTheNodes",
+			wantState:  "running",
+		},
+		{
 			name:       "wrong secret key: Create's error",
 			setup:      func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
 			secrets:    map[string][]byte{keyAccessKeyID: []byte(accessKeyID), keySecretAccessKey: []byte(wrongKey)},
@@ -126,7 +136,7 @@ func TestPlan(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(f)
 			}
-			params := map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+			params := map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			if tt.params != nil {
 				params = tt.params(f)
 			}
@@ -185,7 +195,7 @@ func TestPlanNamesTheInstanceCreateTerminates(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
 	e := newTestInstance(loopback)
-	params := map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+	params := map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 
 	plan, err := e.Plan(t.Context(), planRequest(t, params, validSecrets()))
 	require.NoError(t, err)

@@ -52,6 +52,7 @@ const (
 	paramRegion            = "region"
 	paramEndpoint          = "endpoint"
 	paramCredentialsSecret = "credentialsSecret"
+	paramNode              = "node"
 )
 
 // Secret keys read from the data of the Secret named by credentialsSecret.
@@ -102,6 +103,7 @@ func (*terminateInstance) Describe() sdk.Description {
 			{Name: paramRegion, Type: sdk.ParamString, Description: "The AWS region, e.g. us-east-1. Required unless the providerID's zone names it (us-east-1a → us-east-1)."},
 			{Name: paramEndpoint, Type: sdk.ParamURL, Description: "Base URL of an EC2-compatible API to use instead of AWS's (private clouds)."},
 			{Name: paramCredentialsSecret, Type: sdk.ParamSecret, Required: true, Description: "Secret in the pipeline's namespace with keys accessKeyID, secretAccessKey and optional sessionToken."},
+			{Name: paramNode, Type: sdk.ParamString, Required: true, Description: "The Node's name. A kubelet sets its own Node's providerID, so the instance is terminated only if its private DNS name (or the short name before its first dot) or its Name tag is this name."},
 		},
 	}
 }
@@ -124,6 +126,9 @@ func (t *terminateInstance) Create(ctx context.Context, req *sdk.Request) (sdk.R
 		return gone, nil
 	case types.InstanceStateNameShuttingDown:
 		return waitResult(id, state, l.outputs), nil
+	}
+	if err := l.checkNodesInstance(); err != nil {
+		return sdk.Result{}, err
 	}
 
 	out, err := l.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
@@ -186,6 +191,26 @@ func (t *terminateInstance) lookup(ctx context.Context, req *sdk.Request) (looku
 	return l, nil
 }
 
+// checkNodesInstance refuses to terminate an instance that is not the node's: a kubelet
+// chooses its own Node's providerID, so a compromised node could name another node's
+// instance. The instance is the node's if its private DNS name (EC2's default node name),
+// or that name's first label, or its Name tag is the node's name. Only an instance about to
+// be terminated is checked: EC2 clears the private DNS name of a terminated instance, and
+// one shutting down is only waited for.
+func (l lookup) checkNodesInstance() error {
+	dns := aws.ToString(l.instance.PrivateDnsName)
+	short, _, _ := strings.Cut(dns, ".")
+	tag := nameTag(l.instance)
+	for _, name := range []string{dns, short, tag} {
+		if name != "" && strings.EqualFold(name, l.node) {
+			return nil
+		}
+	}
+	return sdk.Permanent("InstanceNotTheNodes", fmt.Errorf(
+		"instance %s is not node %q's: neither its private DNS name %q nor its Name tag %q is the node's name; nothing was done",
+		l.instanceID, l.node, dns, tag))
+}
+
 func waitResult(instanceID string, state types.InstanceStateName, outputs map[string]string) sdk.Result {
 	r := sdk.Wait(pollInterval, fmt.Sprintf("instance %s is %s (was %s)", instanceID, state, outputs[outPreviousPowerState]))
 	r.Outputs = outputs
@@ -244,9 +269,11 @@ func (t *terminateInstance) client(secrets map[string][]byte, tgt target) (*ec2.
 	return ec2.New(opts), nil
 }
 
-// target is the instance to terminate and where its API is.
+// target is the instance to terminate, the Node it must be the instance of, and where its
+// API is.
 type target struct {
 	instanceID string
+	node       string
 	region     string
 	endpoint   string
 }
@@ -256,7 +283,11 @@ type target struct {
 // in which region.
 func parseTarget(req *sdk.Request) (target, error) {
 	instanceID, providerID := strings.TrimSpace(req.String(paramInstanceID)), strings.TrimSpace(req.String(paramProviderID))
-	t := target{region: strings.TrimSpace(req.String(paramRegion)), endpoint: req.String(paramEndpoint)}
+	t := target{node: strings.TrimSpace(req.String(paramNode)), region: strings.TrimSpace(req.String(paramRegion)), endpoint: req.String(paramEndpoint)}
+	if t.node == "" {
+		// Required: the engine refuses "", not a name of blanks.
+		return target{}, sdk.Permanent("InvalidParameter", errors.New("parameter node is required: the instance is terminated only if it is the node's"))
+	}
 	zone := ""
 	if providerID != "" {
 		id, z, err := parseProviderID(providerID)

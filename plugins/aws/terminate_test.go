@@ -23,6 +23,9 @@ const (
 	accessKeyID     = "AKIAFAKEFAKEFAKE0001"
 	secretAccessKey = "fake/Secret+Key/For/Tests/Only/0123456789"
 	region          = "us-east-1"
+	// nodeName is the Node whose instance is instanceID: EC2's default name, the
+	// instance's private DNS name.
+	nodeName = "ip-10-0-1-23.ec2.internal"
 )
 
 func validSecrets() map[string][]byte {
@@ -66,7 +69,7 @@ func TestTerminateInstance(t *testing.T) {
 			name:  "stopped instance, instanceID and region parameters",
 			setup: func(f *fakeEC2) { f.addInstance(instanceID, "stopped", 0) },
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+				return map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
 			want:           []outcome{wait, done},
 			wantOutputs:    map[string]string{outInstanceID: instanceID, outPreviousPowerState: "stopped"},
@@ -138,42 +141,58 @@ func TestTerminateInstance(t *testing.T) {
 		{
 			name: "malformed providerID is permanent and calls nothing",
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"providerID": "aws:///us-east-1a/not-an-instance", "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+				return map[string]string{"providerID": "aws:///us-east-1a/not-an-instance", "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
 			want: []outcome{{reason: "InvalidProviderID", permanent: true}},
 		},
 		{
 			name: "providerID of another cloud is permanent",
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"providerID": "openstack:///8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01", "region": region, "credentialsSecret": "aws-creds"}
+				return map[string]string{"providerID": "openstack:///8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01", "region": region, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
 			want: []outcome{{reason: "InvalidProviderID", permanent: true}},
 		},
 		{
 			name: "no region and a providerID without zone is permanent",
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"providerID": "aws:///" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+				return map[string]string{"providerID": "aws:///" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
 			want: []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
 		{
 			name: "instanceID and providerID disagreeing is permanent",
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "instanceID": "i-0fedcba9876543210", "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "instanceID": "i-0fedcba9876543210", "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
 			want: []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
 		{
 			name: "no credentialsSecret: the engine refuses the step",
 			params: func(f *fakeEC2) map[string]string {
-				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL}
+				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "node": nodeName}
+			},
+			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+		},
+		{
+			name:  "no node: the engine refuses the step",
+			setup: func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
+			params: func(f *fakeEC2) map[string]string {
+				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+			},
+			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+		},
+		{
+			name:  "a node of blanks is permanent and calls nothing",
+			setup: func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
+			params: func(f *fakeEC2) map[string]string {
+				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": "  "}
 			},
 			want: []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
 		{
 			name: "an endpoint that is no http(s) URL: the engine refuses the step",
 			params: func(*fakeEC2) map[string]string {
-				return map[string]string{"instanceID": instanceID, "region": region, "endpoint": "ftp://ec2.example", "credentialsSecret": "aws-creds"}
+				return map[string]string{"instanceID": instanceID, "region": region, "endpoint": "ftp://ec2.example", "credentialsSecret": "aws-creds", "node": nodeName}
 			},
 			want: []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
@@ -187,7 +206,7 @@ func TestTerminateInstance(t *testing.T) {
 			params: func(*fakeEC2) map[string]string {
 				closed := httptest.NewServer(http.NotFoundHandler())
 				closed.Close()
-				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": closed.URL, "credentialsSecret": "aws-creds"}
+				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": closed.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
 			want: []outcome{{reason: "CloudUnreachable"}},
 		},
@@ -198,7 +217,7 @@ func TestTerminateInstance(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(f)
 			}
-			params := map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
+			params := map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			if tt.params != nil {
 				params = tt.params(f)
 			}
@@ -241,17 +260,127 @@ func TestTerminateInstance(t *testing.T) {
 	}
 }
 
+// TestInstanceMustBeTheNodes: a kubelet sets its own Node's providerID, so a compromised
+// node could name another's instance; the step terminates only an instance whose private
+// DNS name or Name tag is the node's.
+func TestInstanceMustBeTheNodes(t *testing.T) {
+	const otherDNS = "ip-10-0-9-99.ec2.internal"
+	tests := []struct {
+		name           string
+		setup          func(f *fakeEC2)
+		node           string
+		want           outcome
+		wantTerminates int
+	}{
+		{
+			name:           "private DNS name is the node's",
+			setup:          func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
+			node:           nodeName,
+			want:           wait,
+			wantTerminates: 1,
+		},
+		{
+			name: "private DNS name is the node's but for case",
+			setup: func(f *fakeEC2) {
+				f.addInstance(instanceID, "running", 0)
+				f.renameInstance(instanceID, "IP-10-0-1-23.EC2.Internal")
+			},
+			node:           nodeName,
+			want:           wait,
+			wantTerminates: 1,
+		},
+		{
+			name:           "node named by the short name of the private DNS name",
+			setup:          func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
+			node:           "ip-10-0-1-23",
+			want:           wait,
+			wantTerminates: 1,
+		},
+		{
+			name: "Name tag is the node's",
+			setup: func(f *fakeEC2) {
+				f.addInstance(instanceID, "running", 0)
+				f.renameInstance(instanceID, otherDNS)
+				f.nameInstance(instanceID, "k8s-node-3")
+			},
+			node:           "k8s-node-3",
+			want:           wait,
+			wantTerminates: 1,
+		},
+		{
+			name: "another node's instance is refused and not terminated",
+			setup: func(f *fakeEC2) {
+				f.addInstance(instanceID, "running", 0)
+				f.renameInstance(instanceID, otherDNS)
+				f.nameInstance(instanceID, "k8s-node-9")
+			},
+			node: nodeName,
+			want: outcome{reason: "InstanceNotTheNodes", permanent: true},
+		},
+		{
+			name:  "a prefix of the private DNS name is not the node's",
+			setup: func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
+			node:  "ip-10-0-1-2",
+			want:  outcome{reason: "InstanceNotTheNodes", permanent: true},
+		},
+		{
+			name: "an instance without private DNS name or Name tag is refused",
+			setup: func(f *fakeEC2) {
+				f.addInstance(instanceID, "stopped", 0)
+				f.renameInstance(instanceID, "")
+			},
+			node: nodeName,
+			want: outcome{reason: "InstanceNotTheNodes", permanent: true},
+		},
+		{
+			// Nothing is done to it, and EC2 clears a terminated instance's private DNS
+			// name: checking would fail the last poll of the step's own termination.
+			name: "another node's instance terminated already is done",
+			setup: func(f *fakeEC2) {
+				f.addInstance(instanceID, "terminated", 0)
+				f.renameInstance(instanceID, "")
+			},
+			node: nodeName,
+			want: done,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
+			tt.setup(f)
+			c := plugintest.Serve(t, newTestInstance(loopback))
+			req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{
+				"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": tt.node}), validSecrets())
+
+			res, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
+			if tt.want.reason != "" {
+				var e *sdk.Error
+				require.ErrorAs(t, err, &e)
+				assert.Equal(t, tt.want.reason, e.Reason, "%v", err)
+				assert.Equal(t, tt.want.permanent, e.Permanent)
+				for _, s := range []string{instanceID, tt.node, "nothing was done"} {
+					assert.Contains(t, err.Error(), s)
+				}
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want.done, res.Done, "%+v", res)
+			}
+			assert.Equal(t, tt.wantTerminates, f.count("TerminateInstances"), "TerminateInstances requests")
+		})
+	}
+}
+
 func TestParseTarget(t *testing.T) {
 	tests := []struct {
 		params map[string]string
 		want   target
 	}{
-		{map[string]string{"providerID": "aws:///us-east-1a/" + instanceID}, target{instanceID: instanceID, region: "us-east-1"}},
-		{map[string]string{"providerID": "aws:///us-west-2-lax-1a/" + instanceID}, target{instanceID: instanceID, region: "us-west-2"}},
-		{map[string]string{"providerID": "aws:///us-gov-west-1b/" + instanceID}, target{instanceID: instanceID, region: "us-gov-west-1"}},
-		{map[string]string{"providerID": "aws://eu-central-2c/" + instanceID}, target{instanceID: instanceID, region: "eu-central-2"}},
-		{map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "region": "eu-west-1"}, target{instanceID: instanceID, region: "eu-west-1"}},
-		{map[string]string{"instanceID": " " + instanceID + " ", "region": "r1", "endpoint": "https://ec2.cloud.example"}, target{instanceID: instanceID, region: "r1", endpoint: "https://ec2.cloud.example"}},
+		{map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "node": nodeName}, target{instanceID: instanceID, region: "us-east-1", node: nodeName}},
+		{map[string]string{"providerID": "aws:///us-west-2-lax-1a/" + instanceID, "node": nodeName}, target{instanceID: instanceID, region: "us-west-2", node: nodeName}},
+		{map[string]string{"providerID": "aws:///us-gov-west-1b/" + instanceID, "node": nodeName}, target{instanceID: instanceID, region: "us-gov-west-1", node: nodeName}},
+		{map[string]string{"providerID": "aws://eu-central-2c/" + instanceID, "node": nodeName}, target{instanceID: instanceID, region: "eu-central-2", node: nodeName}},
+		{map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "region": "eu-west-1", "node": nodeName}, target{instanceID: instanceID, region: "eu-west-1", node: nodeName}},
+		{map[string]string{"instanceID": " " + instanceID + " ", "region": "r1", "endpoint": "https://ec2.cloud.example", "node": nodeName}, target{instanceID: instanceID, region: "r1", endpoint: "https://ec2.cloud.example", node: nodeName}},
 	}
 	for _, tt := range tests {
 		got, err := parseTarget(&sdk.Request{Params: tt.params})
@@ -280,7 +409,7 @@ func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 		return sdk.NewTenantLimiter(limits()).Transport(counter)
 	}))
 	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1",
-		map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds"}), validSecrets())
+		map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}), validSecrets())
 	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), counter.n.Load(), "DescribeInstances and TerminateInstances through the plugin's transport")
@@ -303,7 +432,7 @@ func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	}))
 	run := func(namespace, instance string) error {
 		req := withSecret(plugintest.Request(sdk.HookCreate, "uid-"+namespace,
-			map[string]string{"instanceID": instance, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds"}), validSecrets())
+			map[string]string{"instanceID": instance, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}), validSecrets())
 		req.Pipeline.Namespace = namespace
 		_, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
 		return err
@@ -332,7 +461,7 @@ func TestTeardownHooksAreNoOps(t *testing.T) {
 	c := plugintest.Serve(t, newTestInstance(loopback))
 	for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
 		req := withSecret(plugintest.Request(hook, "uid-1",
-			map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds"}), validSecrets())
+			map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}), validSecrets())
 		res, err := c.Run(context.Background(), executorName, hook, req)
 		require.NoError(t, err, hook)
 		assert.True(t, res.Done, hook)
@@ -352,13 +481,13 @@ func TestDescribe(t *testing.T) {
 		required[p.GetName()] = p.GetRequired()
 		types[p.GetName()] = p.GetType()
 	}
-	assert.Equal(t, map[string]bool{"providerID": false, "instanceID": false, "region": false, "endpoint": false, "credentialsSecret": true}, required)
-	assert.Equal(t, map[string]string{"providerID": "string", "instanceID": "string", "region": "string", "endpoint": "url", "credentialsSecret": "secret"}, types)
+	assert.Equal(t, map[string]bool{"providerID": false, "instanceID": false, "region": false, "endpoint": false, "credentialsSecret": true, "node": true}, required)
+	assert.Equal(t, map[string]string{"providerID": "string", "instanceID": "string", "region": "string", "endpoint": "url", "credentialsSecret": "secret", "node": "string"}, types)
 
 	// Every parameter the executor reads is declared: the engine would refuse any other.
 	plugintest.AssertDeclarations(t, newTestInstance().Describe(), map[string]string{
 		"providerID": "aws:///us-east-1a/" + instanceID, "instanceID": instanceID, "region": region,
-		"endpoint": "https://ec2.cloud.example", "credentialsSecret": "aws-creds",
+		"endpoint": "https://ec2.cloud.example", "credentialsSecret": "aws-creds", "node": nodeName,
 	})
 }
 
@@ -366,7 +495,7 @@ func TestConformance(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
 	plugintest.Conformance(t, newTestInstance(loopback),
-		map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"},
+		map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName},
 		plugintest.WithSecretParam(paramCredentialsSecret, validSecrets()), plugintest.WithWaits(10))
 }
 

@@ -21,7 +21,7 @@ func runCreate(t *testing.T, e *terminateServer, secrets map[string][]byte) (sdk
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"}), secrets)
+	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}), secrets)
 	return plugintest.Serve(t, e).Run(ctx, executorName, sdk.HookCreate, req)
 }
 

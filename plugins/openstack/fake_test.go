@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,6 +33,9 @@ type fakeCloud struct {
 }
 
 type fakeServer struct {
+	// name is the server's name; metadata its metadata (hostname, say), nil for none.
+	name       string
+	metadata   map[string]string
 	status     string
 	powerState int
 	// deletePolls is how many GETs after a DELETE still show the server (task_state
@@ -61,10 +65,11 @@ func newFakeCloud(t *testing.T, password string) *fakeCloud {
 
 func (f *fakeCloud) authURL() string { return f.URL + "/v3" }
 
+// addServer adds a server named nodeName, the node of the tests' steps.
 func (f *fakeCloud) addServer(id, status string, powerState, deletePolls int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.servers[id] = &fakeServer{status: status, powerState: powerState, deletePolls: deletePolls}
+	f.servers[id] = &fakeServer{name: nodeName, status: status, powerState: powerState, deletePolls: deletePolls}
 }
 
 func (f *fakeCloud) setNovaStatus(code int) {
@@ -199,8 +204,10 @@ func (f *fakeCloud) getServer(w http.ResponseWriter, r *http.Request) {
 		s.deletePolls--
 		taskState = "deleting"
 	}
+	metadata := map[string]string{} // Nova answers {} for a server without metadata
+	maps.Copy(metadata, s.metadata)
 	writeJSON(w, http.StatusOK, map[string]any{"server": map[string]any{
-		"id": id, "name": "k8s-node-3", "status": s.status,
+		"id": id, "name": s.name, "metadata": metadata, "status": s.status,
 		"OS-EXT-STS:power_state": s.powerState, "OS-EXT-STS:task_state": taskState,
 		"OS-EXT-STS:vm_state": strings.ToLower(s.status),
 	}})

@@ -63,7 +63,7 @@ func TestPlan(t *testing.T) {
 		{
 			name:   "shut off, by serverID: delete",
 			setup:  func(f *fakeCloud) { f.addServer(serverID, "SHUTOFF", 4, 0) },
-			params: map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"},
+			params: map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"},
 			want: sdk.Plan{
 				Summary: "delete server k8s-node-3 (8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01), SHUTOFF, power state SHUTDOWN",
 				Details: []sdk.PlanItem{{Kind: "Server", Name: "k8s-node-3 (8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01)", Action: "delete",
@@ -107,6 +107,14 @@ func TestPlan(t *testing.T) {
 			wantReason: "InvalidCredentials",
 		},
 		{
+			name: "a server not the node's: Create's error",
+			setup: func(f *fakeCloud) {
+				f.addServer(serverID, "ACTIVE", 1, 0)
+				f.servers[serverID].name = "db-primary"
+			},
+			wantReason: "ServerNotTheNodes",
+		},
+		{
 			name:       "Secret without a password: Create's error",
 			setup:      func(f *fakeCloud) { f.addServer(serverID, "ACTIVE", 1, 0) },
 			secrets:    func(s map[string][]byte) { delete(s, keyPassword) },
@@ -121,7 +129,7 @@ func TestPlan(t *testing.T) {
 			}
 			params := tt.params
 			if params == nil {
-				params = map[string]string{"providerID": "openstack:///" + serverID, "credentialsSecret": "os-creds"}
+				params = map[string]string{"providerID": "openstack:///" + serverID, "node": nodeName, "credentialsSecret": "os-creds"}
 			}
 			secrets := validSecrets(f.authURL())
 			if tt.secrets != nil {
@@ -184,7 +192,7 @@ func TestPlanNamesTheServerCreateDeletes(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
 	e := newTestServer(loopback)
-	params := map[string]string{"providerID": "openstack:///" + serverID, "credentialsSecret": "os-creds"}
+	params := map[string]string{"providerID": "openstack:///" + serverID, "node": nodeName, "credentialsSecret": "os-creds"}
 
 	plan, err := e.Plan(t.Context(), planRequest(t, params, validSecrets(f.authURL())))
 	require.NoError(t, err)

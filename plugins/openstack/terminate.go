@@ -42,6 +42,7 @@ const (
 const (
 	paramProviderID        = "providerID"
 	paramServerID          = "serverID"
+	paramNode              = "node"
 	paramCredentialsSecret = "credentialsSecret"
 )
 
@@ -90,6 +91,7 @@ func (*terminateServer) Describe() sdk.Description {
 		Parameters: []sdk.Parameter{
 			{Name: paramProviderID, Type: sdk.ParamString, Description: "The Node's spec.providerID, openstack:///<server-id> (or openstack://<region>/<server-id>). Either this or serverID."},
 			{Name: paramServerID, Type: sdk.ParamString, Description: "The Nova server ID (a UUID). Either this or providerID; when both are given they must agree."},
+			{Name: paramNode, Type: sdk.ParamString, Required: true, Description: "The Node's name. A kubelet sets its Node's providerID itself, so the server is deleted only if it is this node's: its name, or its metadata hostname, is the node's name (case-insensitive, or the same short name before the first dot)."},
 			{Name: paramCredentialsSecret, Type: sdk.ParamSecret, Required: true, Description: "Secret in the pipeline's namespace with keys authURL, username, password, projectName or projectID, domainName, optional region; or applicationCredentialID and applicationCredentialSecret instead of username and password."},
 		},
 	}
@@ -167,12 +169,44 @@ func (t *terminateServer) lookup(ctx context.Context, req *sdk.Request) (lookup,
 	if err != nil {
 		return lookup{}, classify(fmt.Sprintf("get server %s", target.serverID), err)
 	}
+	if err := checkNodes(server, target); err != nil {
+		return lookup{}, err
+	}
 	l.server = server
 	if recorded[outPreviousStatus] == "" {
 		l.outputs[outPreviousPowerState] = powerState(server)
 		l.outputs[outPreviousStatus] = server.Status
 	}
 	return l, nil
+}
+
+// checkNodes refuses a server that is not the node's. A kubelet chooses its own Node's
+// spec.providerID, so a compromised node could name another node's server: the server's
+// own name (or the hostname in its metadata, for clouds that name servers otherwise) is
+// what ties it to the Node. A server being deleted is refused too, so that the step never
+// reports another node's server as its own.
+func checkNodes(s *servers.Server, t target) error {
+	if sameHost(s.Name, t.node) || sameHost(s.Metadata["hostname"], t.node) {
+		return nil
+	}
+	return sdk.Permanent("ServerNotTheNodes", fmt.Errorf(
+		"server %q (%s) is not node %q's server: neither its name nor its metadata hostname (%q) matches the node's name; "+
+			"nothing was done, the server is not deleted (a kubelet sets its Node's providerID, which may name another node's server)",
+		s.Name, t.serverID, t.node, s.Metadata["hostname"]))
+}
+
+// sameHost tells whether a server's name and a node's name are one host's: equal but for
+// case, or with the same short name before the first dot (one may be an FQDN, as Nova's
+// "name.novalocal" or a kubelet's --hostname-override often are).
+func sameHost(name, node string) bool {
+	if name == "" || node == "" {
+		return false
+	}
+	short := func(s string) string {
+		s, _, _ = strings.Cut(s, ".")
+		return s
+	}
+	return strings.EqualFold(name, node) || (short(name) != "" && strings.EqualFold(short(name), short(node)))
 }
 
 // beingDeleted tells whether Nova is deleting the server already: it needs no second
@@ -212,6 +246,8 @@ func (t *terminateServer) computeClient(ctx context.Context, c credentials) (*go
 // target is the server to delete.
 type target struct {
 	serverID string
+	// node is the name of the Node whose server it must be.
+	node string
 	// region comes from a providerID of the form openstack://<region>/<id>, if any.
 	region string
 }
@@ -220,6 +256,11 @@ type target struct {
 // what their types do not say: which server.
 func parseTarget(req *sdk.Request) (target, error) {
 	serverID, providerID := strings.TrimSpace(req.String(paramServerID)), strings.TrimSpace(req.String(paramProviderID))
+	node := strings.TrimSpace(req.String(paramNode))
+	if node == "" {
+		// The engine refuses a missing node; a blank one would match no server anyway.
+		return target{}, sdk.Permanent("InvalidParameter", errors.New("parameter node is blank: the server is deleted only if it is this node's"))
+	}
 	var t target
 	if providerID != "" {
 		u, err := url.Parse(providerID)
@@ -242,6 +283,7 @@ func parseTarget(req *sdk.Request) (target, error) {
 	case serverID != "" && providerID == "":
 		t.serverID = serverID
 	}
+	t.node = node
 	return t, nil
 }
 

@@ -21,6 +21,8 @@ import (
 const (
 	serverID = "8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01"
 	password = "s3cret-Passw0rd"
+	// nodeName is the Node the tests' steps retire, and the name of the fake's servers.
+	nodeName = "k8s-node-3"
 )
 
 func validSecrets(authURL string) map[string][]byte {
@@ -66,7 +68,7 @@ func TestTerminateServer(t *testing.T) {
 		{
 			name:   "serverID parameter and a shut-off server",
 			setup:  func(f *fakeCloud) { f.addServer(serverID, "SHUTOFF", 4, 0) },
-			params: map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"},
+			params: map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"},
 			want:   []outcome{wait, done},
 			wantOutputs: map[string]string{
 				outInstanceID: serverID, outPreviousPowerState: "SHUTDOWN", outPreviousStatus: "SHUTOFF"},
@@ -75,7 +77,7 @@ func TestTerminateServer(t *testing.T) {
 		{
 			name:   "providerID with a region and an agreeing serverID",
 			setup:  func(f *fakeCloud) { f.addServer(serverID, "ACTIVE", 1, 0) },
-			params: map[string]string{"providerID": "openstack://RegionOne/" + serverID, "serverID": serverID, "credentialsSecret": "os-creds"},
+			params: map[string]string{"providerID": "openstack://RegionOne/" + serverID, "serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"},
 			secrets: func(f *fakeCloud) map[string][]byte {
 				s := validSecrets(f.authURL())
 				delete(s, keyRegion)
@@ -86,7 +88,7 @@ func TestTerminateServer(t *testing.T) {
 		},
 		{
 			name:      "providerID region not in the catalog is permanent",
-			params:    map[string]string{"providerID": "openstack://RegionTwo/" + serverID, "credentialsSecret": "os-creds"},
+			params:    map[string]string{"providerID": "openstack://RegionTwo/" + serverID, "node": nodeName, "credentialsSecret": "os-creds"},
 			want:      []outcome{{reason: "ComputeEndpointNotFound", permanent: true}},
 			wantAuths: 1,
 		},
@@ -156,32 +158,51 @@ func TestTerminateServer(t *testing.T) {
 		},
 		{
 			name:   "malformed providerID is permanent and calls nothing",
-			params: map[string]string{"providerID": "openstack:///../../v3/auth", "credentialsSecret": "os-creds"},
+			params: map[string]string{"providerID": "openstack:///../../v3/auth", "node": nodeName, "credentialsSecret": "os-creds"},
 			want:   []outcome{{reason: "InvalidProviderID", permanent: true}},
 		},
 		{
 			name:   "providerID of another cloud is permanent",
-			params: map[string]string{"providerID": "aws:///us-east-1a/i-0123456789abcdef0", "credentialsSecret": "os-creds"},
+			params: map[string]string{"providerID": "aws:///us-east-1a/i-0123456789abcdef0", "node": nodeName, "credentialsSecret": "os-creds"},
 			want:   []outcome{{reason: "InvalidProviderID", permanent: true}},
 		},
 		{
 			name:   "no server named is permanent",
-			params: map[string]string{"providerID": "", "credentialsSecret": "os-creds"},
+			params: map[string]string{"providerID": "", "node": nodeName, "credentialsSecret": "os-creds"},
 			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
 		{
 			name:   "serverID and providerID disagreeing is permanent",
-			params: map[string]string{"providerID": "openstack:///" + serverID, "serverID": "11111111-2222-3333-4444-555555555555", "credentialsSecret": "os-creds"},
+			params: map[string]string{"providerID": "openstack:///" + serverID, "serverID": "11111111-2222-3333-4444-555555555555", "node": nodeName, "credentialsSecret": "os-creds"},
 			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
 		{
+			name:   "no node: refused before any hook",
+			params: map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"},
+			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
+		},
+		{
+			name:   "a blank node is refused and calls nothing",
+			params: map[string]string{"serverID": serverID, "node": "  ", "credentialsSecret": "os-creds"},
+			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
+		},
+		{
+			name: "a server not the node's is refused and not deleted",
+			setup: func(f *fakeCloud) {
+				f.addServer(serverID, "ACTIVE", 1, 0)
+				f.servers[serverID].name = "db-primary"
+			},
+			want:      []outcome{{reason: "ServerNotTheNodes", permanent: true}},
+			wantAuths: 1,
+		},
+		{
 			name:   "no credentialsSecret: refused before any hook",
-			params: map[string]string{"serverID": serverID},
+			params: map[string]string{"serverID": serverID, "node": nodeName},
 			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
 		{
 			name:   "a parameter it does not take: refused before any hook",
-			params: map[string]string{"serverID": serverID, "credentialsSecret": "os-creds", "region": "RegionOne"},
+			params: map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds", "region": "RegionOne"},
 			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
 		},
 		{
@@ -212,7 +233,7 @@ func TestTerminateServer(t *testing.T) {
 			}
 			params := tt.params
 			if params == nil {
-				params = map[string]string{"providerID": "openstack:///" + serverID, "credentialsSecret": "os-creds"}
+				params = map[string]string{"providerID": "openstack:///" + serverID, "node": nodeName, "credentialsSecret": "os-creds"}
 			}
 			secrets := validSecrets(f.authURL())
 			if tt.secrets != nil {
@@ -255,10 +276,79 @@ func TestTerminateServer(t *testing.T) {
 	}
 }
 
+// TestServerMustBeTheNodes: a kubelet sets its Node's providerID itself, so a compromised
+// node could name another node's server; Create and Plan refuse a server that is not the
+// node's, before any DELETE.
+func TestServerMustBeTheNodes(t *testing.T) {
+	tests := []struct {
+		name       string
+		node       string
+		serverName string
+		metadata   map[string]string
+		deleting   bool
+		wantRefuse bool
+	}{
+		{name: "same name", node: nodeName, serverName: nodeName},
+		{name: "same name but for case", node: nodeName, serverName: "K8S-Node-3"},
+		{name: "the server's FQDN, the node's short name", node: nodeName, serverName: "k8s-node-3.novalocal"},
+		{name: "the node's FQDN, the server's short name", node: "k8s-node-3.cluster.example", serverName: nodeName},
+		{name: "metadata hostname matches", node: nodeName, serverName: "worker-7f3a", metadata: map[string]string{"hostname": nodeName}},
+		{name: "metadata hostname FQDN matches", node: nodeName, serverName: "worker-7f3a", metadata: map[string]string{"hostname": "k8s-node-3.cluster.example"}},
+		{name: "name and metadata hostname differ", node: nodeName, serverName: "db-primary",
+			metadata: map[string]string{"hostname": "db-primary", "role": nodeName}, wantRefuse: true},
+		{name: "name only starts with the node's", node: nodeName, serverName: "k8s-node-30", wantRefuse: true},
+		{name: "server without name or metadata", node: nodeName, serverName: "", wantRefuse: true},
+		{name: "another server being deleted is not waited for", node: nodeName, serverName: "db-primary", deleting: true, wantRefuse: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeCloud(t, password)
+			f.addServer(serverID, "ACTIVE", 1, 5) // a deletion outlasts the plan's and the run's GETs
+			f.servers[serverID].name, f.servers[serverID].metadata = tt.serverName, tt.metadata
+			f.servers[serverID].deleting = tt.deleting
+			params := map[string]string{"providerID": "openstack:///" + serverID, "node": tt.node, "credentialsSecret": "os-creds"}
+			e := newTestServer(loopback)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+
+			plan, planErr := e.Plan(ctx, planRequest(t, params, validSecrets(f.authURL())))
+			req := planRequest(t, params, validSecrets(f.authURL()))
+			req.Hook = sdk.HookCreate
+			res, err := e.Create(ctx, req)
+
+			if !tt.wantRefuse {
+				require.NoError(t, planErr)
+				require.NoError(t, err)
+				assert.Equal(t, "delete", plan.Details[0].Action)
+				assert.False(t, res.Done)
+				assert.Equal(t, 1, f.count("DELETE /servers/{id}"), "DELETE requests")
+				return
+			}
+			var se *sdk.Error
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, "ServerNotTheNodes", se.Reason)
+			assert.True(t, se.Permanent)
+			for _, want := range []string{serverID, tt.node, "nothing"} {
+				assert.Contains(t, err.Error(), want)
+			}
+			if tt.serverName != "" {
+				assert.Contains(t, err.Error(), tt.serverName)
+			}
+			// The plan fails as the run would: with Create's very error.
+			require.Error(t, planErr)
+			assert.Equal(t, err.Error(), planErr.Error())
+			assert.Equal(t, sdk.OwnReason(err), sdk.OwnReason(planErr))
+
+			assert.Zero(t, f.count("DELETE /servers/{id}"), "DELETE requests")
+			assert.Equal(t, tt.deleting, f.deleting(serverID), "the server is not being deleted unless it was")
+		})
+	}
+}
+
 func TestApplicationCredentialIsUsedInsteadOfPassword(t *testing.T) {
 	f := newFakeCloud(t, password)
 	c := plugintest.Serve(t, newTestServer(loopback))
-	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"}),
+	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}),
 		map[string][]byte{keyAuthURL: []byte(f.authURL()), keyUsername: []byte("ignored"),
 			keyAppCredentialID: []byte("ac1"), keyAppCredentialSecret: []byte(password)})
 	res, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
@@ -289,7 +379,7 @@ func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 		counter.base = rt
 		return sdk.NewTenantLimiter(limits()).Transport(counter)
 	}))
-	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"}),
+	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}),
 		validSecrets(f.authURL()))
 	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
 	require.NoError(t, err)
@@ -301,7 +391,7 @@ func TestTeardownHooksAreNoOps(t *testing.T) {
 	f.addServer(serverID, "ACTIVE", 1, 0)
 	c := plugintest.Serve(t, newTestServer(loopback))
 	for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
-		req := withSecret(plugintest.Request(hook, "uid-1", map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"}),
+		req := withSecret(plugintest.Request(hook, "uid-1", map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}),
 			validSecrets(f.authURL()))
 		res, err := c.Run(context.Background(), executorName, hook, req)
 		require.NoError(t, err, hook)
@@ -322,12 +412,12 @@ func TestDescribe(t *testing.T) {
 		required[p.GetName()] = p.GetRequired()
 		types[p.GetName()] = p.GetType()
 	}
-	assert.Equal(t, map[string]bool{"providerID": false, "serverID": false, "credentialsSecret": true}, required)
-	assert.Equal(t, map[string]string{"providerID": "string", "serverID": "string", "credentialsSecret": "secret"}, types)
+	assert.Equal(t, map[string]bool{"providerID": false, "serverID": false, "node": true, "credentialsSecret": true}, required)
+	assert.Equal(t, map[string]string{"providerID": "string", "serverID": "string", "node": "string", "credentialsSecret": "secret"}, types)
 
 	// Every parameter the executor reads is declared: the engine would refuse any other.
 	plugintest.AssertDeclarations(t, newTestServer().Describe(), map[string]string{
-		"providerID": "openstack:///" + serverID, "serverID": serverID, "credentialsSecret": "os-creds",
+		"providerID": "openstack:///" + serverID, "serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds",
 	})
 }
 
@@ -335,7 +425,7 @@ func TestConformance(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
 	plugintest.Conformance(t, newTestServer(loopback),
-		map[string]string{"providerID": "openstack:///" + serverID, "credentialsSecret": "os-creds"},
+		map[string]string{"providerID": "openstack:///" + serverID, "node": nodeName, "credentialsSecret": "os-creds"},
 		plugintest.WithSecretParam(paramCredentialsSecret, validSecrets(f.authURL())), plugintest.WithWaits(10))
 }
 

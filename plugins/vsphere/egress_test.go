@@ -40,7 +40,7 @@ func TestLoopbackVCenterIsRefusedWithoutAllowance(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := plugintest.Serve(t, newTestExecutorAllowing())
 			res, err := c.Run(t.Context(), executorName, sdk.HookCreate,
-				request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID), tt.secrets(), nil))
+				request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name), tt.secrets(), nil))
 			var e *sdk.Error
 			require.ErrorAs(t, err, &e, "result: %+v", res)
 			assert.Equal(t, "EndpointNotAllowed", e.Reason)

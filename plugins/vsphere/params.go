@@ -59,8 +59,8 @@ func invalidParameter(format string, args ...any) error {
 // shutdownTimeout), so parseParams checks only what their types do not say.
 func declarations() []sdk.Parameter {
 	return []sdk.Parameter{
-		{Name: paramProviderID, Type: sdk.ParamString, Description: "The Node's spec.providerID, vsphere://<BIOS UUID> (node.cordon outputs it as providerID); the VM is looked up by this UUID."},
-		{Name: paramNode, Type: sdk.ParamString, Description: "The node name: the VM is looked up by this name when providerID is empty (never when a providerID matches no VM: that VM is gone). One of providerID and node is required."},
+		{Name: paramProviderID, Type: sdk.ParamString, Description: "The Node's spec.providerID, vsphere://<BIOS UUID> (node.cordon outputs it as providerID); the VM is looked up by this UUID, and destroyed only if its name or its guest's hostname is node's (node is required with it)."},
+		{Name: paramNode, Type: sdk.ParamString, Description: "The node name: the VM is looked up by this name when providerID is empty (never when a providerID matches no VM: that VM is gone); with providerID, the VM found must be this node's. One of providerID and node is required; node is required with providerID."},
 		{Name: paramCredentialsSecret, Type: sdk.ParamSecret, Required: true, Description: "A Secret in the pipeline's namespace with keys url (https://HOST/sdk), username, password, optional ca.crt (PEM) and optional insecure (\"true\" skips TLS verification)."},
 		{Name: paramShutdownTimeout, Type: sdk.ParamDuration, Default: defaultShutdownTimeout, Description: "How long the guest may take to shut down before the VM is powered off, counted from the start of the step's attempt (0s powers off at once)."},
 		{Name: paramDatacenter, Type: sdk.ParamString, Description: "Limits the search to this datacenter (default: all)."},
@@ -84,6 +84,11 @@ func parseParams(req *sdk.Request) (params, error) {
 	}
 	if p.uuid == "" && p.node == "" {
 		return p, invalidParameter("parameter %s or %s is required to find the VM", paramProviderID, paramNode)
+	}
+	// A kubelet chooses its Node's providerID: the node's name is what the VM found by
+	// it is checked against, so that a Node cannot have another node's VM destroyed.
+	if p.uuid != "" && p.node == "" {
+		return p, invalidParameter("parameter %s is required with %s: the VM the providerID names is destroyed only if it is the node's", paramNode, paramProviderID)
 	}
 	if p.shutdownTimeout < 0 {
 		return p, invalidParameter("parameter %s: %q is not a duration of 0s or more such as 5m", paramShutdownTimeout, req.String(paramShutdownTimeout))

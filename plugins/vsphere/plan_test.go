@@ -149,7 +149,7 @@ func assertNoSecret(t *testing.T, secrets map[string][]byte, p sdk.Plan, err err
 }
 
 func TestPlan(t *testing.T) {
-	byUUID := withParams(nil, paramProviderID, "vsphere://"+planVMUUID)
+	byUUID := withParams(nil, paramProviderID, "vsphere://"+planVMUUID, paramNode, planVMName)
 	tests := []struct {
 		name    string
 		arrange func(t *testing.T, sim simulator, vm vcsim.VM)
@@ -234,6 +234,12 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			// A kubelet chooses its Node's providerID: the plan fails as the run would.
+			name:       "a VM that is not the node's: Create's error",
+			params:     withParams(nil, paramProviderID, "vsphere://"+planVMUUID, paramNode, "k8s-node-7"),
+			wantReason: "VMNotTheNodes",
+		},
+		{
 			name:       "wrong password: Create's error",
 			params:     byUUID,
 			secrets:    func(s map[string][]byte) { s[keyPassword] = []byte("hunter2") },
@@ -307,7 +313,7 @@ func TestPlanPowersNothingOff(t *testing.T) {
 	vm := sim.vm(t, "DC0_H0_VM0")
 	sim.toolsRunning(t, vm)
 	rec := newSOAPRecorder(t, sim)
-	got, err := newTestExecutor().Plan(t.Context(), planRequest(t, withParams(nil, paramProviderID, "vsphere://"+vm.UUID), rec.secrets()))
+	got, err := newTestExecutor().Plan(t.Context(), planRequest(t, withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name), rec.secrets()))
 	require.NoError(t, err)
 	assert.Equal(t, "destroy", got.Details[0].Action)
 	assert.NotEmpty(t, rec.called())

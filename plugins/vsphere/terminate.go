@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/vmware/govmomi/fault"
@@ -86,13 +87,50 @@ func (*terminateVM) Describe() sdk.Description {
 	}
 }
 
+// reasonVMNotTheNodes is the reason of the refusal to destroy a VM that is not the node's.
+const reasonVMNotTheNodes = "VMNotTheNodes"
+
 // vm is what the executor knows of the VM it terminates.
 type vm struct {
-	ref          types.ManagedObjectReference
-	name         string
-	uuid         string
+	ref  types.ManagedObjectReference
+	name string
+	uuid string
+	// hostName is the guest's hostname as VMware Tools report it; empty when unknown.
+	hostName     string
 	powerState   types.VirtualMachinePowerState
 	toolsRunning bool
+}
+
+// isNodes tells whether the VM is the node's: its name is the node's, or its guest's
+// hostname, ignoring case, is the node's name, or one of the two is the other's short name
+// (a node is named by its FQDN or its short hostname). Two FQDNs in different domains
+// never match: k8s-node-3.zone-a is not k8s-node-3.zone-b.
+func (v *vm) isNodes(node string) bool {
+	if v.name == node {
+		return true
+	}
+	host, node := strings.ToLower(v.hostName), strings.ToLower(node)
+	if host == "" {
+		return false
+	}
+	return host == node || shortName(host) == node || host == shortName(node)
+}
+
+// shortName is a hostname's first label.
+func shortName(host string) string {
+	short, _, _ := strings.Cut(host, ".")
+	return short
+}
+
+// notTheNodes is the refusal to destroy target, which is not node's.
+func notTheNodes(target *vm, node string) error {
+	host := "none reported"
+	if target.hostName != "" {
+		host = fmt.Sprintf("%q", target.hostName)
+	}
+	return sdk.Permanent(reasonVMNotTheNodes, fmt.Errorf(
+		"%s, which the providerID names, is not node %q's: neither its name nor its guest hostname (%s) is the node's, "+
+			"and a kubelet chooses its Node's providerID; nothing was done", target, node, host))
 }
 
 // id is the VM's BIOS UUID, or its managed object ID when vCenter does not know its
@@ -273,7 +311,7 @@ func goneMessage(p params, own map[string]string, host string) string {
 }
 
 // vmProperties are the properties the executor reads of a VM.
-var vmProperties = []string{"name", "config.uuid", "runtime.powerState", "guest.toolsRunningStatus"}
+var vmProperties = []string{"name", "config.uuid", "runtime.powerState", "guest.toolsRunningStatus", "guest.hostName", "summary.guest.hostName"}
 
 // findVM returns the VM the step terminates, or nil when there is none. recorded is the
 // instanceID an earlier call of this step found: once the step knows its VM it looks for
@@ -301,8 +339,19 @@ func (v *vcenter) findVM(ctx context.Context, p params, recorded string) (*vm, e
 	// The providerID names the very machine the Node ran on: when no VM has its UUID, that
 	// machine is gone, and a VM with the node's name may be its replacement.
 	if p.uuid != "" {
-		return v.findByUUID(ctx, dc, p.uuid)
+		target, err := v.findByUUID(ctx, dc, p.uuid)
+		if err != nil || target == nil {
+			return target, err
+		}
+		// The kubelet chose the providerID, so a compromised node may name another node's
+		// VM: refuse it here, before Create sends any power operation (a recorded
+		// instanceID, above, was checked by the call that recorded it).
+		if !target.isNodes(p.node) {
+			return nil, notTheNodes(target, p.node)
+		}
+		return target, nil
 	}
+	// A VM found by the node's name is the node's by construction.
 	return v.findByName(ctx, dc, p.node)
 }
 
@@ -370,6 +419,10 @@ func (v *vcenter) vmProperties(ctx context.Context, ref types.ManagedObjectRefer
 	}
 	if m.Guest != nil {
 		out.toolsRunning = m.Guest.ToolsRunningStatus == string(types.VirtualMachineToolsRunningStatusGuestToolsRunning)
+		out.hostName = m.Guest.HostName
+	}
+	if out.hostName == "" && m.Summary.Guest != nil {
+		out.hostName = m.Summary.Guest.HostName
 	}
 	return out, nil
 }

@@ -66,6 +66,9 @@ func withParams(base map[string]string, kv ...string) map[string]string {
 }
 
 func TestTerminateDestroysTheVM(t *testing.T) {
+	byProviderID := func(vm vcsim.VM) map[string]string {
+		return withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name)
+	}
 	tests := []struct {
 		name string
 		// arrange prepares the VM; params are the step's parameters for it.
@@ -78,7 +81,7 @@ func TestTerminateDestroysTheVM(t *testing.T) {
 	}{
 		{
 			name:         "powered on without VMware Tools, by providerID: powered off and destroyed",
-			params:       func(vm vcsim.VM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.UUID) },
+			params:       byProviderID,
 			wantPrevious: "poweredOn",
 			wantMessage:  "VMware Tools not running: powered off",
 		},
@@ -91,7 +94,7 @@ func TestTerminateDestroysTheVM(t *testing.T) {
 		{
 			name: "upper-case providerID and a datacenter",
 			params: func(vm vcsim.VM) map[string]string {
-				return withParams(nil, paramProviderID, "vsphere://"+strings.ToUpper(vm.UUID), paramDatacenter, "DC0")
+				return withParams(nil, paramProviderID, "vsphere://"+strings.ToUpper(vm.UUID), paramNode, vm.Name, paramDatacenter, "DC0")
 			},
 			wantPrevious: "poweredOn",
 			wantMessage:  "destroyed",
@@ -99,14 +102,14 @@ func TestTerminateDestroysTheVM(t *testing.T) {
 		{
 			name:         "powered off already: destroyed",
 			arrange:      func(t *testing.T, sim simulator, vm vcsim.VM) { sim.power(t, vm, "off") },
-			params:       func(vm vcsim.VM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.UUID) },
+			params:       byProviderID,
 			wantPrevious: "poweredOff",
 			wantMessage:  "destroyed",
 		},
 		{
 			name:         "suspended: powered off and destroyed",
 			arrange:      func(t *testing.T, sim simulator, vm vcsim.VM) { sim.power(t, vm, "suspend") },
-			params:       func(vm vcsim.VM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.UUID) },
+			params:       byProviderID,
 			wantPrevious: "suspended",
 			wantMessage:  "suspended: powered off",
 		},
@@ -114,14 +117,14 @@ func TestTerminateDestroysTheVM(t *testing.T) {
 			name:    "shutdownTimeout 0s: powered off at once although Tools run",
 			arrange: func(t *testing.T, sim simulator, vm vcsim.VM) { sim.toolsRunning(t, vm) },
 			params: func(vm vcsim.VM) map[string]string {
-				return withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramShutdownTimeout, "0s")
+				return withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name, paramShutdownTimeout, "0s")
 			},
 			wantPrevious: "poweredOn",
 			wantMessage:  "powered off (shutdownTimeout 0s)",
 		},
 		{
 			name:   "insecure instead of a CA",
-			params: func(vm vcsim.VM) map[string]string { return withParams(nil, paramProviderID, "vsphere://"+vm.UUID) },
+			params: byProviderID,
 			secrets: func(sim simulator) map[string][]byte {
 				s := sim.secrets()
 				delete(s, keyCA)
@@ -183,6 +186,65 @@ func TestProviderIDMatchingNoVMNeverFallsBackToTheName(t *testing.T) {
 	assert.Equal(t, before, sim.vms(t), "nothing was touched")
 }
 
+// A kubelet chooses its Node's providerID: a compromised node may name another node's VM.
+// The VM a providerID names is destroyed only if its name or its guest's hostname is the
+// node's; otherwise the step fails before any power operation, and the VM runs on.
+func TestTerminateChecksTheVMIsTheNodes(t *testing.T) {
+	tests := []struct {
+		name string
+		// vmName renames the VM when set; hostName is its guest's hostname, when set.
+		vmName   string
+		hostName string
+		node     string
+		// wantRefused: the step fails with VMNotTheNodes; otherwise the VM is destroyed.
+		wantRefused bool
+	}{
+		{name: "name and guest hostname are another node's", hostName: "k8s-node-7.example.com", node: "k8s-node-3", wantRefused: true},
+		{name: "no guest hostname, another name", node: "k8s-node-3", wantRefused: true},
+		{name: "the guest hostname shares only the short name", hostName: "k8s-node-3.zone-b.example.com", node: "k8s-node-3.zone-a.example.com", wantRefused: true},
+		{name: "the guest hostname extends the node's name", hostName: "k8s-node-30", node: "k8s-node-3", wantRefused: true},
+		{name: "the name is the node's", vmName: "k8s-node-3", hostName: "k8s-node-7", node: "k8s-node-3"},
+		{name: "the guest hostname is the node's, another name", hostName: "K8S-Node-3", node: "k8s-node-3"},
+		{name: "the guest hostname's short name is the node's", hostName: "k8s-node-3.example.com", node: "k8s-node-3"},
+		{name: "the guest hostname is the node's short name", hostName: "k8s-node-3", node: "k8s-node-3.example.com"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sim := startVCSim(t)
+			vm := sim.vm(t, "DC0_H0_VM0")
+			if tt.vmName != "" {
+				var err error
+				vm, err = sim.Rename(t.Context(), vm, tt.vmName, vm.UUID)
+				require.NoError(t, err)
+			}
+			if tt.hostName != "" {
+				sim.guestHostName(t, vm, tt.hostName)
+			}
+			// With Tools running, a guest shutdown sent before the check would show.
+			sim.toolsRunning(t, vm)
+			c := plugintest.Serve(t, newTestExecutor())
+			params := withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, tt.node, paramShutdownTimeout, "0s")
+
+			res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), nil))
+			if !tt.wantRefused {
+				require.NoError(t, err)
+				assert.True(t, res.Done)
+				assert.False(t, sim.exists(t, vm), "the node's VM is destroyed")
+				return
+			}
+			var e *sdk.Error
+			require.ErrorAs(t, err, &e)
+			assert.True(t, e.Permanent)
+			assert.Equal(t, "VMNotTheNodes", e.Reason)
+			for _, want := range []string{fmt.Sprintf("%q", vm.Name), vm.UUID, fmt.Sprintf("node %q", tt.node), "nothing was done"} {
+				assert.Contains(t, e.Error(), want)
+			}
+			assert.True(t, sim.exists(t, vm), "the VM is still there")
+			assert.Equal(t, types.VirtualMachinePowerStatePoweredOn, sim.vm(t, vm.Name).PowerState, "and still powered on")
+		})
+	}
+}
+
 func TestTerminateOfAVMThatIsNotThereIsDone(t *testing.T) {
 	sim := startVCSim(t)
 	before := sim.vms(t)
@@ -202,7 +264,7 @@ func TestTerminateShutsTheGuestDownFirst(t *testing.T) {
 	vm := sim.vm(t, "DC0_H0_VM0")
 	sim.toolsRunning(t, vm)
 	c := plugintest.Serve(t, newTestExecutor())
-	params := withParams(nil, paramProviderID, "vsphere://"+vm.UUID)
+	params := withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name)
 
 	req := request(params, sim.secrets(), nil)
 	req.HookStarted = time.Now()
@@ -248,7 +310,7 @@ func TestTerminatePowersOffAGuestThatDoesNotStop(t *testing.T) {
 			sim.toolsRunning(t, vm)
 			c := plugintest.Serve(t, newTestExecutor())
 			// An earlier call of the hook asked for the shutdown; the guest is still running.
-			req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramShutdownTimeout, "5m"), sim.secrets(),
+			req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name, paramShutdownTimeout, "5m"), sim.secrets(),
 				map[string]string{outInstanceID: vm.UUID, outPreviousPowerState: "poweredOn"})
 			req.HookStarted = time.Now().Add(-tt.startedAgo)
 			req.State = map[string]string{stateShutdownAsked: "true"}
@@ -276,7 +338,7 @@ func TestTerminateDrivenToItsEnd(t *testing.T) {
 	vm := sim.vm(t, "DC0_H0_VM0")
 	sim.toolsRunning(t, vm)
 	c := plugintest.Serve(t, newTestExecutor())
-	req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramShutdownTimeout, "20s"), sim.secrets(), nil)
+	req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name, paramShutdownTimeout, "20s"), sim.secrets(), nil)
 	req.HookStarted = time.Now()
 	d := plugintest.Drive(t, c, executorName, sdk.HookCreate, req, plugintest.MaxPolls(20))
 	require.NoError(t, d.Err)
@@ -288,7 +350,7 @@ func TestTerminateDrivenToItsEnd(t *testing.T) {
 func TestTerminateErrors(t *testing.T) {
 	sim := startVCSim(t)
 	vm := sim.vm(t, "DC0_H0_VM0")
-	valid := withParams(nil, paramProviderID, "vsphere://"+vm.UUID)
+	valid := withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name)
 	secretsWith := func(kv ...string) map[string][]byte {
 		s := sim.secrets()
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -354,6 +416,10 @@ func TestTerminateErrors(t *testing.T) {
 		{
 			name: "providerID without a UUID", params: withParams(nil, paramProviderID, "vsphere://k8s-node-3"), secrets: sim.secrets(),
 			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{`"vsphere://k8s-node-3" is not a vSphere providerID`},
+		},
+		{
+			name: "providerID without node", params: withParams(nil, paramProviderID, "vsphere://"+vm.UUID), secrets: sim.secrets(),
+			wantPermanent: true, wantReason: "InvalidParameter", wantInMessage: []string{"parameter node is required with providerID"},
 		},
 		{
 			name: "neither providerID nor node", params: withParams(nil), secrets: sim.secrets(),
@@ -442,7 +508,7 @@ func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	first, second := sim.vm(t, "DC0_H0_VM0"), sim.vm(t, "DC0_H0_VM1")
 	c := plugintest.Serve(t, newTestExecutor())
 	run := func(namespace string, vm vcsim.VM) (time.Duration, error) {
-		req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID), sim.secrets(), nil)
+		req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name), sim.secrets(), nil)
 		req.Pipeline.Namespace = namespace
 		start := time.Now()
 		_, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
@@ -491,7 +557,7 @@ func TestEveryRequestOfAHookCountsAsItsNamespaces(t *testing.T) {
 		})
 	}
 	c := plugintest.Serve(t, e)
-	req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID), sim.secrets(), nil)
+	req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name), sim.secrets(), nil)
 	req.Pipeline.Namespace = "team-a"
 
 	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)

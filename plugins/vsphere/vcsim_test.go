@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/stepwise-dev/stepwise/test/vcsim"
 )
@@ -88,4 +89,15 @@ func (s simulator) power(t *testing.T, v vcsim.VM, op string) {
 func (s simulator) toolsRunning(t *testing.T, v vcsim.VM) {
 	t.Helper()
 	require.NoError(t, s.SetToolsRunning(v.Ref))
+}
+
+// guestHostName makes the simulator report host as the hostname VMware Tools see in the
+// VM's guest (guest.hostName and summary.guest.hostName).
+func (s simulator) guestHostName(t *testing.T, v vcsim.VM, host string) {
+	t.Helper()
+	task, err := object.NewVirtualMachine(s.Client().Client, v.Ref).Reconfigure(t.Context(), types.VirtualMachineConfigSpec{
+		ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: "SET.guest.hostName", Value: host}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, task.Wait(t.Context()))
 }

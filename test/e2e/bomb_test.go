@@ -74,7 +74,7 @@ func TestAGzipBombFailsOnlyItsStep(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "bomb", Namespace: hostile},
 		Spec: v1alpha1.PipelineSpec{ServiceAccountName: "terminator", Steps: []v1alpha1.Step{{
 			Name: "terminate", Executor: "openstack.terminate-server", Retry: &v1alpha1.RetryPolicy{Limit: 0},
-			With: map[string]string{"serverID": "0b8f3d1c-6a55-4a8e-9d1e-3c1c2b7a9f00", "credentialsSecret": "openstack-creds"},
+			With: map[string]string{"serverID": "0b8f3d1c-6a55-4a8e-9d1e-3c1c2b7a9f00", "node": "k8s-node-3", "credentialsSecret": "openstack-creds"},
 		}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -61,6 +61,7 @@ func TestANamespaceWhoseHooksHangHoldsOnlyItsShareOfWorkers(t *testing.T) {
 			Spec: v1alpha1.PipelineSpec{ServiceAccountName: sa, Steps: []v1alpha1.Step{{
 				Name: "terminate", Executor: "vsphere.terminate-vm", With: map[string]string{
 					"providerID":        fmt.Sprintf("vsphere://4224d3a1-0000-0000-0000-%012d", i),
+					"node":              fmt.Sprintf("hang-%d", i),
 					"credentialsSecret": "vsphere-creds",
 				},
 			}}},

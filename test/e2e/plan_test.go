@@ -80,7 +80,7 @@ func TestPlanOfNodeRetirementTouchesNothingThenTheRunDoesWhatItSaid(t *testing.T
 	cluster.GrantClusterWide(t, ns, sa, "read-budgets-"+ns,
 		rbacv1.PolicyRule{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"list"}})
 	vsphereCredentials(t, ns, sim, vcsimPassword)
-	node := vsphereNode(t, ns, vm.UUID)
+	node := vsphereNode(t, ns, sim, vm)
 	webWithBudget(t, ns, ns, 2) // 3 pods on the node; the budget lets one go at a time
 	podsBefore := podNodes(t, ns)
 	require.Len(t, podsBefore, 3)
@@ -110,7 +110,7 @@ func TestPlanOfNodeRetirementTouchesNothingThenTheRunDoesWhatItSaid(t *testing.T
 	assert.Contains(t, strings.Join(drainPlan.Warnings, "\n"), "web-pdb")
 	terminate := stepStatus(got, "terminate").Plan
 	require.Len(t, terminate.Details, 1)
-	assert.Contains(t, terminate.Details[0].Name, vm.Name)
+	assert.Contains(t, terminate.Details[0].Name, node, "the VM, named after its node")
 	assert.Contains(t, terminate.Details[0].Note, "poweredOn")
 	assert.Equal(t, []string{"Node " + node + " delete"}, rows(t, got, "forget"))
 

@@ -85,11 +85,20 @@ func vsphereCredentials(t *testing.T, ns string, sim *vcsim.Simulator, password 
 }
 
 // vsphereNode is a kwok node whose providerID names the VM, as the vSphere cloud provider
-// sets it.
-func vsphereNode(t *testing.T, ns, uuid string) string {
+// sets it, and the VM renamed after the node, as a cluster's VMs are named after its nodes
+// (vsphere.terminate-vm destroys a VM only when it is the node's).
+func vsphereNode(t *testing.T, ns string, sim *vcsim.Simulator, vm vcsim.VM) string {
 	t.Helper()
 	node := poolNode(t, ns)
-	patch := fmt.Sprintf(`{"spec":{"providerID":%q}}`, "vsphere://"+uuid)
+	_, err := sim.Rename(t.Context(), vm, node, vm.UUID)
+	require.NoError(t, err)
+	return nodeClaiming(t, node, vm)
+}
+
+// nodeClaiming sets node's providerID to the VM's, whatever the VM is named.
+func nodeClaiming(t *testing.T, node string, vm vcsim.VM) string {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"providerID":%q}}`, "vsphere://"+vm.UUID)
 	_, err := cluster.Client.CoreV1().Nodes().Patch(t.Context(), node, k8stypes.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
 	return node
@@ -125,7 +134,7 @@ func TestVSphereNodeRetirementDestroysTheVM(t *testing.T) {
 	ns := cluster.CreateNamespace(t)
 	sa := vsphereRetirer(t, ns)
 	vsphereCredentials(t, ns, sim, vcsimPassword)
-	node := vsphereNode(t, ns, vm.UUID)
+	node := vsphereNode(t, ns, sim, vm)
 
 	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, vsphereRetirePipeline(ns, sa, node), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -153,7 +162,7 @@ func TestVSphereWrongPasswordFailsTheStepAtOnce(t *testing.T) {
 	sa := vsphereRetirer(t, ns)
 	const wrong = "not-the-password"
 	vsphereCredentials(t, ns, sim, wrong)
-	node := vsphereNode(t, ns, vm.UUID)
+	node := vsphereNode(t, ns, sim, vm)
 
 	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, vsphereRetirePipeline(ns, sa, node), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -174,4 +183,29 @@ func TestVSphereWrongPasswordFailsTheStepAtOnce(t *testing.T) {
 	assert.True(t, vmExists(t, sim, vm), "the VM is untouched")
 	_, err = cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	assert.NoError(t, err, "the Node stays")
+}
+
+// TestANodeClaimingAnotherNodesVMCannotHaveItDestroyed: a kubelet chooses its Node's
+// providerID. A Node that claims the VM of another node (a compromised node, a bootstrap
+// token) and is retired does not get that VM destroyed: the step fails VMNotTheNodes, and
+// the VM stays, powered on.
+func TestANodeClaimingAnotherNodesVMCannotHaveItDestroyed(t *testing.T) {
+	ctx := t.Context()
+	sim := startVCenterSim(t)
+	vm := poweredOnVM(t, sim)
+	ns := cluster.CreateNamespace(t)
+	sa := vsphereRetirer(t, ns)
+	vsphereCredentials(t, ns, sim, vcsimPassword)
+	victim := vsphereNode(t, ns, sim, vm)            // the VM is named after its node
+	impostor := nodeClaiming(t, poolNode(t, ns), vm) // another Node, the same providerID
+
+	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, vsphereRetirePipeline(ns, sa, impostor), metav1.CreateOptions{})
+	require.NoError(t, err)
+	failed := waitPipeline(t, ns, "retire", 2*time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineFailed })
+	terminate := failed.Status.Steps[2]
+	c := meta.FindStatusCondition(terminate.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, c)
+	assert.Equal(t, "VMNotTheNodes", c.Reason)
+	assert.Contains(t, c.Message, victim)
+	assert.True(t, vmExists(t, sim, vm), "the victim's VM is untouched")
 }

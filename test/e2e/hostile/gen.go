@@ -87,6 +87,8 @@ type Generator struct {
 	// templates are the names of the templates generated so far, for pipelines and
 	// triggers to refer to (whether or not the API server admitted them).
 	templates []string
+	// turns is where each corpus inTurn draws from is.
+	turns map[*string]int
 }
 
 // NewGenerator returns a generator of objects for env from the schemas, seeded with seed.
@@ -472,6 +474,22 @@ func pickWeighted[T any](g *Generator, choices []weighted[T]) T {
 }
 
 func (g *Generator) pick(s []string) string { return s[g.rng.IntN(len(s))] }
+
+// inTurn gives a corpus's values in turn, from a random start: a run draws every one
+// before any twice, where a random pick can miss one as the schemas grow new fields and
+// the draws go elsewhere.
+func (g *Generator) inTurn(s []string) string {
+	if g.turns == nil {
+		g.turns = map[*string]int{}
+	}
+	k := &s[0]
+	i, ok := g.turns[k]
+	if !ok {
+		i = g.rng.IntN(len(s))
+	}
+	g.turns[k] = i + 1
+	return s[i%len(s)]
+}
 
 func (g *Generator) chance(p float64) bool { return g.rng.Float64() < p }
 

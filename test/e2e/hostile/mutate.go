@@ -81,17 +81,17 @@ func (g *Generator) hostileValue(f Field) (any, string) {
 		case classDuration:
 			return g.duration(b), c
 		case classCron:
-			return g.pick(cronSchedules), c
+			return g.inTurn(cronSchedules), c
 		case classTimeZone:
 			if g.chance(0.2) && b.MaxLength != nil {
 				v, _ := fill(int(*b.MaxLength)+g.rng.IntN(2), b)
 				return v, c
 			}
-			return g.pick(timeZones), c
+			return g.inTurn(timeZones), c
 		case classServiceAccount:
 			return g.pick(g.serviceAccountNames()), c
 		case classExecutor:
-			return g.pick(executorNames), c
+			return g.inTurn(executorNames), c
 		case classTemplateRef:
 			return g.templateRef(), c
 		case classAPIVersion:
@@ -149,7 +149,7 @@ func (g *Generator) duration(b Bounds) string {
 	if len(options) > 0 && g.chance(0.3) {
 		return g.pick(options)
 	}
-	return g.pick(durations)
+	return g.inTurn(durations)
 }
 
 // templateRef names a generated template, one never generated, or an odd name.
@@ -374,10 +374,10 @@ func (g *Generator) mutateWindow(o *Object) {
 		g.mutateField(o)
 		return
 	}
-	schedule, duration, zone := g.pick(cronSchedules), g.pick(durations), ""
+	schedule, duration, zone := g.inTurn(cronSchedules), g.inTurn(durations), ""
 	window := map[string]any{"schedule": schedule, "duration": duration}
 	if g.chance(0.8) {
-		zone = g.pick(timeZones)
+		zone = g.inTurn(timeZones)
 		window["timeZone"] = zone
 	}
 	spec["maintenanceWindow"] = window
@@ -451,7 +451,7 @@ func (g *Generator) executorParam(key string, valueMax *int64) (any, string) {
 		v, what := g.yamlDoc(n)
 		return v, "yaml: " + what
 	case "timeout":
-		return g.pick(durations), classDuration
+		return g.inTurn(durations), classDuration
 	case "force", "gate", "deleteEmptyDirData":
 		return g.pick(boolStrings), "bool-param"
 	case "gracePeriodSeconds":
