@@ -181,51 +181,54 @@ func (ps *pipelineSync) setCondition(conditions *[]metav1.Condition, status meta
 	})
 }
 
-// mergeCreated adds what a hook created to the step's record, refusing a record that would
-// not fit the status: an executor recording that much is a bug no retry fixes. What it
-// already holds stays, so that teardown still sees what an earlier call created.
+// mergeCreated adds what a hook created to the step's record. What it already holds
+// stays, so that teardown still sees what an earlier call created.
 func mergeCreated(s *v1alpha1.StepStatus, created map[string]string) error {
-	if len(created) == 0 {
-		return nil
+	merged, err := mergeBounded(s.Created, created, mapBounds{
+		entries: contract.MaxCreatedEntries, size: contract.MaxCreatedSize, reason: "CreatedTooLarge", what: "created entries",
+	})
+	if err == nil {
+		s.Created = merged
 	}
-	merged := maps.Clone(s.Created)
-	if merged == nil {
-		merged = make(map[string]string, len(created))
-	}
-	maps.Copy(merged, created)
-	size := 0
-	for k, v := range merged {
-		size += len(k) + len(v)
-	}
-	if len(merged) > contract.MaxCreatedEntries || size > contract.MaxCreatedSize {
-		return contract.Permanent("CreatedTooLarge", fmt.Errorf(
-			"the executor recorded %d created entries of %d bytes; a step may keep at most %d entries of %d bytes",
-			len(merged), size, contract.MaxCreatedEntries, contract.MaxCreatedSize))
-	}
-	s.Created = merged
-	return nil
+	return err
 }
 
-// mergeOutputs adds a hook's outputs to the step's, refusing outputs that would not fit the
-// status: an executor returning that much is a bug no retry fixes.
+// mergeOutputs adds a hook's outputs to the step's.
 func mergeOutputs(s *v1alpha1.StepStatus, outputs map[string]string) error {
-	if len(outputs) == 0 {
-		return nil
+	merged, err := mergeBounded(s.Outputs, outputs, mapBounds{
+		entries: v1alpha1.MaxStepOutputs, size: v1alpha1.MaxStepOutputsSize, reason: "OutputsTooLarge", what: "outputs",
+	})
+	if err == nil {
+		s.Outputs = merged
 	}
-	merged := maps.Clone(s.Outputs)
+	return err
+}
+
+// mapBounds are what a step's status keeps of a map a hook returns.
+type mapBounds struct {
+	entries, size int
+	reason, what  string
+}
+
+// mergeBounded returns base with more merged in, refusing a map that would not fit the
+// status: an executor returning that much is a bug no retry fixes.
+func mergeBounded(base, more map[string]string, b mapBounds) (map[string]string, error) {
+	if len(more) == 0 {
+		return base, nil
+	}
+	merged := maps.Clone(base)
 	if merged == nil {
-		merged = make(map[string]string, len(outputs))
+		merged = make(map[string]string, len(more))
 	}
-	maps.Copy(merged, outputs)
+	maps.Copy(merged, more)
 	size := 0
 	for k, v := range merged {
 		size += len(k) + len(v)
 	}
-	if len(merged) > v1alpha1.MaxStepOutputs || size > v1alpha1.MaxStepOutputsSize {
-		return contract.Permanent("OutputsTooLarge", fmt.Errorf(
-			"the executor returned %d outputs of %d bytes; a step may keep at most %d outputs of %d bytes",
-			len(merged), size, v1alpha1.MaxStepOutputs, v1alpha1.MaxStepOutputsSize))
+	if len(merged) > b.entries || size > b.size {
+		return nil, contract.Permanent(b.reason, fmt.Errorf(
+			"the executor returned %d %s of %d bytes; a step may keep at most %d %s of %d bytes",
+			len(merged), b.what, size, b.entries, b.what, b.size))
 	}
-	s.Outputs = merged
-	return nil
+	return merged, nil
 }

@@ -146,30 +146,25 @@ func checkCreated(record, added map[string]string) error {
 		merged = map[string]string{}
 	}
 	maps.Copy(merged, added)
-	size := 0
-	for k, v := range merged {
-		size += len(k) + len(v)
-	}
-	switch {
-	case len(merged) > sdk.MaxCreatedEntries:
-		return fmt.Errorf("its created record has %d entries, more than the %d the engine keeps", len(merged), sdk.MaxCreatedEntries)
-	case size > sdk.MaxCreatedSize:
-		return fmt.Errorf("its created record is %d bytes, more than the %d the engine keeps", size, sdk.MaxCreatedSize)
-	}
-	return nil
+	return checkKept("its created record", merged, sdk.MaxCreatedEntries, sdk.MaxCreatedSize)
 }
 
 // checkState checks a hook's state against the bounds of what the engine keeps.
 func checkState(state map[string]string) error {
+	return checkKept("its state", state, sdk.MaxStateEntries, sdk.MaxStateSize)
+}
+
+// checkKept checks a map the engine keeps in a step's status against its bounds.
+func checkKept(what string, m map[string]string, maxEntries, maxSize int) error {
 	size := 0
-	for k, v := range state {
+	for k, v := range m {
 		size += len(k) + len(v)
 	}
 	switch {
-	case len(state) > sdk.MaxStateEntries:
-		return fmt.Errorf("its state has %d entries, more than the %d the engine keeps", len(state), sdk.MaxStateEntries)
-	case size > sdk.MaxStateSize:
-		return fmt.Errorf("its state is %d bytes, more than the %d the engine keeps", size, sdk.MaxStateSize)
+	case len(m) > maxEntries:
+		return fmt.Errorf("%s has %d entries, more than the %d the engine keeps", what, len(m), maxEntries)
+	case size > maxSize:
+		return fmt.Errorf("%s is %d bytes, more than the %d the engine keeps", what, size, maxSize)
 	}
 	return nil
 }
