@@ -69,12 +69,8 @@ func syncAll(t *testing.T, f *fixture, keys ...cache.ObjectName) map[string]int 
 	t.Helper()
 	f.rbac.reviews = nil
 	for _, key := range keys {
-		_, err := f.c.syncHandler(f.ctx, key)
+		_, err := f.syncOnce(key)
 		require.NoError(t, err)
-		if f.waitInformers() {
-			_, err = f.c.syncHandler(f.ctx, key)
-			require.NoError(t, err)
-		}
 		f.refresh()
 	}
 	reviews := map[string]int{}

@@ -37,10 +37,7 @@ func refuseCreate(f *fixture, object string, refusal func(p *v1alpha1.Pipeline) 
 // its error rather than failing the test on one.
 func syncForError(f *fixture, name string) error {
 	f.t.Helper()
-	_, err := f.c.syncHandler(f.ctx, keyOf(name))
-	if err == nil && f.waitInformers() {
-		_, err = f.c.syncHandler(f.ctx, keyOf(name))
-	}
+	_, err := f.syncOnce(keyOf(name))
 	f.refresh()
 	return err
 }

@@ -210,19 +210,27 @@ func (f *fixture) sync(name string) time.Duration {
 // syncWithoutRefresh is sync when the informers have not delivered what it wrote.
 func (f *fixture) syncWithoutRefresh(name string) time.Duration {
 	f.t.Helper()
+	requeue, err := f.syncOnce(keyOf(name))
+	require.NoError(f.t, err)
+	return requeue
+}
+
+// syncOnce runs the sync of a trigger as its queue would: a sync finding its kind's
+// informer not synced writes nothing and waits for it, and runs again once it has. Whether
+// it did cannot be asked after the sync (the informer may have synced since): one that
+// started or used such an informer and wrote nothing syncs again.
+func (f *fixture) syncOnce(key cache.ObjectName) (time.Duration, error) {
+	f.t.Helper()
 	unsynced := f.unsyncedInformers()
 	writes := len(f.writes())
-	requeue, err := f.c.syncHandler(f.ctx, keyOf(name))
-	require.NoError(f.t, err)
-	// A sync finding its kind's informer not synced writes nothing and waits for it. Whether
-	// it did cannot be asked after the sync (the informer may have synced since): one that
-	// started or used such an informer and wrote nothing syncs again once it has.
-	waited := f.waitInformers()
-	if waited || (f.startedAmong(unsynced) && len(f.writes()) == writes) {
-		requeue, err = f.c.syncHandler(f.ctx, keyOf(name))
-		require.NoError(f.t, err)
+	requeue, err := f.c.syncHandler(f.ctx, key)
+	if err != nil {
+		return requeue, err
 	}
-	return requeue
+	if f.waitInformers() || (f.startedAmong(unsynced) && len(f.writes()) == writes) {
+		return f.c.syncHandler(f.ctx, key)
+	}
+	return requeue, nil
 }
 
 // objectGVRs are the kinds the fixture's triggers watch.

@@ -723,9 +723,6 @@ func TestTriggerDeletedDuringItsSyncIsNoError(t *testing.T) {
 		}
 		return true, nil, apierrors.NewNotFound(v1alpha1.Resource("pipelinetriggers"), "retire")
 	})
-	_, err := f.c.syncHandler(f.ctx, keyOf("retire"))
-	if f.waitInformers() {
-		_, err = f.c.syncHandler(f.ctx, keyOf("retire"))
-	}
+	_, err := f.syncOnce(keyOf("retire"))
 	require.NoError(t, err)
 }
