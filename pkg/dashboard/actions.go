@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,46 @@ func (s *Server) suspendPipeline(suspend bool) http.HandlerFunc {
 		s.logger.Info("Pipeline "+verb, "pipeline", ns+"/"+name)
 		writeJSON(w, http.StatusOK, actionResult{Message: fmt.Sprintf("pipeline %s/%s %s", ns, name, verb)})
 	}
+}
+
+// pauseTrigger is POST /api/triggers/{namespace}/{name}/pause, body {"reason": "..."}: the
+// trigger is paused in the user's name (their credentials say who), as
+// `kubectl stepwise triggers pause` does.
+func (s *Server) pauseTrigger(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if !s.inScope(w, ns) {
+		return
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeBody(w, r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	t, err := pipelineops.PauseTrigger(r.Context(), s.cfg.Kube, s.cfg.Stepwise, ns, name, body.Reason)
+	if err != nil {
+		writeActionError(w, err)
+		return
+	}
+	s.logger.Info("Trigger paused", "trigger", ns+"/"+name, "by", t.Spec.Pause.By)
+	writeJSON(w, http.StatusOK, actionResult{Message: fmt.Sprintf("trigger %s/%s paused by %s", ns, name, t.Spec.Pause.By)})
+}
+
+// resumeTrigger is POST /api/triggers/{namespace}/{name}/resume: the pause is lifted and
+// the failures count from zero, in the user's name.
+func (s *Server) resumeTrigger(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if !s.inScope(w, ns) {
+		return
+	}
+	t, err := pipelineops.ResumeTrigger(r.Context(), s.cfg.Kube, s.cfg.Stepwise, ns, name, time.Now())
+	if err != nil {
+		writeActionError(w, err)
+		return
+	}
+	s.logger.Info("Trigger resumed", "trigger", ns+"/"+name, "by", t.Spec.Resume.By)
+	writeJSON(w, http.StatusOK, actionResult{Message: fmt.Sprintf("trigger %s/%s resumed by %s", ns, name, t.Spec.Resume.By)})
 }
 
 // deletePipeline is DELETE /api/pipelines/{namespace}/{name}: a plain delete; the

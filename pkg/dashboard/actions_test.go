@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -151,6 +154,73 @@ func TestActionsPassOnTheAPIServersRefusal(t *testing.T) {
 			rec := f.serve(request(tc.method, tc.target, nil))
 			assert.Equal(t, tc.want, rec.Code, rec.Body.String())
 			assert.Contains(t, errorOf(t, rec), tc.wantMessage)
+		})
+	}
+}
+
+// TestTriggerPauseAndResume: the dashboard pauses and resumes a trigger in the user's name
+// (their credentials say who, a SelfSubjectReview), one merge patch each.
+func TestTriggerPauseAndResume(t *testing.T) {
+	trig := &v1alpha1.PipelineTrigger{ObjectMeta: metav1.ObjectMeta{Name: "retire", Namespace: "ops"}}
+	for _, tc := range []struct {
+		name, target, body string
+		wantStatus         int
+		wantMessage        string
+		check              func(t *testing.T, patch map[string]any)
+	}{
+		{"pause, with a reason", "/api/triggers/ops/retire/pause", `{"reason":"INC-42"}`, http.StatusOK, "trigger ops/retire paused by alice",
+			func(t *testing.T, patch map[string]any) {
+				assert.Equal(t, map[string]any{"spec": map[string]any{"pause": map[string]any{"by": "alice", "reason": "INC-42"}}}, patch)
+			}},
+		{"resume", "/api/triggers/ops/retire/resume", "", http.StatusOK, "trigger ops/retire resumed by alice",
+			func(t *testing.T, patch map[string]any) {
+				spec := patch["spec"].(map[string]any)
+				assert.Nil(t, spec["pause"], "the pause is lifted")
+				assert.Equal(t, "alice", spec["resume"].(map[string]any)["by"])
+			}},
+		{"a field it does not know", "/api/triggers/ops/retire/pause", `{"by":"mallory"}`, http.StatusBadRequest, "unknown field", nil},
+		{"an absent trigger", "/api/triggers/ops/absent/pause", "", http.StatusNotFound, "pause trigger ops/absent", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, fixtureOptions{objects: []runtime.Object{trig}})
+			f.kube.PrependReactor("create", "selfsubjectreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, &authenticationv1.SelfSubjectReview{Status: authenticationv1.SelfSubjectReviewStatus{
+					UserInfo: authenticationv1.UserInfo{Username: "alice"}}}, nil
+			})
+			// The fake's field tracking knows no schema of ours: apply the merge patch as
+			// the API server would, onto the stored trigger.
+			f.client.PrependReactor("patch", "pipelinetriggers", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				a := action.(k8stesting.PatchAction)
+				if a.GetName() != trig.Name {
+					return true, nil, apierrors.NewNotFound(v1alpha1.Resource("pipelinetriggers"), a.GetName())
+				}
+				patched := trig.DeepCopy()
+				return true, patched, json.Unmarshal(a.GetPatch(), patched)
+			})
+			f.client.ClearActions()
+			var body io.Reader
+			if tc.body != "" {
+				body = strings.NewReader(tc.body)
+			}
+			req := request(http.MethodPost, tc.target, body)
+			req.Header.Set("Origin", "http://"+testHost)
+			rec := f.serve(req)
+			require.Equal(t, tc.wantStatus, rec.Code, rec.Body.String())
+			if rec.Code < 300 {
+				assert.Contains(t, decode[actionResult](t, rec).Message, tc.wantMessage)
+			} else {
+				assert.Contains(t, errorOf(t, rec), tc.wantMessage)
+			}
+			if tc.check == nil {
+				return
+			}
+			w := writes(f.client)
+			require.Len(t, w, 1)
+			a, ok := w[0].(k8stesting.PatchAction)
+			require.True(t, ok)
+			var patch map[string]any
+			require.NoError(t, json.Unmarshal(a.GetPatch(), &patch))
+			tc.check(t, patch)
 		})
 	}
 }

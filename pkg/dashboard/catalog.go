@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
@@ -101,6 +102,14 @@ type triggerSummary struct {
 	Ready      conditionSummary `json:"ready"`
 	Suspend    bool             `json:"suspend"`
 	NextWindow *metav1.Time     `json:"nextWindow"`
+	// Paused is the pause the trigger honours (who, why, since); nil when not paused.
+	Paused *v1alpha1.TriggerPauseRecord `json:"paused"`
+	// PauseAsked: spec.pause is set (the trigger may not have seen it yet).
+	PauseAsked bool `json:"pauseAsked"`
+	// FailureBudget and FailureBudgetLeft: how many of its pipelines may fail before it
+	// stops starting new ones, and how many more may.
+	FailureBudget     int32 `json:"failureBudget"`
+	FailureBudgetLeft int32 `json:"failureBudgetLeft"`
 }
 
 // listTriggers is GET /api/triggers[?namespace=].
@@ -133,6 +142,8 @@ func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
 			Ready:      conditionSummary{Status: string(metav1.ConditionUnknown)},
 			Suspend:    t.Spec.Suspend,
 			NextWindow: t.Status.NextWindow,
+			Paused:     t.Status.Paused, PauseAsked: t.Spec.Pause != nil,
+			FailureBudget: rules.FailureBudget(t), FailureBudgetLeft: t.Status.FailureBudgetLeft,
 		}
 		if ready := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionReady); ready != nil {
 			sum.Ready = conditionSummary{Status: string(ready.Status), Reason: ready.Reason, Message: ready.Message}

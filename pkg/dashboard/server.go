@@ -231,6 +231,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /api/pipelines/{namespace}/{name}/suspend", write(s.suspendPipeline(true)))
 	mux.Handle("POST /api/pipelines/{namespace}/{name}/resume", write(s.suspendPipeline(false)))
 	mux.Handle("DELETE /api/pipelines/{namespace}/{name}", write(s.deletePipeline))
+	mux.Handle("POST /api/triggers/{namespace}/{name}/pause", write(s.pauseTrigger))
+	mux.Handle("POST /api/triggers/{namespace}/{name}/resume", write(s.resumeTrigger))
 
 	return securityHeaders(loopbackOnly(mux))
 }

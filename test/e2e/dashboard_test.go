@@ -23,6 +23,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/cli"
+	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
 )
 
 var (
@@ -244,4 +245,48 @@ func TestDashboardFirstRender(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, min(n, 100), rows, "one page")
 	t.Logf("first render of the list with %d pipelines: %s", n, took.Round(time.Millisecond))
+}
+
+// TestDashboardPausesAndResumesATrigger: a trigger is paused from its card, with a reason,
+// in the name of the user the dashboard acts as (the admission policy checks it), and
+// resumed; the card shows the pause as the trigger records it.
+func TestDashboardPausesAndResumesATrigger(t *testing.T) {
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "retirer", true)
+	cluster.GrantClusterWide(t, ns, "retirer", "trigger-retirer-"+ns,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}})
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, retireTemplate(ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, nodeTrigger(ns, "retirer", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	me, err := pipelineops.WhoAmI(ctx, cluster.Client)
+	require.NoError(t, err)
+
+	url := startDashboard(t, "-n", ns)
+	b := browser(t)
+	within(t, b, time.Minute, chromedp.Navigate(url+"#/triggers"),
+		chromedp.WaitVisible(chromedp.CSS(byTestID("trigger-pause"))),
+		chromedp.Click(chromedp.CSS(byTestID("trigger-pause"))),
+		chromedp.WaitVisible(chromedp.CSS("#pause-reason")),
+		chromedp.SendKeys(chromedp.CSS("#pause-reason"), "INC-42"),
+		chromedp.Click(chromedp.CSS(byTestID("dialog-confirm"))))
+	paused := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return tr.Status.Paused != nil
+	})
+	assert.Equal(t, &v1alpha1.TriggerPause{By: me, Reason: "INC-42"}, paused.Spec.Pause)
+	assert.Equal(t, "False/"+v1alpha1.TriggerReasonPaused, readyReason(paused))
+	eventually(t, b, time.Minute, `document.body.textContent.includes('by `+me+` since')`, "the card shows who paused it")
+
+	within(t, b, time.Minute,
+		chromedp.WaitVisible(chromedp.CSS(byTestID("trigger-resume"))),
+		chromedp.Click(chromedp.CSS(byTestID("trigger-resume"))),
+		chromedp.WaitVisible(chromedp.CSS(byTestID("dialog-confirm"))),
+		chromedp.Click(chromedp.CSS(byTestID("dialog-confirm"))))
+	resumed := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return tr.Status.Resumed != nil && tr.Status.Paused == nil
+	})
+	assert.Nil(t, resumed.Spec.Pause)
+	assert.Equal(t, me, resumed.Status.Resumed.By)
 }

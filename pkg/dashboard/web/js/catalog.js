@@ -2,9 +2,9 @@
 // filters it in the page, and fetches it again when the live stream reports a change of
 // its kind (at most every 500 ms).
 import {h, fmtNumber, fmtDate, condition, throttle} from './dom.js';
-import {api, errorText, isAbort} from './api.js';
+import {api, errorText, isAbort, seg} from './api.js';
 import {href} from './router.js';
-import {setAlert, pageTitle, focusTitle, empty} from './ui.js';
+import {setAlert, setNotice, pageTitle, focusTitle, empty, confirmDialog} from './ui.js';
 
 function listPage(root, {title, path, kinds, noun, match, card, sort}) {
   let ctrl = null, seq = 0, destroyed = false, items = null;
@@ -134,8 +134,11 @@ export function mountTriggers(root) {
           ['Template', t.template ? h('a', {href: href(['pipelines'], {namespace: t.namespace, template: t.template}), text: t.template}) : '—'],
           ['Concurrency', t.concurrency ? fmtNumber(t.concurrency) : 'unlimited'],
           t.suspend ? ['Suspended', 'yes: it starts no pipeline'] : null,
+          t.paused ? ['Paused', `by ${t.paused.by} since ${fmtDate(t.paused.since)}${t.paused.reason ? `: ${t.paused.reason}` : ''}`] : null,
+          ['Failure budget', `${fmtNumber(t.failureBudgetLeft || 0)} of ${fmtNumber(t.failureBudget || 1)} left`],
           t.nextWindow ? ['Next window', fmtDate(t.nextWindow)] : null,
         ]),
+        triggerActions(t),
         h('dl', {class: 'counts', 'aria-label': 'Objects and pipelines'}, counts.map(([k, v]) => h('div', {class: 'count-item', dataset: {count: k.toLowerCase()}},
           h('dt', {text: k}), h('dd', {text: fmtNumber(v || 0)})))),
         h('p', {}, h('a', {href: href(['pipelines'], {namespace: t.namespace, trigger: t.name}), text: 'Pipelines of this trigger'})),
@@ -145,6 +148,45 @@ export function mountTriggers(root) {
           : empty('Nothing waits.'));
     },
   });
+}
+
+// triggerActions are a trigger's Pause and Resume buttons, each confirmed in a dialog: both
+// act in the user's name (their credentials), as kubectl stepwise triggers pause/resume.
+// Resume also counts the trigger's failures from zero, so it is offered when the budget
+// is spent too.
+function triggerActions(t) {
+  const who = `${t.namespace}/${t.name}`;
+  const path = `triggers/${seg(t.namespace, t.name)}`;
+  const spent = (t.failureBudgetLeft || 0) === 0 && t.ready && t.ready.reason === 'FailureBudgetSpent';
+  const pause = h('button', {type: 'button', class: 'btn secondary', 'data-testid': 'trigger-pause', text: 'Pause…', hidden: !!t.pauseAsked});
+  const resume = h('button', {type: 'button', class: 'btn secondary', 'data-testid': 'trigger-resume', text: 'Resume…', hidden: !(t.pauseAsked || spent)});
+  pause.addEventListener('click', async () => {
+    const reason = h('input', {id: 'pause-reason', type: 'text', maxlength: '256', autocomplete: 'off'});
+    const ok = await confirmDialog({title: 'Pause trigger', confirmLabel: 'Pause',
+      body: [`Pause trigger ${who} in your name?`, 'It starts no pipeline until someone resumes it; the pipelines running go on.'],
+      extra: h('div', {class: 'field'}, h('label', {for: 'pause-reason', text: 'Why (optional)'}), reason)});
+    if (ok) send(pause, 'pause', reason.value.trim() ? {reason: reason.value.trim()} : undefined);
+  });
+  resume.addEventListener('click', async () => {
+    const ok = await confirmDialog({title: 'Resume trigger', confirmLabel: 'Resume',
+      body: [`Resume trigger ${who} in your name?`, 'Its pause is lifted and its failed pipelines count from zero: it starts pipelines again.']});
+    if (ok) send(resume, 'resume');
+  });
+  async function send(button, kind, body) {
+    button.disabled = true;
+    setAlert('', 'action');
+    setNotice(`${kind === 'pause' ? 'Pause' : 'Resume'}: sending…`);
+    try {
+      const res = await api(`${path}/${kind}`, {method: 'POST', body});
+      setNotice(res && res.message ? `${res.message[0].toUpperCase()}${res.message.slice(1)}.` : '');
+    } catch (e) {
+      setNotice('');
+      setAlert(errorText(e), 'action');
+    } finally {
+      button.disabled = false;
+    }
+  }
+  return h('div', {class: 'actions', role: 'group', 'aria-label': `Actions of trigger ${who}`}, pause, resume);
 }
 
 // --- Executors ------------------------------------------------------------------------
