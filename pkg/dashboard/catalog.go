@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 // What the cluster offers to run pipelines with: templates, triggers, and the operator's
