@@ -445,11 +445,12 @@ func TestTriggers(t *testing.T) {
 	}](t, rec)
 	require.Len(t, got.Items, 2)
 	assert.Equal(t, triggerSummary{Namespace: "ops", Name: "new", Concurrency: 1, Queue: []string{},
-		Ready: conditionSummary{Status: "Unknown"}}, got.Items[0])
+		Ready: conditionSummary{Status: "Unknown"}, FailureBudget: 1}, got.Items[0], "the failure budget's default")
 	assert.Equal(t, triggerSummary{
 		Namespace: "ops", Name: "retire", Resource: triggerResource{APIVersion: "v1", Kind: "Node"},
 		Template: "retire-node", Concurrency: 2, Matched: 5, Running: 2, Waiting: 2, Succeeded: 1,
 		Queue: []string{"node-4", "node-5"}, Ready: conditionSummary{Status: "True", Reason: "Ready", Message: "watching 5 Nodes"},
+		FailureBudget: 1,
 	}, got.Items[1])
 
 	rec = f.get("/api/triggers/ops/retire")
