@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,9 +40,7 @@ func TestATriggerStopsItselfWhenEveryRetirementFails(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	ns := cluster.CreateNamespace(t)
-	serviceAccount(t, ns, "retirer", true)
-	cluster.GrantClusterWide(t, ns, "retirer", "trigger-retirer-"+ns,
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}})
+	triggerRetirer(t, ns)
 	client := stepwiseClient(t)
 	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, failingTemplate(ns), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -92,9 +89,7 @@ func TestOnlyYouMayPauseInYourName(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	ns := cluster.CreateNamespace(t)
-	serviceAccount(t, ns, "retirer", true)
-	cluster.GrantClusterWide(t, ns, "retirer", "trigger-retirer-"+ns,
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}})
+	triggerRetirer(t, ns)
 	client := stepwiseClient(t)
 	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, failingTemplate(ns), metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -253,9 +253,7 @@ func TestDashboardFirstRender(t *testing.T) {
 func TestDashboardPausesAndResumesATrigger(t *testing.T) {
 	ctx := t.Context()
 	ns := cluster.CreateNamespace(t)
-	serviceAccount(t, ns, "retirer", true)
-	cluster.GrantClusterWide(t, ns, "retirer", "trigger-retirer-"+ns,
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}})
+	triggerRetirer(t, ns)
 	client := stepwiseClient(t)
 	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, retireTemplate(ns), metav1.CreateOptions{})
 	require.NoError(t, err)

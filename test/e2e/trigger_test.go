@@ -53,6 +53,16 @@ func nodeTrigger(ns, sa string, concurrency int32) *v1alpha1.PipelineTrigger {
 	}
 }
 
+// triggerRetirer is the ServiceAccount "retirer" of ns: it may list and watch Nodes (a
+// trigger on Nodes) and write ConfigMaps (test.record). It returns its name.
+func triggerRetirer(t *testing.T, ns string) string {
+	t.Helper()
+	serviceAccount(t, ns, "retirer", true)
+	cluster.GrantClusterWide(t, ns, "retirer", "trigger-retirer-"+ns,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}})
+	return "retirer"
+}
+
 // labelForRetirement labels a node stepwise.dev/retire=true.
 func labelForRetirement(t *testing.T, node string) {
 	t.Helper()
@@ -105,9 +115,7 @@ func TestTriggerRetiresLabelledNodesTwoAtATime(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	ns := cluster.CreateNamespace(t)
-	serviceAccount(t, ns, "retirer", true) // test.record writes ConfigMaps
-	cluster.GrantClusterWide(t, ns, "retirer", "trigger-retirer-"+ns,
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}})
+	triggerRetirer(t, ns)
 	client := stepwiseClient(t)
 	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, retireTemplate(ns), metav1.CreateOptions{})
 	require.NoError(t, err)
