@@ -129,6 +129,12 @@ bench: build localcluster-tools ## Benchmark the operator against the API server
 .PHONY: chaos
 chaos: build localcluster-tools ## Chaos suite, full run (minutes): operator and plugin SIGKILLs, leader failover, API server restart; prints a table (CHAOS_ARGS='-chaos.seed=N' repeats its random choices).
 	go test $(GO_TEST_FLAGS) -v -timeout 15m ./test/e2e/chaos/ -args -chaos.full -chaos.out=$(LOCALBIN)/chaos-results.txt $(CHAOS_ARGS)
+	$(MAKE) fleet-sim
+
+# `make test` runs the same simulation with 40 nodes.
+.PHONY: fleet-sim
+fleet-sim: build localcluster-tools ## Fleet simulation, long run: 200 kwok nodes in 4 pools, 4 triggers sharing a NodeBudget of 5, 10 % failing retirements, nodes turning NotReady, a health gate closed for a while (FLEET_ARGS='-fleet.seed=N' repeats a run).
+	go test $(GO_TEST_FLAGS) -v -count=1 -timeout 20m -run 'TestFleetSimulation$$' ./test/e2e/ -args -fleet.nodes=200 $(FLEET_ARGS)
 
 # `make test` runs the same suite with 300 objects and a fixed seed.
 .PHONY: hostile

@@ -377,11 +377,11 @@ func TestSchemaLimitsAreTheAPIConstants(t *testing.T) {
 }
 
 // TestEveryCRDIsValid checks the structure and the cost of the CEL rules of every CRD here:
-// pipelines, templates and triggers.
+// pipelines, templates, triggers and node budgets.
 func TestEveryCRDIsValid(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
 	require.NoError(t, err)
-	require.Len(t, files, 3)
+	require.Len(t, files, 4)
 	for _, file := range files {
 		t.Run(file, func(t *testing.T) {
 			data, err := os.ReadFile(file)
@@ -397,7 +397,7 @@ func TestEveryCRDIsValid(t *testing.T) {
 	}
 }
 
-func TestValidationOfTriggerFieldsAndTaints(t *testing.T) {
+func TestValidationOfTriggerFieldsTaintsBudgetsAndGates(t *testing.T) {
 	v := newValidator(t, "stepwise.dev_pipelinetriggers.yaml")
 	trigger := func(spec map[string]any) map[string]any {
 		base := map[string]any{
@@ -418,6 +418,13 @@ func TestValidationOfTriggerFieldsAndTaints(t *testing.T) {
 		}
 		return r
 	}
+	gate := func(name string, fields map[string]any) map[string]any {
+		g := map[string]any{"name": name}
+		maps.Copy(g, fields)
+		return g
+	}
+	objectsGate := map[string]any{"resource": map[string]any{"apiVersion": "v1", "kind": "Node"}, "condition": "objects.size() > 0"}
+	promGate := map[string]any{"url": "http://prometheus:9090", "query": `ALERTS{alertstate="firing"}`}
 	tests := []struct {
 		name    string
 		spec    map[string]any
@@ -437,6 +444,20 @@ func TestValidationOfTriggerFieldsAndTaints(t *testing.T) {
 			wantErr: "taintWaiting is for triggers on Nodes"},
 		{name: "taintWaiting false on another kind", spec: map[string]any{"taintWaiting": false,
 			"resource": map[string]any{"apiVersion": "demo.stepwise.dev/v1alpha1", "kind": "WebApp"}}},
+		{name: "nodeBudgetRef on Nodes", spec: map[string]any{"nodeBudgetRef": map[string]any{"name": "fleet"}}},
+		{name: "nodeBudgetRef on another kind", spec: map[string]any{"nodeBudgetRef": map[string]any{"name": "fleet"},
+			"resource": map[string]any{"apiVersion": "demo.stepwise.dev/v1alpha1", "kind": "WebApp"}},
+			wantErr: "nodeBudgetRef is for triggers on Nodes"},
+		{name: "an objects gate", spec: map[string]any{"gates": []any{gate("ok", map[string]any{"objects": objectsGate, "deadline": "1h"})}}},
+		{name: "a prometheus gate", spec: map[string]any{"gates": []any{gate("ok", map[string]any{"prometheus": promGate})}}},
+		{name: "a gate of both kinds", spec: map[string]any{"gates": []any{gate("both", map[string]any{"objects": objectsGate, "prometheus": promGate})}},
+			wantErr: "a gate has exactly one of objects and prometheus"},
+		{name: "a gate of neither", spec: map[string]any{"gates": []any{gate("none", nil)}},
+			wantErr: "a gate has exactly one of objects and prometheus"},
+		{name: "a deadline past a week", spec: map[string]any{"gates": []any{gate("ok", map[string]any{"prometheus": promGate, "deadline": "169h"})}},
+			wantErr: "deadline must be more than 0s and at most 168h"},
+		{name: "a URL that is not http", spec: map[string]any{"gates": []any{gate("ok", map[string]any{"prometheus": map[string]any{"url": "file:///etc/passwd", "query": "up"}})}},
+			wantErr: "spec.gates[0].prometheus.url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,6 +50,8 @@ type options struct {
 	// pluginAllowedCIDRsFor holds each --plugin-allowed-cidrs-for as given, PLUGIN=CIDRS.
 	pluginAllowedCIDRsFor []string
 	pluginMemoryLimit     string
+	// gateAllowedCIDRs are the internal ranges health gates may query (Prometheus).
+	gateAllowedCIDRs string
 
 	namespace   string
 	catalogName string
@@ -98,6 +100,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		o.pluginReattach[name] = file
 		return nil
 	})
+	fs.StringVar(&o.gateAllowedCIDRs, "gate-allowed-cidrs", "", "Comma-separated CIDRs that triggers' Prometheus health gates may query although they are loopback, private or otherwise internal (refused by default, after DNS resolution, as for plugins), e.g. the Service CIDR where Prometheus runs. Plugins are not given them.")
 	fs.Func("plugin-allowed-cidrs-for", "Repeatable: PLUGIN=CIDR[,CIDR...] adds CIDRs to --plugin-allowed-cidrs for the plugin PLUGIN only (its executable's name, with or without the stepwise-plugin- prefix), e.g. vsphere=10.20.0.0/16 lets the vSphere plugin reach an on-premises vCenter without letting every tenant's webhook reach it. A name no plugin has is logged when the plugins start.", func(v string) error {
 		o.pluginAllowedCIDRsFor = append(o.pluginAllowedCIDRsFor, v)
 		return nil
@@ -140,6 +143,9 @@ func (o *options) validate() error {
 	}
 	if _, err := egress.Parse(o.pluginAllowedCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--plugin-allowed-cidrs: %w", err))
+	}
+	if _, err := egress.Parse(o.gateAllowedCIDRs); err != nil {
+		errs = append(errs, fmt.Errorf("--gate-allowed-cidrs: %w", err))
 	}
 	if _, err := o.allowedCIDRsFor(); err != nil {
 		errs = append(errs, fmt.Errorf("--plugin-allowed-cidrs-for: %w", err))

@@ -15,6 +15,8 @@ import (
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
 	"github.com/stepwise-dev/stepwise/pkg/lenient"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/sdkhttp"
 	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
@@ -39,6 +41,10 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 		rbacV1.Roles().Informer(), rbacV1.RoleBindings().Informer(),
 		rbacV1.ClusterRoles().Informer(), rbacV1.ClusterRoleBindings().Informer(),
 	}
+	gatePolicy, err := egress.Parse(e.opts.gateAllowedCIDRs)
+	if err != nil {
+		return nil, fmt.Errorf("--gate-allowed-cidrs: %w", err)
+	}
 	return trigger.New(ctx, trigger.Config{
 		Client:              e.clients.stepwise,
 		Kube:                e.clients.kube,
@@ -48,6 +54,8 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 		Triggers:            sw.PipelineTriggers(),
 		Templates:           sw.PipelineTemplates(),
 		Pipelines:           sw.Pipelines(),
+		NodeBudgets:         sw.NodeBudgets(),
+		GateHTTP:            sdkhttp.ClientFor(gatePolicy),
 		Resources:           resources,
 		Recorder:            e.recorder,
 		Resync:              e.opts.resync,

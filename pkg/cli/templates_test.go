@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,9 +90,12 @@ func TestTriggersCommand(t *testing.T) {
 		Spec: v1alpha1.PipelineTriggerSpec{
 			Resource:    v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Node"},
 			TemplateRef: v1alpha1.TemplateRef{Name: "retire-node"}, Concurrency: 2,
+			NodeBudgetRef: &v1alpha1.NodeBudgetRef{Name: "cluster-nodes"},
 		},
 		Status: v1alpha1.PipelineTriggerStatus{
 			Matched: 5, Running: 2, Waiting: 3, Queue: []string{"worker-3", "worker-4", "worker-5\x1b[2J"},
+			Gates: []v1alpha1.TriggerGateStatus{{Name: "nodes-ready", Holds: false, Message: "the condition is false over 20 nodes",
+				Since: metav1.NewTime(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC))}},
 			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}},
 		},
 	}
@@ -105,6 +109,8 @@ func TestTriggersCommand(t *testing.T) {
 	code, out, errOut = run(t, c, "triggers", "retire-labelled")
 	require.Equal(t, ExitOK, code, errOut)
 	assert.Contains(t, out, "5 matched, 2 running, 3 waiting")
+	assert.Regexp(t, `(?m)^Node budget: +cluster-nodes$`, out)
+	assert.Regexp(t, `(?m)^Gate nodes-ready: +does not hold: the condition is false over 20 nodes \(since 2026-11-26T09:00:00Z\)$`, out)
 	assert.Regexp(t, `(?m)^  1 +worker-3$`, out)
 	assert.Contains(t, out, `worker-5\x1b[2J`, "the queue's names are escaped")
 	assert.NotContains(t, out, "\x1b")

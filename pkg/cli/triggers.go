@@ -109,6 +109,20 @@ func PrintTriggerDetails(w io.Writer, t *v1alpha1.PipelineTrigger) error {
 	if r := st.Resumed; r != nil {
 		_, _ = fmt.Fprintf(tw, "Resumed:\tby %s at %s\n", termsafe.OneLine(r.By, 0), r.At.UTC().Format(time.RFC3339))
 	}
+	if b := t.Spec.NodeBudgetRef; b != nil {
+		_, _ = fmt.Fprintf(tw, "Node budget:\t%s\n", termsafe.OneLine(b.Name, 0))
+	}
+	for _, g := range st.Gates {
+		state := "holds"
+		if !g.Holds {
+			state = "does not hold: " + g.Message
+		}
+		_, _ = fmt.Fprintf(tw, "Gate %s:\t%s (since %s)\n", termsafe.OneLine(g.Name, 0), termsafe.OneLine(state, 0), g.Since.UTC().Format(time.RFC3339))
+	}
+	if g := st.GateStop; g != nil {
+		_, _ = fmt.Fprintf(tw, "Stopped by gate:\t%s, not holding since %s: %s\n", termsafe.OneLine(g.Gate, 0), g.Since.UTC().Format(time.RFC3339),
+			termsafe.OneLine(g.Message, 0))
+	}
 	_, _ = fmt.Fprintf(tw, "Objects:\t%d matched, %d running, %d waiting, %d succeeded, %d failed\n",
 		st.Matched, st.Running, st.Waiting, st.Succeeded, st.Failed)
 	if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {

@@ -9,6 +9,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -129,7 +130,9 @@ func (a *accessChecker) check(ctx context.Context, trig *v1alpha1.PipelineTrigge
 	}
 	var denied []string
 	for _, verb := range []string{"list", "watch"} {
-		allowed, err := a.review(ctx, trig.Namespace, sa, verb, namespace, t)
+		allowed, err := a.review(ctx, trig.Namespace, sa, authorizationv1.ResourceAttributes{
+			Namespace: namespace, Verb: verb, Group: t.gvr.Group, Version: t.gvr.Version, Resource: t.gvr.Resource,
+		})
 		if err != nil {
 			return accessAnswer{}, err
 		}
@@ -145,6 +148,21 @@ func (a *accessChecker) check(ctx context.Context, trig *v1alpha1.PipelineTrigge
 		}
 		answer.message = fmt.Sprintf("ServiceAccount %s/%s may not %s %s %s", trig.Namespace, sa, strings.Join(denied, " and "),
 			t.gvr.GroupResource(), scope)
+	}
+	if ref := trig.Spec.NodeBudgetRef; ref != nil && answer.allowed {
+		// A budget is its owner's to give: naming it takes the verb "use" on it.
+		budgets := v1alpha1.Resource("nodebudgets")
+		allowed, err := a.review(ctx, trig.Namespace, sa, authorizationv1.ResourceAttributes{
+			Verb: v1alpha1.VerbUse, Group: budgets.Group, Version: v1alpha1.SchemeGroupVersion.Version, Resource: budgets.Resource, Name: ref.Name,
+		})
+		if err != nil {
+			return accessAnswer{}, err
+		}
+		if !allowed {
+			answer.allowed = false
+			answer.message = fmt.Sprintf("ServiceAccount %s/%s may not use NodeBudget %s (verb %q on %s)", trig.Namespace, sa, ref.Name,
+				v1alpha1.VerbUse, budgets)
+		}
 	}
 	a.mu.Lock()
 	// Kept as asked before the review: a change during the review makes the next check
@@ -163,20 +181,19 @@ func expiringBy(answer accessAnswer, t time.Time) accessAnswer {
 	return answer
 }
 
-// review asks whether the ServiceAccount saNamespace/sa may verb the target's resource in
-// namespace (empty: cluster-wide), as the API server would authorize its request: with the
-// groups the API server gives every ServiceAccount token.
-func (a *accessChecker) review(ctx context.Context, saNamespace, sa, verb, namespace string, t target) (bool, error) {
+// review asks whether the ServiceAccount saNamespace/sa may do what attrs say, as the API
+// server would authorize its request: with the groups the API server gives every
+// ServiceAccount token.
+func (a *accessChecker) review(ctx context.Context, saNamespace, sa string, attrs authorizationv1.ResourceAttributes) (bool, error) {
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   serviceAccountUser(saNamespace, sa),
-		Groups: serviceAccountGroups(saNamespace),
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: namespace, Verb: verb, Group: t.gvr.Group, Version: t.gvr.Version, Resource: t.gvr.Resource,
-		},
+		User:               serviceAccountUser(saNamespace, sa),
+		Groups:             serviceAccountGroups(saNamespace),
+		ResourceAttributes: &attrs,
 	}}
 	got, err := a.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	if err != nil {
-		return false, fmt.Errorf("review whether ServiceAccount %s/%s may %s %s: %w", saNamespace, sa, verb, t.gvr.GroupResource(), err)
+		what := schema.GroupResource{Group: attrs.Group, Resource: attrs.Resource}.String()
+		return false, fmt.Errorf("review whether ServiceAccount %s/%s may %s %s: %w", saNamespace, sa, attrs.Verb, what, err)
 	}
 	return got.Status.Allowed && !got.Status.Denied, nil
 }

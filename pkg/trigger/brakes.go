@@ -21,10 +21,13 @@ type brakes struct {
 	failures []v1alpha1.TriggerFailure
 	resumed  *v1alpha1.TriggerResumeRecord
 	paused   *v1alpha1.TriggerPauseRecord
-	// lastStart is when the trigger last started a pipeline; coolUntil, when set, is when
-	// the cooldown since then ends.
-	lastStart *metav1.Time
-	coolUntil time.Time
+	// gateStop is the gate that did not hold past its deadline, until a resume.
+	gateStop *v1alpha1.TriggerGateStop
+	// lastStart is when the trigger last started a pipeline, lastFinish when one of its
+	// pipelines last finished; coolUntil, when set, is when the cooldown since the later
+	// of the two ends.
+	lastStart, lastFinish *metav1.Time
+	coolUntil             time.Time
 }
 
 // applyBrakes reads the trigger's pause, resume and cooldown, and counts the failed
@@ -34,10 +37,12 @@ func (ts *triggerSync) applyBrakes(now time.Time) time.Duration {
 	trig := ts.trig
 	b := &ts.brakes
 	b.failures, b.resumed, b.lastStart = slices.Clone(trig.Status.Failures), trig.Status.Resumed, trig.Status.LastStart
+	b.gateStop = trig.Status.GateStop
 	if r := trig.Spec.Resume; r != nil && (b.resumed == nil || b.resumed.ID != r.ID || b.resumed.By != r.By) {
-		// A new resume: the failures count from now, the operator's clock.
+		// A new resume: the failures count from now, the operator's clock, and a gate's
+		// deadline from now too.
 		b.resumed = &v1alpha1.TriggerResumeRecord{By: r.By, ID: r.ID, At: metav1.NewTime(now).Rfc3339Copy()}
-		b.failures = nil
+		b.failures, b.gateStop = nil, nil
 		ts.event(corev1.EventTypeNormal, v1alpha1.TriggerReasonResumed, "resumed by %s; the failure budget counts from zero", r.By)
 	}
 	ts.countFailures()
@@ -50,8 +55,22 @@ func (ts *triggerSync) applyBrakes(now time.Time) time.Duration {
 		b.paused = &v1alpha1.TriggerPauseRecord{By: p.By, Reason: p.Reason, Since: since}
 	}
 
-	if cooldown := trig.Spec.Cooldown; cooldown != nil && cooldown.Duration > 0 && b.lastStart != nil {
-		if until := b.lastStart.Add(cooldown.Duration); now.Before(until) {
+	b.lastFinish = trig.Status.LastFinish
+	for _, p := range ts.pipelines {
+		if at := rules.FinishedAt(p); !at.IsZero() && (b.lastFinish == nil || at.After(b.lastFinish.Time)) {
+			t := metav1.NewTime(at).Rfc3339Copy()
+			b.lastFinish = &t
+		}
+	}
+	if cooldown := trig.Spec.Cooldown; cooldown != nil && cooldown.Duration > 0 {
+		last := b.lastStart
+		if b.lastFinish != nil && (last == nil || b.lastFinish.After(last.Time)) {
+			last = b.lastFinish
+		}
+		if last == nil {
+			return 0
+		}
+		if until := last.Add(cooldown.Duration); now.Before(until) {
 			b.coolUntil = until
 			return until.Sub(now)
 		}

@@ -152,3 +152,26 @@ func TestCooldownSpacesTheStarts(t *testing.T) {
 	f.sync("retire")
 	assert.Len(t, f.pipelineList(), 2, "the cooldown ended: b starts")
 }
+
+// TestCooldownCountsFromTheLastFinishToo: a retirement that ends starts the cooldown
+// again, so that the capacity it freed settles before the next one takes more.
+func TestCooldownCountsFromTheLastFinishToo(t *testing.T) {
+	a, b := newNode("a", 0, retiring), newNode("b", time.Second, retiring)
+	trig := newTrigger()
+	trig.Spec.Cooldown = &metav1.Duration{Duration: 10 * time.Minute}
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), a, b))
+	f.sync("retire")
+	require.Len(t, f.pipelineList(), 1)
+
+	f.clock.Step(30 * time.Minute)
+	f.finish("retire", a)
+	f.sync("retire")
+	assert.Len(t, f.pipelineList(), 1, "a finished just now: b waits out the cooldown")
+	got := f.trigger("retire")
+	assert.Equal(t, v1alpha1.TriggerReasonCoolingDown, readyOf(got).Reason)
+	assert.Equal(t, f.clock.Now().Unix(), got.Status.LastFinish.Unix())
+
+	f.clock.Step(10 * time.Minute)
+	f.sync("retire")
+	assert.Len(t, f.pipelineList(), 2)
+}

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -53,6 +54,10 @@ const (
 	triggerLabelIndex = "stepwise.dev/trigger-label"
 	// triggerTemplateIndex: triggers by namespace/template name.
 	triggerTemplateIndex = "stepwise.dev/trigger-template"
+	// triggerBudgetIndex: triggers by the LabelNodeBudget value of the budget they name.
+	triggerBudgetIndex = "stepwise.dev/trigger-node-budget"
+	// pipelineBudgetIndex: pipelines by their LabelNodeBudget.
+	pipelineBudgetIndex = "stepwise.dev/node-budget"
 
 	// Our own writes are kept until the informer delivers them, at most this long and this
 	// many (see Controller.pipelines).
@@ -79,6 +84,11 @@ type Config struct {
 	Triggers  informers.PipelineTriggerInformer
 	Templates informers.PipelineTemplateInformer
 	Pipelines informers.PipelineInformer
+	// NodeBudgets are the budgets triggers on Nodes share.
+	NodeBudgets informers.NodeBudgetInformer
+	// GateHTTP makes the health gates' Prometheus queries: it must connect only where
+	// the installer allows (the egress policy); nil: gates of that kind never hold.
+	GateHTTP *http.Client
 	// Resources are the kinds the installer lets triggers watch (ParseResources).
 	Resources []schema.GroupResource
 	Recorder  record.EventRecorder
@@ -121,6 +131,10 @@ type Controller struct {
 	// triggerIndexer finds the triggers of a pipeline or template.
 	triggerIndexer cache.Indexer
 	templates      listers.PipelineTemplateLister
+	nodeBudgets    listers.NodeBudgetLister
+	budgetLocks    budgetLocks
+	gateHTTP       *http.Client
+	conditions     conditionCache
 	synced         []cache.InformerSynced
 	queue          workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder       record.EventRecorder
@@ -149,6 +163,8 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		client:      cfg.Client,
 		clients:     cfg.Clients,
 		templates:   cfg.Templates.Lister(),
+		nodeBudgets: cfg.NodeBudgets.Lister(),
+		gateHTTP:    cfg.GateHTTP,
 		recorder:    cfg.Recorder,
 		faults:      cfg.Faults,
 		undecodable: cfg.UndecodableTriggers,
@@ -185,10 +201,12 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	)
 
 	triggers, templates, pipelines := cfg.Triggers.Informer(), cfg.Templates.Informer(), cfg.Pipelines.Informer()
-	if err := triggers.AddIndexers(cache.Indexers{triggerLabelIndex: byTriggerLabel, triggerTemplateIndex: byTemplate}); err != nil {
+	budgets := cfg.NodeBudgets.Informer()
+	if err := triggers.AddIndexers(cache.Indexers{triggerLabelIndex: byTriggerLabel, triggerTemplateIndex: byTemplate,
+		triggerBudgetIndex: byNodeBudget}); err != nil {
 		return nil, fmt.Errorf("add trigger indexes: %w", err)
 	}
-	if err := pipelines.AddIndexers(cache.Indexers{pipelineTriggerIndex: byTrigger}); err != nil {
+	if err := pipelines.AddIndexers(cache.Indexers{pipelineTriggerIndex: byTrigger, pipelineBudgetIndex: byBudgetLabel}); err != nil {
 		return nil, fmt.Errorf("add pipeline index: %w", err)
 	}
 	c.triggerIndexer = triggers.GetIndexer()
@@ -197,7 +215,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	// With adds: a pipeline we created is counted before the informer delivers it.
 	c.pipelines = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, pipelines.GetStore(),
 		cache.MutationCacheOptions{Indexer: pipelines.GetIndexer(), TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize, IncludeAdds: true})
-	c.synced = []cache.InformerSynced{triggers.HasSynced, templates.HasSynced, pipelines.HasSynced}
+	c.synced = []cache.InformerSynced{triggers.HasSynced, templates.HasSynced, pipelines.HasSynced, budgets.HasSynced}
 
 	if _, err := triggers.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -217,17 +235,29 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("add template event handler: %w", err)
 	}
+	if _, err := budgets.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onNodeBudget,
+		UpdateFunc: func(_, newObj any) { c.onNodeBudget(newObj) },
+		DeleteFunc: c.onNodeBudget,
+	}); err != nil {
+		return nil, fmt.Errorf("add node budget event handler: %w", err)
+	}
 	if _, err := pipelines.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.onPipeline,
-		UpdateFunc: func(_, newObj any) {
-			if p, ok := newObj.(*v1alpha1.Pipeline); ok {
-				c.pipelines.OnAddOrUpdate(p)
+		UpdateFunc: func(oldObj, newObj any) {
+			n, ok := newObj.(*v1alpha1.Pipeline)
+			if ok {
+				c.pipelines.OnAddOrUpdate(n)
 			}
 			c.onPipeline(newObj)
+			if o, okOld := oldObj.(*v1alpha1.Pipeline); ok && okOld && o.Finished() != n.Finished() {
+				c.onBudgetPipeline(n)
+			}
 		},
 		DeleteFunc: func(obj any) {
 			if p, ok := tombstoned(obj).(*v1alpha1.Pipeline); ok {
 				c.pipelines.OnDelete(p)
+				c.onBudgetPipeline(p)
 			}
 			c.onPipeline(obj)
 		},
@@ -279,6 +309,28 @@ func byTemplate(obj any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{tr.Namespace + "/" + tr.Spec.TemplateRef.Name}, nil
+}
+
+// byNodeBudget indexes a trigger by the NodeBudget it names.
+func byNodeBudget(obj any) ([]string, error) {
+	tr, ok := obj.(*v1alpha1.PipelineTrigger)
+	if !ok || tr.Spec.NodeBudgetRef == nil {
+		return nil, nil
+	}
+	return []string{rules.NodeBudgetLabelOf(tr.Spec.NodeBudgetRef.Name)}, nil
+}
+
+// byBudgetLabel indexes a pipeline by its LabelNodeBudget.
+func byBudgetLabel(obj any) ([]string, error) {
+	p, ok := obj.(*v1alpha1.Pipeline)
+	if !ok {
+		return nil, nil
+	}
+	label, ok := p.Labels[v1alpha1.LabelNodeBudget]
+	if !ok {
+		return nil, nil
+	}
+	return []string{label}, nil
 }
 
 // byTrigger indexes a pipeline by its LabelTrigger.
@@ -365,6 +417,21 @@ func (c *Controller) onPipeline(obj any) {
 	}
 	if label, ok := p.Labels[v1alpha1.LabelTrigger]; ok {
 		c.enqueueIndexed(triggerLabelIndex, p.Namespace+"/"+label)
+	}
+}
+
+// onNodeBudget queues the triggers naming a NodeBudget that appeared, changed or went.
+func (c *Controller) onNodeBudget(obj any) {
+	if b, ok := tombstoned(obj).(*v1alpha1.NodeBudget); ok {
+		c.enqueueIndexed(triggerBudgetIndex, rules.NodeBudgetLabelOf(b.Name))
+	}
+}
+
+// onBudgetPipeline queues every trigger naming the NodeBudget of a pipeline that finished
+// or went: it freed a place in the budget they share, whichever of them started it.
+func (c *Controller) onBudgetPipeline(p *v1alpha1.Pipeline) {
+	if label, ok := p.Labels[v1alpha1.LabelNodeBudget]; ok {
+		c.enqueueIndexed(triggerBudgetIndex, label)
 	}
 }
 

@@ -29,6 +29,7 @@ type candidate struct {
 // nothing starts while the trigger is suspended, outside its maintenance window, or while
 // its template is missing. The others wait, and each is reported once.
 func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error {
+	defer ts.releaseBudget()
 	unfinished := rules.Unfinished(ts.pipelines)
 	for _, cand := range candidates {
 		name := ts.objectName(cand.obj)
@@ -36,7 +37,7 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 		case cand.err != nil:
 			ts.objectErrors = append(ts.objectErrors, objectError{object: name, err: cand.err})
 			ts.reportWaiting(cand.obj, corev1.EventTypeWarning, "%s waits: %v", name, cand.err)
-		case ts.templateMissing:
+		case ts.templateMissing, ts.budgetMissing:
 		case ts.trig.Spec.Suspend:
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the trigger is suspended", name)
 		case ts.windowClosed:
@@ -46,16 +47,23 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the trigger is paused by %s", name, ts.brakes.paused.By)
 		case ts.budgetSpent():
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the trigger's failure budget is spent", name)
+		case ts.brakes.gateStop != nil:
+			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: gate %s did not hold past its deadline", name, ts.brakes.gateStop.Gate)
 		case ts.coolingDown():
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: the cooldown ends at %s",
 				name, ts.brakes.coolUntil.UTC().Format(time.RFC3339))
 		case rules.Free(ts.trig, unfinished) == 0:
 			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: %d pipelines of the trigger are unfinished (concurrency %d)",
 				name, unfinished, rules.Concurrency(ts.trig))
+		case !ts.gatesOpen(ctx):
+			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: a health gate does not hold", name)
+		case !ts.budgetAllows(cand.obj):
+			ts.reportWaiting(cand.obj, corev1.EventTypeNormal, "%s waits: NodeBudget %s is full", name, ts.nodeBudget.budget.Name)
 		default:
 			err := ts.create(ctx, cand)
 			if err == nil {
 				unfinished++
+				ts.tookBudget(cand.obj)
 				ts.started(ts.c.clock.Now())
 				continue
 			}

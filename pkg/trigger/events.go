@@ -1,6 +1,8 @@
 package trigger
 
 import (
+	"time"
+
 	"fmt"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
@@ -20,6 +22,11 @@ type memory struct {
 	changed map[types.UID]string
 	// deleted are the pipelines we deleted, until the cache sees them being deleted.
 	deleted map[types.UID]bool
+	// gatesClosedAt is when the health gates were last found closed (zero: they held),
+	// at the trigger's generation gatesGeneration: they are not checked again before
+	// gateRecheck.
+	gatesClosedAt   time.Time
+	gatesGeneration int64
 }
 
 // memoryOf returns the memory of a trigger, made on first use.

@@ -49,7 +49,7 @@ type fixture struct {
 	recorder *record.FakeRecorder
 	c        *Controller
 
-	triggers, templates, pipelines cache.Indexer
+	triggers, templates, pipelines, budgets cache.Indexer
 
 	mu              sync.Mutex
 	resourceVersion int
@@ -109,15 +109,16 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 	factory := informers.NewSharedInformerFactory(f.client, 0)
 	sw := factory.Stepwise().V1alpha1()
 	cfg := Config{
-		Client:    f.client,
-		Kube:      f.kube,
-		Dynamic:   f.dynamic,
-		Mapper:    testMapper(),
-		Triggers:  sw.PipelineTriggers(),
-		Templates: sw.PipelineTemplates(),
-		Pipelines: sw.Pipelines(),
-		Recorder:  f.recorder,
-		Clock:     f.clock,
+		Client:      f.client,
+		Kube:        f.kube,
+		Dynamic:     f.dynamic,
+		Mapper:      testMapper(),
+		Triggers:    sw.PipelineTriggers(),
+		Templates:   sw.PipelineTemplates(),
+		Pipelines:   sw.Pipelines(),
+		NodeBudgets: sw.NodeBudgets(),
+		Recorder:    f.recorder,
+		Clock:       f.clock,
 	}
 	withResources(DefaultResources)(&cfg)
 	for _, o := range opts {
@@ -134,6 +135,7 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 	f.triggers = sw.PipelineTriggers().Informer().GetIndexer()
 	f.templates = sw.PipelineTemplates().Informer().GetIndexer()
 	f.pipelines = sw.Pipelines().Informer().GetIndexer()
+	f.budgets = sw.NodeBudgets().Informer().GetIndexer()
 	for _, o := range swObjs {
 		switch o := o.(type) {
 		case *v1alpha1.PipelineTrigger:
@@ -142,6 +144,8 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 			require.NoError(t, f.templates.Add(o))
 		case *v1alpha1.Pipeline:
 			require.NoError(t, f.pipelines.Add(o))
+		case *v1alpha1.NodeBudget:
+			require.NoError(t, f.budgets.Add(o))
 		}
 	}
 	f.client.ClearActions()

@@ -141,7 +141,7 @@ func TestRunDrivesTriggersThroughInformers(t *testing.T) {
 	sw := factory.Stepwise().V1alpha1()
 	c, err := New(ctx, Config{
 		Client: f.client, Kube: f.kube, Dynamic: f.dynamic, Mapper: testMapper(),
-		Triggers: sw.PipelineTriggers(), Templates: sw.PipelineTemplates(), Pipelines: sw.Pipelines(),
+		Triggers: sw.PipelineTriggers(), Templates: sw.PipelineTemplates(), Pipelines: sw.Pipelines(), NodeBudgets: sw.NodeBudgets(),
 		Resources: f.c.resources.allowed, Recorder: f.recorder,
 	})
 	require.NoError(t, err)

@@ -65,6 +65,8 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 		s.Queue = append(s.Queue, ts.objectName(obj))
 	}
 	s.Failures, s.Paused, s.Resumed, s.LastStart = ts.brakes.failures, ts.brakes.paused, ts.brakes.resumed, ts.brakes.lastStart
+	s.LastFinish, s.GateStop = ts.brakes.lastFinish, ts.brakes.gateStop
+	s.Gates = ts.gateStatus()
 	s.FailureBudgetLeft = max(rules.FailureBudget(trig)-int32(len(ts.brakes.failures)), 0)
 
 	ready.Status = metav1.ConditionTrue
@@ -82,6 +84,14 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	case ts.budgetSpent():
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonFailureBudgetSpent
 		ready.Message = ts.failuresMessage()
+	case ts.brakes.gateStop != nil:
+		stop := ts.brakes.gateStop
+		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonGateDeadlineExceeded
+		ready.Message = fmt.Sprintf("gate %s has not held since %s, past its deadline: %s; nothing starts until a person resumes the trigger (kubectl stepwise triggers resume %s)",
+			stop.Gate, stop.Since.UTC().Format(time.RFC3339), stop.Message, trig.Name)
+	case ts.budgetMissing:
+		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonNodeBudgetNotFound
+		ready.Message = fmt.Sprintf("NodeBudget %s does not exist: nothing starts until it does", trig.Spec.NodeBudgetRef.Name)
 	case trig.Spec.Suspend:
 		ready.Reason = v1alpha1.TriggerReasonSuspended
 		ready.Message = fmt.Sprintf("suspended: nothing starts; %d running, %d waiting", running, s.Waiting)
@@ -93,6 +103,12 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 		ready.Reason = v1alpha1.TriggerReasonCoolingDown
 		ready.Message = fmt.Sprintf("cooling down: the next start is at %s; %d running, %d waiting",
 			ts.brakes.coolUntil.UTC().Format(time.RFC3339), running, s.Waiting)
+	case ts.gates.checked && !ts.gates.open:
+		ready.Reason = v1alpha1.TriggerReasonGateClosed
+		ready.Message = ts.gatesMessage() + fmt.Sprintf("; %d running, %d waiting", running, s.Waiting)
+	case ts.nodeBudget != nil && ts.nodeBudget.full:
+		ready.Reason = v1alpha1.TriggerReasonNodeBudgetFull
+		ready.Message = ts.budgetMessage() + fmt.Sprintf("; %d running, %d waiting", running, s.Waiting)
 	case blocked:
 		ready.Reason = v1alpha1.TriggerReasonBlocked
 		ready.Message = fmt.Sprintf("%s on %s %s", count(int(running), "running pipeline waits", "running pipelines wait"),

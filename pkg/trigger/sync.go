@@ -61,6 +61,14 @@ type triggerSync struct {
 	taintErr error
 	// brakes hold the starts back: a pause, a spent failure budget, the cooldown.
 	brakes brakes
+	// lister lists the objects of the trigger's kind.
+	lister cache.GenericLister
+	// nodeBudget is the NodeBudget the trigger names; budgetMissing: it names one that
+	// does not exist, and starts nothing.
+	nodeBudget    *nodeBudget
+	budgetMissing bool
+	// gates are the health gates as this sync found them.
+	gates gates
 }
 
 // objectError is an object that cannot start, and why.
@@ -155,6 +163,7 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 		ts.keepStatus = true
 		return min(requeue, cacheSyncRetry), nil
 	}
+	ts.lister = lister
 	if err := ts.match(lister, matcher); err != nil {
 		return 0, err
 	}
@@ -166,6 +175,9 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 			return 0, fmt.Errorf("get template %s/%s from cache: %w", trig.Namespace, trig.Spec.TemplateRef.Name, err)
 		}
 		ts.templateMissing = true // the template's informer queues the trigger when it appears
+	}
+	if err := ts.findNodeBudget(); err != nil {
+		return 0, err
 	}
 	w, err := windowAt(trig.Spec.MaintenanceWindow, c.clock.Now())
 	if err != nil {
@@ -183,6 +195,9 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 	}
 	if ts.coolingDown() {
 		requeue = min(requeue, max(ts.brakes.coolUntil.Sub(c.clock.Now()), time.Second))
+	}
+	if ts.gates.recheckIn > 0 {
+		requeue = min(requeue, ts.gates.recheckIn)
 	}
 	return requeue, nil
 }
@@ -223,8 +238,8 @@ func (ts *triggerSync) reconcile(ctx context.Context, params boundParams) error 
 
 // canStart tells whether the trigger may start, or re-run, pipelines.
 func (ts *triggerSync) canStart() bool {
-	return !ts.trig.Spec.Suspend && !ts.templateMissing && !ts.windowClosed &&
-		ts.brakes.paused == nil && !ts.budgetSpent() && !ts.coolingDown()
+	return !ts.trig.Spec.Suspend && !ts.templateMissing && !ts.budgetMissing && !ts.windowClosed &&
+		ts.brakes.paused == nil && !ts.budgetSpent() && ts.brakes.gateStop == nil && !ts.coolingDown()
 }
 
 // objectName names an object in messages, the queue and AnnotationObject.

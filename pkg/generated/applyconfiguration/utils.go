@@ -40,12 +40,22 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.FailureRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FieldRequirement"):
 		return &stepwisev1alpha1.FieldRequirementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HealthGate"):
+		return &stepwisev1alpha1.HealthGateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelector"):
 		return &stepwisev1alpha1.LabelSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelectorRequirement"):
 		return &stepwisev1alpha1.LabelSelectorRequirementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceWindow"):
 		return &stepwisev1alpha1.MaintenanceWindowApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeBudget"):
+		return &stepwisev1alpha1.NodeBudgetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeBudgetRef"):
+		return &stepwisev1alpha1.NodeBudgetRefApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeBudgetSpec"):
+		return &stepwisev1alpha1.NodeBudgetSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ObjectsGate"):
+		return &stepwisev1alpha1.ObjectsGateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Pipeline"):
 		return &stepwisev1alpha1.PipelineApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PipelineSpec"):
@@ -64,6 +74,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.PipelineTriggerStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PlanItem"):
 		return &stepwisev1alpha1.PlanItemApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PrometheusGate"):
+		return &stepwisev1alpha1.PrometheusGateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RetryPolicy"):
 		return &stepwisev1alpha1.RetryPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Step"):
@@ -82,6 +94,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.TemplateSnapshotApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TriggerFailure"):
 		return &stepwisev1alpha1.TriggerFailureApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TriggerGateStatus"):
+		return &stepwisev1alpha1.TriggerGateStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TriggerGateStop"):
+		return &stepwisev1alpha1.TriggerGateStopApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TriggerPause"):
 		return &stepwisev1alpha1.TriggerPauseApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TriggerPauseRecord"):

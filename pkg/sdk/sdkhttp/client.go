@@ -18,6 +18,12 @@ func Client() *http.Client {
 	if err != nil {
 		policy = egress.New()
 	}
+	return ClientFor(policy)
+}
+
+// ClientFor is Client with the given policy rather than the environment's: the operator's
+// own queries (a trigger's health gates) under its own flag.
+func ClientFor(policy *egress.Policy) *http.Client {
 	return &http.Client{
 		Transport:     egress.LimitResponses(policy.Transport(nil), egress.MaxResponseBytes),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

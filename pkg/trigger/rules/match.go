@@ -22,12 +22,9 @@ type Matcher struct {
 // The error names the field that does not parse; either makes the trigger invalid as a
 // whole.
 func ParseMatcher(trig *v1alpha1.PipelineTrigger) (*Matcher, error) {
-	selector := labels.Everything()
-	if trig.Spec.Selector != nil {
-		var err error
-		if selector, err = metav1.LabelSelectorAsSelector(trig.Spec.Selector.AsMeta()); err != nil {
-			return nil, fmt.Errorf("spec.selector: %w", err)
-		}
+	selector, err := SelectorOf(trig.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector: %w", err)
 	}
 	fields, err := ParseMatchFields(trig.Spec.MatchFields)
 	if err != nil {

@@ -42,6 +42,9 @@ func PipelineFor(trig *v1alpha1.PipelineTrigger, obj metav1.Object, params map[s
 	if id := ResumeOf(trig); id != "" {
 		p.Annotations[v1alpha1.AnnotationResume] = id
 	}
+	if ref := trig.Spec.NodeBudgetRef; ref != nil {
+		p.Labels[v1alpha1.LabelNodeBudget] = NodeBudgetLabelOf(ref.Name)
+	}
 	// A namespaced kind's objects are in the trigger's namespace; a cluster-scoped one's
 	// namespace is empty.
 	if obj.GetNamespace() != "" && obj.GetNamespace() == trig.Namespace && trig.Spec.WhenUnmatched == v1alpha1.UnmatchedDelete {

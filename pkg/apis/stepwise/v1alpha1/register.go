@@ -33,6 +33,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&Pipeline{}, &PipelineList{},
 		&PipelineTemplate{}, &PipelineTemplateList{},
 		&PipelineTrigger{}, &PipelineTriggerList{},
+		&NodeBudget{}, &NodeBudgetList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

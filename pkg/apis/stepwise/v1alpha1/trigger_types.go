@@ -31,6 +31,7 @@ type PipelineTrigger struct {
 
 // PipelineTriggerSpec says which objects start which template, and how many at once.
 // +kubebuilder:validation:XValidation:rule="!has(self.taintWaiting) || !self.taintWaiting || (self.resource.apiVersion == 'v1' && self.resource.kind == 'Node')",message="taintWaiting is for triggers on Nodes (apiVersion v1, kind Node)"
+// +kubebuilder:validation:XValidation:rule="!has(self.nodeBudgetRef) || (self.resource.apiVersion == 'v1' && self.resource.kind == 'Node')",message="nodeBudgetRef is for triggers on Nodes (apiVersion v1, kind Node)"
 type PipelineTriggerSpec struct {
 	// Resource is the kind of object watched: built-in kinds and custom resources,
 	// cluster-scoped or namespaced (namespaced ones in the trigger's namespace only). The
@@ -128,9 +129,9 @@ type PipelineTriggerSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	FailureBudget int32 `json:"failureBudget,omitempty"`
 
-	// Cooldown is the least time between two starts of the trigger's pipelines, so that
-	// caches refill and replacement capacity settles: at most one pipeline starts per
-	// cooldown. At most 24h.
+	// Cooldown is the least time between a start of the trigger's pipelines and the next,
+	// and between the end of one and the next start, so that caches refill and
+	// replacement capacity settles: at most one pipeline starts per cooldown. At most 24h.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
@@ -149,6 +150,81 @@ type PipelineTriggerSpec struct {
 	// checks that By is the user who sets it.
 	// +optional
 	Resume *TriggerResume `json:"resume,omitempty"`
+
+	// NodeBudgetRef, on a trigger of Nodes, names the NodeBudget its starts count against,
+	// with every other trigger naming it: a pipeline starts only while the nodes
+	// unavailable (NotReady, cordoned, or being retired under the budget) leave room for
+	// its node. The trigger's ServiceAccount needs the verb "use" on the budget.
+	// +optional
+	NodeBudgetRef *NodeBudgetRef `json:"nodeBudgetRef,omitempty"`
+
+	// Gates are health checks that must all hold before each start: a CEL condition over
+	// objects the trigger's ServiceAccount lists, or a Prometheus query that must return
+	// nothing. While one does not hold nothing starts (those running go on), and the
+	// status says which and why.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Gates []HealthGate `json:"gates,omitempty"`
+}
+
+// HealthGate is a check that must hold before the trigger starts a pipeline.
+// +kubebuilder:validation:XValidation:rule="has(self.objects) != has(self.prometheus)",message="a gate has exactly one of objects and prometheus"
+type HealthGate struct {
+	// Name names the gate in the status and messages.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Objects holds while a CEL condition over objects of a kind holds, listed as the
+	// trigger's ServiceAccount.
+	// +optional
+	Objects *ObjectsGate `json:"objects,omitempty"`
+	// Prometheus holds while a query against a Prometheus API returns no series, as an
+	// alert rule does: ALERTS{alertname="NodeDown",alertstate="firing"}.
+	// +optional
+	Prometheus *PrometheusGate `json:"prometheus,omitempty"`
+	// Deadline, set, is how long the gate may go on not holding (while the trigger has
+	// something to start) before the trigger stops as a spent failure budget stops it:
+	// nothing starts until a person resumes it. Unset: the trigger waits for the gate.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('168h')",message="deadline must be more than 0s and at most 168h"
+	Deadline *metav1.Duration `json:"deadline,omitempty"`
+}
+
+// ObjectsGate is a CEL condition over the objects of a kind.
+type ObjectsGate struct {
+	// Resource is the kind listed: in the trigger's namespace for a namespaced kind,
+	// cluster-wide for a cluster-scoped one. The trigger's ServiceAccount must be allowed
+	// to list it.
+	Resource TriggerResource `json:"resource"`
+	// Selector chooses the objects by label; empty lists all of them (at most 1000).
+	// +optional
+	Selector *LabelSelector `json:"selector,omitempty"`
+	// Condition is a CEL expression over objects, the list of the objects as JSON, that
+	// gives true when the gate holds, e.g. every Deployment Available:
+	// objects.all(d, d.status.conditions.exists(c, c.type == 'Available' && c.status == 'True')).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Condition string `json:"condition"`
+}
+
+// PrometheusGate is a query against a Prometheus-compatible API.
+type PrometheusGate struct {
+	// URL of the Prometheus API, e.g. http://prometheus.monitoring:9090. The operator
+	// connects only where its egress policy allows (--plugin-allowed-cidrs).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://`
+	URL string `json:"url"`
+	// Query is a PromQL query; the gate holds while it returns no series.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query"`
 }
 
 // TriggerPause says who paused a trigger, and why.
@@ -364,6 +440,20 @@ type PipelineTriggerStatus struct {
 	// starts no earlier than LastStart + cooldown.
 	// +optional
 	LastStart *metav1.Time `json:"lastStart,omitempty"`
+	// LastFinish is when the last of the trigger's pipelines finished; with a cooldown
+	// the next starts no earlier than LastFinish + cooldown either.
+	// +optional
+	LastFinish *metav1.Time `json:"lastFinish,omitempty"`
+	// Gates are the health gates as last checked, before a start.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Gates []TriggerGateStatus `json:"gates,omitempty"`
+	// GateStop, set, is the gate that did not hold past its deadline: nothing starts
+	// until a person resumes the trigger.
+	// +optional
+	GateStop *TriggerGateStop `json:"gateStop,omitempty"`
 	// Conditions; "Ready" is True when the trigger can act (its template and resource are
 	// usable and its ServiceAccount may list and watch the resource).
 	// +optional
@@ -391,6 +481,34 @@ type TriggerFailure struct {
 	Step string `json:"step,omitempty"`
 	// At is when the pipeline failed.
 	At metav1.Time `json:"at"`
+}
+
+// TriggerGateStatus is a health gate as last checked.
+type TriggerGateStatus struct {
+	// Name of the gate.
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Holds tells whether the gate held when last checked.
+	Holds bool `json:"holds"`
+	// Since is when the gate last turned to holding or not.
+	Since metav1.Time `json:"since"`
+	// Message says why the gate does not hold, or what checking it failed on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// TriggerGateStop is a gate that did not hold past its deadline.
+type TriggerGateStop struct {
+	// Gate is the gate's name.
+	// +kubebuilder:validation:MaxLength=63
+	Gate string `json:"gate"`
+	// Since is when the gate stopped holding.
+	Since metav1.Time `json:"since"`
+	// Message says why it did not hold.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // TriggerPauseRecord is a pause as the trigger saw it.

@@ -26,6 +26,12 @@ const (
 	// its failure budget counts the pipelines started since the last resume, which a time
 	// kept to the second could not tell apart from those started just before.
 	AnnotationResume = "stepwise.dev/resume"
+	// LabelNodeBudget names the NodeBudget a trigger's pipeline counts against: every
+	// trigger naming the budget counts the unfinished pipelines so labelled, its own and
+	// the others'.
+	LabelNodeBudget = "stepwise.dev/node-budget"
+	// VerbUse is the verb a trigger's ServiceAccount needs on a NodeBudget to name it.
+	VerbUse = "use"
 
 	// TaintWaiting is the key of the taint a trigger with spec.taintWaiting puts on the
 	// nodes waiting in its queue; its value names the trigger (NAMESPACE.NAME made a label
@@ -55,12 +61,20 @@ const (
 	// TriggerReasonOutsideWindow: the maintenance window is closed; the running pipelines
 	// go on.
 	TriggerReasonOutsideWindow = "OutsideWindow"
-	// TriggerReasonInvalidWindow: the maintenance window cannot be read (schedule, zone,
-	// duration).
-	TriggerReasonInvalidWindow = "InvalidWindow"
+	// TriggerReasonCoolingDown: the trigger waits out spec.cooldown since its last start
+	// or the last end of one of its pipelines.
+	TriggerReasonCoolingDown = "CoolingDown"
+	// TriggerReasonNodeBudgetFull: as many nodes are unavailable as the NodeBudget allows;
+	// the next node waits for one to come back.
+	TriggerReasonNodeBudgetFull = "NodeBudgetFull"
+	// TriggerReasonGateClosed: a health gate does not hold; nothing starts until it does.
+	TriggerReasonGateClosed = "GateClosed"
 
 	// Ready=False: the trigger starts nothing.
 	//
+	// TriggerReasonInvalidWindow: the maintenance window cannot be read (schedule, zone,
+	// duration).
+	TriggerReasonInvalidWindow = "InvalidWindow"
 	// TriggerReasonInvalidResource: spec.resource names no kind the API server serves.
 	TriggerReasonInvalidResource = "InvalidResource"
 	// TriggerReasonResourceNotAllowed: the operator's installer did not let it watch the
@@ -82,8 +96,11 @@ const (
 	// allows, since the trigger was created or last resumed; nothing new starts until a
 	// person resumes it.
 	TriggerReasonFailureBudgetSpent = "FailureBudgetSpent"
-	// TriggerReasonCoolingDown: the trigger waits out spec.cooldown since its last start.
-	TriggerReasonCoolingDown = "CoolingDown"
+	// TriggerReasonGateDeadlineExceeded: a health gate did not hold past its deadline;
+	// nothing starts until a person resumes the trigger.
+	TriggerReasonGateDeadlineExceeded = "GateDeadlineExceeded"
+	// TriggerReasonNodeBudgetNotFound: the NodeBudget the trigger names does not exist.
+	TriggerReasonNodeBudgetNotFound = "NodeBudgetNotFound"
 )
 
 // Reasons of the Events recorded on a trigger.

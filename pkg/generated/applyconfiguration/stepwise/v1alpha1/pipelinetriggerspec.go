@@ -81,9 +81,9 @@ type PipelineTriggerSpecApplyConfiguration struct {
 	// wrong credential, a broken step) fails the next one too, and the trigger would
 	// otherwise walk it through the fleet.
 	FailureBudget *int32 `json:"failureBudget,omitempty"`
-	// Cooldown is the least time between two starts of the trigger's pipelines, so that
-	// caches refill and replacement capacity settles: at most one pipeline starts per
-	// cooldown. At most 24h.
+	// Cooldown is the least time between a start of the trigger's pipelines and the next,
+	// and between the end of one and the next start, so that caches refill and
+	// replacement capacity settles: at most one pipeline starts per cooldown. At most 24h.
 	Cooldown *v1.Duration `json:"cooldown,omitempty"`
 	// Pause, set, stops the trigger from starting pipelines (those running go on), saying
 	// who and why: kubectl stepwise triggers pause sets it. The API server checks that By
@@ -93,6 +93,16 @@ type PipelineTriggerSpecApplyConfiguration struct {
 	// counts: kubectl stepwise triggers resume clears pause and sets it. The API server
 	// checks that By is the user who sets it.
 	Resume *TriggerResumeApplyConfiguration `json:"resume,omitempty"`
+	// NodeBudgetRef, on a trigger of Nodes, names the NodeBudget its starts count against,
+	// with every other trigger naming it: a pipeline starts only while the nodes
+	// unavailable (NotReady, cordoned, or being retired under the budget) leave room for
+	// its node. The trigger's ServiceAccount needs the verb "use" on the budget.
+	NodeBudgetRef *NodeBudgetRefApplyConfiguration `json:"nodeBudgetRef,omitempty"`
+	// Gates are health checks that must all hold before each start: a CEL condition over
+	// objects the trigger's ServiceAccount lists, or a Prometheus query that must return
+	// nothing. While one does not hold nothing starts (those running go on), and the
+	// status says which and why.
+	Gates []HealthGateApplyConfiguration `json:"gates,omitempty"`
 }
 
 // PipelineTriggerSpecApplyConfiguration constructs a declarative configuration of the PipelineTriggerSpec type for use with
@@ -245,5 +255,26 @@ func (b *PipelineTriggerSpecApplyConfiguration) WithPause(value *TriggerPauseApp
 // If called multiple times, the Resume field is set to the value of the last call.
 func (b *PipelineTriggerSpecApplyConfiguration) WithResume(value *TriggerResumeApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
 	b.Resume = value
+	return b
+}
+
+// WithNodeBudgetRef sets the NodeBudgetRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NodeBudgetRef field is set to the value of the last call.
+func (b *PipelineTriggerSpecApplyConfiguration) WithNodeBudgetRef(value *NodeBudgetRefApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
+	b.NodeBudgetRef = value
+	return b
+}
+
+// WithGates adds the given value to the Gates field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Gates field.
+func (b *PipelineTriggerSpecApplyConfiguration) WithGates(values ...*HealthGateApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithGates")
+		}
+		b.Gates = append(b.Gates, *values[i])
+	}
 	return b
 }

@@ -58,6 +58,14 @@ type PipelineTriggerStatusApplyConfiguration struct {
 	// LastStart is when the trigger last started a pipeline; with a cooldown the next
 	// starts no earlier than LastStart + cooldown.
 	LastStart *v1.Time `json:"lastStart,omitempty"`
+	// LastFinish is when the last of the trigger's pipelines finished; with a cooldown
+	// the next starts no earlier than LastFinish + cooldown either.
+	LastFinish *v1.Time `json:"lastFinish,omitempty"`
+	// Gates are the health gates as last checked, before a start.
+	Gates []TriggerGateStatusApplyConfiguration `json:"gates,omitempty"`
+	// GateStop, set, is the gate that did not hold past its deadline: nothing starts
+	// until a person resumes the trigger.
+	GateStop *TriggerGateStopApplyConfiguration `json:"gateStop,omitempty"`
 	// Conditions; "Ready" is True when the trigger can act (its template and resource are
 	// usable and its ServiceAccount may list and watch the resource).
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
@@ -177,6 +185,35 @@ func (b *PipelineTriggerStatusApplyConfiguration) WithResumed(value *TriggerResu
 // If called multiple times, the LastStart field is set to the value of the last call.
 func (b *PipelineTriggerStatusApplyConfiguration) WithLastStart(value v1.Time) *PipelineTriggerStatusApplyConfiguration {
 	b.LastStart = &value
+	return b
+}
+
+// WithLastFinish sets the LastFinish field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastFinish field is set to the value of the last call.
+func (b *PipelineTriggerStatusApplyConfiguration) WithLastFinish(value v1.Time) *PipelineTriggerStatusApplyConfiguration {
+	b.LastFinish = &value
+	return b
+}
+
+// WithGates adds the given value to the Gates field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Gates field.
+func (b *PipelineTriggerStatusApplyConfiguration) WithGates(values ...*TriggerGateStatusApplyConfiguration) *PipelineTriggerStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithGates")
+		}
+		b.Gates = append(b.Gates, *values[i])
+	}
+	return b
+}
+
+// WithGateStop sets the GateStop field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the GateStop field is set to the value of the last call.
+func (b *PipelineTriggerStatusApplyConfiguration) WithGateStop(value *TriggerGateStopApplyConfiguration) *PipelineTriggerStatusApplyConfiguration {
+	b.GateStop = value
 	return b
 }
 

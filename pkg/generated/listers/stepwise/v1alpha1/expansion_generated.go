@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+// NodeBudgetListerExpansion allows custom methods to be added to
+// NodeBudgetLister.
+type NodeBudgetListerExpansion interface{}
+
 // PipelineListerExpansion allows custom methods to be added to
 // PipelineLister.
 type PipelineListerExpansion interface{}

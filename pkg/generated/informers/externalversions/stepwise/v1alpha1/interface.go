@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// NodeBudgets returns a NodeBudgetInformer.
+	NodeBudgets() TypedNodeBudgetInformer
 	// Pipelines returns a PipelineInformer.
 	Pipelines() TypedPipelineInformer
 	// PipelineTemplates returns a PipelineTemplateInformer.
@@ -41,6 +43,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// NodeBudgets returns a TypedNodeBudgetInformer.
+func (v *version) NodeBudgets() TypedNodeBudgetInformer {
+	return &nodeBudgetInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // Pipelines returns a TypedPipelineInformer.

@@ -28,6 +28,7 @@ import (
 
 type StepwiseV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	NodeBudgetsGetter
 	PipelinesGetter
 	PipelineTemplatesGetter
 	PipelineTriggersGetter
@@ -36,6 +37,10 @@ type StepwiseV1alpha1Interface interface {
 // StepwiseV1alpha1Client is used to interact with features provided by the stepwise.dev group.
 type StepwiseV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *StepwiseV1alpha1Client) NodeBudgets() NodeBudgetInterface {
+	return newNodeBudgets(c)
 }
 
 func (c *StepwiseV1alpha1Client) Pipelines(namespace string) PipelineInterface {

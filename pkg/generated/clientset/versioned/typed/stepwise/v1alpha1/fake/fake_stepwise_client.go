@@ -28,6 +28,10 @@ type FakeStepwiseV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeStepwiseV1alpha1) NodeBudgets() v1alpha1.NodeBudgetInterface {
+	return newFakeNodeBudgets(c)
+}
+
 func (c *FakeStepwiseV1alpha1) Pipelines(namespace string) v1alpha1.PipelineInterface {
 	return newFakePipelines(c, namespace)
 }

@@ -1,0 +1,285 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
+)
+
+// heldTemplate's one step waits until the ConfigMap "held" of its namespace has the key
+// open.hold: its pipelines stay unfinished, each holding its node, until the test says.
+func heldTemplate(ns string) *v1alpha1.PipelineTemplate {
+	return &v1alpha1.PipelineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "retire-node", Namespace: ns},
+		Spec: v1alpha1.PipelineTemplateSpec{
+			Params: []v1alpha1.TemplateParam{{Name: "node", Required: true}, {Name: "pool"}},
+			Steps:  []v1alpha1.Step{recordStep("hold", map[string]string{"gate": "true", "configMap": "held"})},
+		},
+	}
+}
+
+// openHeld lets every held pipeline of ns go on.
+func openHeld(t *testing.T, ns string) {
+	t.Helper()
+	_, err := cluster.Client.CoreV1().ConfigMaps(ns).Patch(t.Context(), "held", types.MergePatchType,
+		[]byte(`{"data":{"open.hold":"yes"}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+}
+
+// createNodeBudget creates a NodeBudget counting the nodes of pool, deleted after the test.
+func createNodeBudget(t *testing.T, name, pool string, maxUnavailable int32) {
+	t.Helper()
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().NodeBudgets().Create(t.Context(), &v1alpha1.NodeBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.NodeBudgetSpec{MaxUnavailable: maxUnavailable,
+			NodeSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]string{"pool": pool}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = client.StepwiseV1alpha1().NodeBudgets().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// mayUseBudget gives the ServiceAccount ns/sa the verb "use" on the budget, and only it.
+func mayUseBudget(t *testing.T, ns, sa, budget string) {
+	t.Helper()
+	cluster.GrantClusterWide(t, ns, sa, "use-"+budget+"-"+ns, rbacv1.PolicyRule{APIGroups: []string{"stepwise.dev"},
+		Resources: []string{"nodebudgets"}, ResourceNames: []string{budget}, Verbs: []string{v1alpha1.VerbUse}})
+}
+
+// halfTrigger is nodeTrigger named name, selecting the nodes labelled half=name too,
+// naming the budget.
+func halfTrigger(ns, name, sa, budget string, concurrency int32) *v1alpha1.PipelineTrigger {
+	trig := nodeTrigger(ns, sa, concurrency)
+	trig.Name = name
+	trig.Spec.Selector.MatchLabels["half"] = name
+	trig.Spec.NodeBudgetRef = &v1alpha1.NodeBudgetRef{Name: budget}
+	return trig
+}
+
+// unfinishedOf counts the unfinished pipelines of ns.
+func unfinishedOf(ctx context.Context, t *testing.T, ns string) (int, int) {
+	list, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	unfinished := 0
+	for i := range list.Items {
+		if !list.Items[i].Finished() {
+			unfinished++
+		}
+	}
+	return unfinished, len(list.Items)
+}
+
+// TestTwoTriggersNeverExceedTheBudgetTheyShare: two triggers of concurrency 3 over three
+// nodes each name one NodeBudget of 2: together they never hold more than 2 nodes, the
+// one left out says NodeBudgetFull, and all six retire once the first ones end.
+func TestTwoTriggersNeverExceedTheBudgetTheyShare(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	sa := triggerRetirer(t, ns)
+	budget := "fleet-" + ns
+	createNodeBudget(t, budget, ns, 2)
+	mayUseBudget(t, ns, sa, budget)
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, heldTemplate(ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, half := range []string{"a", "b"} {
+		for range 3 {
+			node := poolNode(t, ns)
+			_, err := cluster.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"stepwise.dev/retire":"true","half":"`+half+`"}}}`), metav1.PatchOptions{})
+			require.NoError(t, err)
+		}
+		_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, halfTrigger(ns, half, sa, budget, 3), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+
+	// Sample the unfinished pipelines until all six exist and are done.
+	var most atomic.Int32
+	sampleCtx, stop := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		_ = wait.PollUntilContextCancel(sampleCtx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			list, err := client.StepwiseV1alpha1().Pipelines(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			n := int32(0)
+			for i := range list.Items {
+				if !list.Items[i].Finished() {
+					n++
+				}
+			}
+			if n > most.Load() {
+				most.Store(n)
+			}
+			return false, nil
+		})
+	}()
+	waitTrigger(t, ns, "a", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return tr.Status.ObservedGeneration == tr.Generation && tr.Status.Matched == 3
+	})
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		unfinished, _ := unfinishedOf(ctx, t, ns)
+		return unfinished == 2, nil
+	}))
+	full := 0
+	for _, name := range []string{"a", "b"} {
+		tr, err := client.StepwiseV1alpha1().PipelineTriggers(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		if readyReason(tr) == "True/"+v1alpha1.TriggerReasonNodeBudgetFull {
+			full++
+			assert.Contains(t, tr.Status.Conditions[0].Message, "NodeBudget "+budget+" is full: 2 of 2 nodes unavailable")
+		}
+	}
+	assert.GreaterOrEqual(t, full, 1, "a trigger that waits says the budget is full")
+
+	openHeld(t, ns)
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		unfinished, all := unfinishedOf(ctx, t, ns)
+		return unfinished == 0 && all == 6, nil
+	}), "operator log: %s", operator.Log)
+	stop()
+	<-sampled
+	assert.Equal(t, int32(2), most.Load(), "never more than the budget's 2 at once, across both triggers")
+}
+
+// TestATriggerCannotUseABudgetItWasNotGiven: naming a NodeBudget takes the verb "use" on
+// it; without it the trigger starts nothing and says which right it lacks, and the right
+// given later counts within seconds.
+func TestATriggerCannotUseABudgetItWasNotGiven(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	sa := triggerRetirer(t, ns)
+	budget := "theirs-" + ns
+	createNodeBudget(t, budget, ns, 5)
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, heldTemplate(ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	labelForRetirement(t, poolNode(t, ns))
+	trig := nodeTrigger(ns, sa, 1)
+	trig.Spec.NodeBudgetRef = &v1alpha1.NodeBudgetRef{Name: budget}
+	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	refused := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return readyReason(tr) == "False/"+v1alpha1.TriggerReasonForbidden
+	})
+	assert.Equal(t, fmt.Sprintf(`ServiceAccount %s/%s may not use NodeBudget %s (verb "use" on nodebudgets.stepwise.dev)`, ns, sa, budget),
+		refused.Status.Conditions[0].Message)
+	assert.Empty(t, triggerPipelines(t, ns, "retire"))
+
+	mayUseBudget(t, ns, sa, budget)
+	waitTrigger(t, ns, "retire", 30*time.Second, func(tr *v1alpha1.PipelineTrigger) bool { return tr.Status.Running == 1 })
+}
+
+// TestAHealthGateHoldsTheStartsAndItsDeadlineStopsTheTrigger: a gate over ConfigMaps is
+// read as the trigger's ServiceAccount (which may not list them at first: the gate does
+// not hold, and says so); while it does not hold nothing starts, and the trigger says
+// which gate and why; past its deadline the trigger stops until a person resumes it.
+func TestAHealthGateHoldsTheStartsAndItsDeadlineStopsTheTrigger(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	sa := triggerRetirer(t, ns)
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, heldTemplate(ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	health := healthConfigMap(t, ns, "false")
+	labelForRetirement(t, poolNode(t, ns))
+	trig := nodeTrigger(ns, sa, 1)
+	trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "fleet-healthy", Deadline: &metav1.Duration{Duration: 25 * time.Second},
+		Objects: &v1alpha1.ObjectsGate{Resource: v1alpha1.TriggerResource{APIVersion: "v1", Kind: "ConfigMap"},
+			Selector:  &v1alpha1.LabelSelector{MatchLabels: map[string]string{"stepwise.test/health": "fleet"}},
+			Condition: "objects.size() > 0 && objects.all(c, c.data.healthy == 'true')"}}}
+	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	forbidden := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return readyReason(tr) == "True/"+v1alpha1.TriggerReasonGateClosed
+	})
+	assert.Contains(t, forbidden.Status.Conditions[0].Message, "gate fleet-healthy does not hold since")
+	assert.Contains(t, forbidden.Status.Conditions[0].Message, "list configmaps as ServiceAccount "+sa)
+	cluster.GrantClusterWide(t, ns, sa, "list-configmaps-"+ns,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list"}})
+	closed := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return len(tr.Status.Gates) == 1 && tr.Status.Gates[0].Message == "the condition is false over 1 configmaps"
+	})
+	assert.False(t, closed.Status.Gates[0].Holds)
+	stopped := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return readyReason(tr) == "False/"+v1alpha1.TriggerReasonGateDeadlineExceeded
+	})
+	require.NotNil(t, stopped.Status.GateStop)
+	assert.Equal(t, "fleet-healthy", stopped.Status.GateStop.Gate)
+	assert.Empty(t, triggerPipelines(t, ns, "retire"), "nothing started while the gate did not hold")
+
+	health.Data["healthy"] = "true"
+	_, err = cluster.Client.CoreV1().ConfigMaps(ns).Update(ctx, health, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = pipelineops.ResumeTrigger(ctx, cluster.Client, client, ns, "retire", time.Now())
+	require.NoError(t, err)
+	waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return tr.Status.Running == 1 && tr.Status.GateStop == nil
+	})
+}
+
+// healthConfigMap is the ConfigMap a gate reads, labelled stepwise.test/health=fleet.
+func healthConfigMap(t *testing.T, ns, healthy string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := cluster.Client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "health", Labels: map[string]string{"stepwise.test/health": "fleet"}},
+		Data:       map[string]string{"healthy": healthy},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return cm
+}
+
+// TestAPrometheusGateOutsideTheEgressPolicyNeverHolds: a query to an address the
+// installer did not allow (loopback here; the e2e operator allows no gate range) is
+// refused by the operator, not made, and the trigger says why.
+func TestAPrometheusGateOutsideTheEgressPolicyNeverHolds(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	sa := triggerRetirer(t, ns)
+	var queried atomic.Bool
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		queried.Store(true)
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
+	}))
+	t.Cleanup(prom.Close)
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, retireTemplate(ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	labelForRetirement(t, poolNode(t, ns))
+	trig := nodeTrigger(ns, sa, 1)
+	trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "no-alerts", Prometheus: &v1alpha1.PrometheusGate{URL: prom.URL, Query: "ALERTS"}}}
+	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
+	require.NoError(t, err)
+	closed := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return readyReason(tr) == "True/"+v1alpha1.TriggerReasonGateClosed
+	})
+	assert.Contains(t, closed.Status.Conditions[0].Message, "gate no-alerts does not hold")
+	assert.Contains(t, closed.Status.Conditions[0].Message, "--gate-allowed-cidrs")
+	assert.False(t, queried.Load(), "the operator connected nowhere")
+	assert.Empty(t, triggerPipelines(t, ns, "retire"))
+}
