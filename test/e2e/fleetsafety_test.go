@@ -253,33 +253,70 @@ func healthConfigMap(t *testing.T, ns, healthy string) *corev1.ConfigMap {
 	return cm
 }
 
+// TestAPrometheusGateHoldsTheStartsWhileAnAlertFires: a query answering a firing alert
+// holds the starts, naming the alert; once it answers nothing the pipeline starts. The
+// Prometheus is a loopback stand-in of its HTTP API, which the e2e operator's
+// --gate-allowed-cidrs allows.
+func TestAPrometheusGateHoldsTheStartsWhileAnAlertFires(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	sa := triggerRetirer(t, ns)
+	var firing atomic.Bool
+	firing.Store(true)
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		result := "[]"
+		if firing.Load() && r.FormValue("query") == `ALERTS{alertname="NodeDown",alertstate="firing"}` {
+			result = `[{"metric":{"__name__":"ALERTS","alertname":"NodeDown","alertstate":"firing"},"value":[1700000000,"1"]}]`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":%s}}`, result)
+	}))
+	t.Cleanup(prom.Close)
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, heldTemplate(ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	labelForRetirement(t, poolNode(t, ns))
+	trig := nodeTrigger(ns, sa, 1)
+	trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "no-node-down", Prometheus: &v1alpha1.PrometheusGate{
+		URL: prom.URL, Query: `ALERTS{alertname="NodeDown",alertstate="firing"}`}}}
+	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
+	require.NoError(t, err)
+	closed := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return readyReason(tr) == "True/"+v1alpha1.TriggerReasonGateClosed
+	})
+	assert.Contains(t, closed.Status.Conditions[0].Message, `gate no-node-down does not hold since`)
+	assert.Contains(t, closed.Status.Conditions[0].Message, `the query returns 1 series, first ALERTS{alertname="NodeDown", alertstate="firing"}`)
+	assert.Empty(t, triggerPipelines(t, ns, "retire"))
+
+	firing.Store(false)
+	waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return tr.Status.Running == 1 && len(tr.Status.Gates) == 1 && tr.Status.Gates[0].Holds
+	})
+}
+
 // TestAPrometheusGateOutsideTheEgressPolicyNeverHolds: a query to an address the
-// installer did not allow (loopback here; the e2e operator allows no gate range) is
-// refused by the operator, not made, and the trigger says why.
+// installer did not allow (the cloud's metadata address, link-local) is refused by the
+// operator before it connects, and the trigger says how an admin allows a range.
 func TestAPrometheusGateOutsideTheEgressPolicyNeverHolds(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	ns := cluster.CreateNamespace(t)
 	sa := triggerRetirer(t, ns)
-	var queried atomic.Bool
-	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		queried.Store(true)
-		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
-	}))
-	t.Cleanup(prom.Close)
 	client := stepwiseClient(t)
 	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, retireTemplate(ns), metav1.CreateOptions{})
 	require.NoError(t, err)
 	labelForRetirement(t, poolNode(t, ns))
 	trig := nodeTrigger(ns, sa, 1)
-	trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "no-alerts", Prometheus: &v1alpha1.PrometheusGate{URL: prom.URL, Query: "ALERTS"}}}
+	trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "no-alerts", Prometheus: &v1alpha1.PrometheusGate{
+		URL: "http://169.254.169.254:9090", Query: "ALERTS"}}}
 	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
 	require.NoError(t, err)
 	closed := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
 		return readyReason(tr) == "True/"+v1alpha1.TriggerReasonGateClosed
 	})
 	assert.Contains(t, closed.Status.Conditions[0].Message, "gate no-alerts does not hold")
+	assert.Contains(t, closed.Status.Conditions[0].Message, "169.254.169.254 is a link-local address")
 	assert.Contains(t, closed.Status.Conditions[0].Message, "--gate-allowed-cidrs")
-	assert.False(t, queried.Load(), "the operator connected nowhere")
 	assert.Empty(t, triggerPipelines(t, ns, "retire"))
 }

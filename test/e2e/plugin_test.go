@@ -19,9 +19,9 @@ import (
 
 // pluginArgs makes the operator load the plugins `make plugins` built into bin/plugins.
 func pluginArgs() []string {
-	// The stand-ins for clouds and receivers listen on loopback, which plugins may not
-	// reach unless allowed.
-	return []string{"--plugin-dir", cluster.BinPath("plugins"), "--plugin-allowed-cidrs=127.0.0.0/8"}
+	// The stand-ins for clouds, receivers and Prometheus listen on loopback, which plugins
+	// and health gates may not reach unless allowed.
+	return []string{"--plugin-dir", cluster.BinPath("plugins"), "--plugin-allowed-cidrs=127.0.0.0/8", "--gate-allowed-cidrs=127.0.0.0/8"}
 }
 
 // pluginPIDs lists the running processes of the example plugin that are children of the
