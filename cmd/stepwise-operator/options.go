@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/stepwise-dev/stepwise/pkg/fairqueue"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
@@ -160,12 +161,7 @@ func (o *options) validate() error {
 // wait (--max-workers-per-namespace, by default half) and while none wait (all but one,
 // kept for a namespace that arrives).
 func (o *options) workerShares() (share, borrow int) {
-	share = o.namespaceShare
-	if share == 0 {
-		share = max(1, o.workers/2)
-	}
-	share = min(share, o.workers)
-	return share, max(share, o.workers-1)
+	return fairqueue.Shares(o.workers, o.namespaceShare)
 }
 
 // leaseNamespace is where the leader election Lease lives.

@@ -55,6 +55,7 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 		Templates:           sw.PipelineTemplates(),
 		Pipelines:           sw.Pipelines(),
 		NodeBudgets:         sw.NodeBudgets(),
+		Workers:             e.opts.triggerWorkers,
 		GateHTTP:            sdkhttp.ClientFor(gatePolicy),
 		Resources:           resources,
 		Recorder:            e.recorder,

@@ -86,6 +86,9 @@ type Config struct {
 	Pipelines informers.PipelineInformer
 	// NodeBudgets are the budgets triggers on Nodes share.
 	NodeBudgets informers.NodeBudgetInformer
+	// Workers is how many workers Run will be given (the queue's shares of them per
+	// namespace); 0: one.
+	Workers int
 	// GateHTTP makes the health gates' Prometheus queries: it must connect only where
 	// the installer allows (the egress policy); nil: gates of that kind never hold.
 	GateHTTP *http.Client
@@ -188,15 +191,19 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		later = d
 	}
 	c.objects = newObjectInformers(cfg.Dynamic, cfg.Resync, cfg.InformerReleaseAfter, later, c.enqueueKey)
+	// Namespaces take turns, so that one with thousands of triggers does not delay
+	// another's; and a namespace holds at most its share of the workers, so that health
+	// gates that answer slowly (gatesCheckTimeout) hold only its own triggers.
+	share, borrow := fairqueue.Shares(max(cfg.Workers, 1), 0)
 	c.queue = fairqueue.NewRateLimiting(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](50*time.Millisecond, 5*time.Minute),
-		// Namespaces take turns: one with thousands of triggers does not delay another's.
-		// A trigger's sync makes no hook call, so no namespace needs a cap on its workers.
 		fairqueue.Config[cache.ObjectName]{
 			Name:            ControllerName,
 			MetricsProvider: cfg.WorkqueueMetrics,
 			Clock:           c.clock,
 			TenantOf:        func(key cache.ObjectName) string { return key.Namespace },
+			Share:           share,
+			Borrow:          borrow,
 		},
 	)
 

@@ -25,9 +25,10 @@ const (
 	// gateRecheck is when gates that did not hold are checked again: not at every event
 	// of the trigger's kind (a Node's heartbeat), which would list and query in a loop.
 	gateRecheck = 10 * time.Second
-	// gateCheckTimeout bounds one gate's check: a slow API server or Prometheus holds one
-	// worker that long at most.
-	gateCheckTimeout = 10 * time.Second
+	// gatesCheckTimeout bounds the check of all of a trigger's gates: a slow API server or
+	// Prometheus holds one trigger worker that long at most (and a namespace holds at
+	// most its share of the trigger workers: see fairqueue.Shares).
+	gatesCheckTimeout = 10 * time.Second
 	// maxGateObjects bounds the objects a gate lists; more is an error of the gate, which
 	// should select fewer.
 	maxGateObjects = 1000
@@ -67,6 +68,8 @@ func (ts *triggerSync) gatesOpen(ctx context.Context) bool {
 		previous[s.Name] = s
 	}
 	g.open, g.status = true, nil
+	ctx, cancel := context.WithTimeout(ctx, gatesCheckTimeout)
+	defer cancel()
 	for i := range ts.trig.Spec.Gates {
 		spec := &ts.trig.Spec.Gates[i]
 		holds, message := ts.checkGate(ctx, spec, now)
@@ -109,11 +112,9 @@ func (ts *triggerSync) gateDeadline(spec *v1alpha1.HealthGate, s v1alpha1.Trigge
 		spec.Name, now.Sub(since).Round(time.Second), spec.Deadline.Duration, s.Message)
 }
 
-// checkGate checks one gate, within gateCheckTimeout: whether it holds, and why not. A
-// gate that cannot be checked does not hold.
+// checkGate checks one gate: whether it holds, and why not. A gate that cannot be
+// checked does not hold.
 func (ts *triggerSync) checkGate(ctx context.Context, spec *v1alpha1.HealthGate, now time.Time) (bool, string) {
-	ctx, cancel := context.WithTimeout(ctx, gateCheckTimeout)
-	defer cancel()
 	switch {
 	case spec.Objects != nil:
 		return ts.checkObjectsGate(ctx, spec.Objects)

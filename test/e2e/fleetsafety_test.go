@@ -320,3 +320,50 @@ func TestAPrometheusGateOutsideTheEgressPolicyNeverHolds(t *testing.T) {
 	assert.Contains(t, closed.Status.Conditions[0].Message, "--gate-allowed-cidrs")
 	assert.Empty(t, triggerPipelines(t, ns, "retire"))
 }
+
+// TestSlowGatesOfOneNamespaceDoNotHoldAnothersTriggers: three triggers whose Prometheus
+// gate never answers hold a trigger worker each for the gates' bound (10 s) at every
+// check; a trigger of another namespace still starts its pipeline at once, as a namespace
+// holds at most its share of the trigger workers.
+func TestSlowGatesOfOneNamespaceDoNotHoldAnothersTriggers(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(hang); slow.Close() })
+	client := stepwiseClient(t)
+
+	hostile := cluster.CreateNamespace(t)
+	sa := triggerRetirer(t, hostile)
+	_, err := client.StepwiseV1alpha1().PipelineTemplates(hostile).Create(ctx, heldTemplate(hostile), metav1.CreateOptions{})
+	require.NoError(t, err)
+	labelForRetirement(t, poolNode(t, hostile))
+	for i := range 3 {
+		trig := nodeTrigger(hostile, sa, 1)
+		trig.Name = fmt.Sprintf("slow-%d", i)
+		trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "slow", Prometheus: &v1alpha1.PrometheusGate{URL: slow.URL, Query: "up"}}}
+		_, err = client.StepwiseV1alpha1().PipelineTriggers(hostile).Create(ctx, trig, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	waitTrigger(t, hostile, "slow-0", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
+		return readyReason(tr) == "True/"+v1alpha1.TriggerReasonGateClosed
+	})
+
+	ns := cluster.CreateNamespace(t)
+	other := triggerRetirer(t, ns)
+	_, err = client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, heldTemplate(ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	labelForRetirement(t, poolNode(t, ns))
+	created := time.Now()
+	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, nodeTrigger(ns, other, 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitTrigger(t, ns, "retire", 30*time.Second, func(tr *v1alpha1.PipelineTrigger) bool { return tr.Status.Running == 1 })
+	took := time.Since(created)
+	t.Logf("the other namespace's trigger started its pipeline %s after it was created", took.Round(time.Millisecond))
+	assert.Less(t, took, 5*time.Second, "not held behind the slow gates (10 s each)")
+}
