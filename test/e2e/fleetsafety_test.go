@@ -168,17 +168,13 @@ func TestTwoTriggersNeverExceedTheBudgetTheyShare(t *testing.T) {
 func TestATriggerCannotUseABudgetItWasNotGiven(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	ns := cluster.CreateNamespace(t)
-	sa := triggerRetirer(t, ns)
+	ns, sa := oneNodeToRetire(t, heldTemplate)
 	budget := "theirs-" + ns
 	createNodeBudget(t, budget, ns, 5)
 	client := stepwiseClient(t)
-	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, heldTemplate(ns), metav1.CreateOptions{})
-	require.NoError(t, err)
-	labelForRetirement(t, poolNode(t, ns))
 	trig := nodeTrigger(ns, sa, 1)
 	trig.Spec.NodeBudgetRef = &v1alpha1.NodeBudgetRef{Name: budget}
-	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
+	_, err := client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	refused := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
@@ -199,19 +195,15 @@ func TestATriggerCannotUseABudgetItWasNotGiven(t *testing.T) {
 func TestAHealthGateHoldsTheStartsAndItsDeadlineStopsTheTrigger(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	ns := cluster.CreateNamespace(t)
-	sa := triggerRetirer(t, ns)
+	ns, sa := oneNodeToRetire(t, heldTemplate)
 	client := stepwiseClient(t)
-	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, heldTemplate(ns), metav1.CreateOptions{})
-	require.NoError(t, err)
 	health := healthConfigMap(t, ns, "false")
-	labelForRetirement(t, poolNode(t, ns))
 	trig := nodeTrigger(ns, sa, 1)
 	trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "fleet-healthy", Deadline: &metav1.Duration{Duration: 25 * time.Second},
 		Objects: &v1alpha1.ObjectsGate{Resource: v1alpha1.TriggerResource{APIVersion: "v1", Kind: "ConfigMap"},
 			Selector:  &v1alpha1.LabelSelector{MatchLabels: map[string]string{"stepwise.test/health": "fleet"}},
 			Condition: "objects.size() > 0 && objects.all(c, c.data.healthy == 'true')"}}}
-	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
+	_, err := client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	forbidden := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
@@ -260,8 +252,6 @@ func healthConfigMap(t *testing.T, ns, healthy string) *corev1.ConfigMap {
 func TestAPrometheusGateHoldsTheStartsWhileAnAlertFires(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	ns := cluster.CreateNamespace(t)
-	sa := triggerRetirer(t, ns)
 	var firing atomic.Bool
 	firing.Store(true)
 	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -273,14 +263,12 @@ func TestAPrometheusGateHoldsTheStartsWhileAnAlertFires(t *testing.T) {
 		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":%s}}`, result)
 	}))
 	t.Cleanup(prom.Close)
+	ns, sa := oneNodeToRetire(t, heldTemplate)
 	client := stepwiseClient(t)
-	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, heldTemplate(ns), metav1.CreateOptions{})
-	require.NoError(t, err)
-	labelForRetirement(t, poolNode(t, ns))
 	trig := nodeTrigger(ns, sa, 1)
 	trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "no-node-down", Prometheus: &v1alpha1.PrometheusGate{
 		URL: prom.URL, Query: `ALERTS{alertname="NodeDown",alertstate="firing"}`}}}
-	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
+	_, err := client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
 	require.NoError(t, err)
 	closed := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
 		return readyReason(tr) == "True/"+v1alpha1.TriggerReasonGateClosed
@@ -301,16 +289,12 @@ func TestAPrometheusGateHoldsTheStartsWhileAnAlertFires(t *testing.T) {
 func TestAPrometheusGateOutsideTheEgressPolicyNeverHolds(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	ns := cluster.CreateNamespace(t)
-	sa := triggerRetirer(t, ns)
+	ns, sa := oneNodeToRetire(t, retireTemplate)
 	client := stepwiseClient(t)
-	_, err := client.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, retireTemplate(ns), metav1.CreateOptions{})
-	require.NoError(t, err)
-	labelForRetirement(t, poolNode(t, ns))
 	trig := nodeTrigger(ns, sa, 1)
 	trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "no-alerts", Prometheus: &v1alpha1.PrometheusGate{
 		URL: "http://169.254.169.254:9090", Query: "ALERTS"}}}
-	_, err = client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
+	_, err := client.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, trig, metav1.CreateOptions{})
 	require.NoError(t, err)
 	closed := waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {
 		return readyReason(tr) == "True/"+v1alpha1.TriggerReasonGateClosed
@@ -366,4 +350,17 @@ func TestSlowGatesOfOneNamespaceDoNotHoldAnothersTriggers(t *testing.T) {
 	took := time.Since(created)
 	t.Logf("the other namespace's trigger started its pipeline %s after it was created", took.Round(time.Millisecond))
 	assert.Less(t, took, 5*time.Second, "not held behind the slow gates (10 s each)")
+}
+
+// oneNodeToRetire makes a namespace with the ServiceAccount "retirer" (triggerRetirer),
+// the template, and one kwok node of its pool labelled for retirement; it returns the
+// namespace and the ServiceAccount.
+func oneNodeToRetire(t *testing.T, template func(ns string) *v1alpha1.PipelineTemplate) (string, string) {
+	t.Helper()
+	ns := cluster.CreateNamespace(t)
+	sa := triggerRetirer(t, ns)
+	_, err := stepwiseClient(t).StepwiseV1alpha1().PipelineTemplates(ns).Create(t.Context(), template(ns), metav1.CreateOptions{})
+	require.NoError(t, err)
+	labelForRetirement(t, poolNode(t, ns))
+	return ns, sa
 }

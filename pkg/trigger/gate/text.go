@@ -2,28 +2,17 @@ package gate
 
 import (
 	"strings"
-	"unicode/utf8"
+
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
+
+// truncate cuts s to at most n bytes, at a character boundary (contract.Truncate, which
+// also makes it valid UTF-8).
+func truncate(s string, n int) string { return contract.Truncate(s, n) }
 
 // maxErrorText bounds the text an error carries from CEL or from a Prometheus server, so
 // that a status or event that shows it stays readable and within the API's size limits.
 const maxErrorText = 512
-
-// truncate cuts s to at most n bytes, at a rune boundary, marking the cut with "...".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "..."
-	if n <= len(mark) {
-		return mark[:max(n, 0)]
-	}
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
 
 // oneLine folds runs of whitespace (CEL's issues span lines, a server's body too) into a
 // space, so that the text reads on one line of a status.
