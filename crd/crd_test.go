@@ -449,6 +449,9 @@ func TestValidationOfTriggerFieldsTaintsBudgetsAndGates(t *testing.T) {
 			"resource": map[string]any{"apiVersion": "demo.stepwise.dev/v1alpha1", "kind": "WebApp"}},
 			wantErr: "nodeBudgetRef is for triggers on Nodes"},
 		{name: "an objects gate", spec: map[string]any{"gates": []any{gate("ok", map[string]any{"objects": objectsGate, "deadline": "1h"})}}},
+		{name: "a gate over Secrets", spec: map[string]any{"gates": []any{gate("peek", map[string]any{"objects": map[string]any{
+			"resource": map[string]any{"apiVersion": "v1", "kind": "Secret"}, "condition": "objects.size() > 0"}})}},
+			wantErr: "a gate may not read Secrets"},
 		{name: "a prometheus gate", spec: map[string]any{"gates": []any{gate("ok", map[string]any{"prometheus": promGate})}}},
 		{name: "a gate of both kinds", spec: map[string]any{"gates": []any{gate("both", map[string]any{"objects": objectsGate, "prometheus": promGate})}},
 			wantErr: "a gate has exactly one of objects and prometheus"},

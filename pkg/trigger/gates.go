@@ -157,6 +157,11 @@ func (ts *triggerSync) checkObjectsGate(ctx context.Context, spec *v1alpha1.Obje
 	if err != nil {
 		return false, fmt.Sprintf("resource %s %s: %v", spec.Resource.APIVersion, spec.Resource.Kind, err)
 	}
+	if mapping.Resource.GroupResource() == corev1.Resource("secrets") {
+		// What a condition fails on (a conversion of a value) reaches the status: no
+		// Secret value may. The schema refuses it too; this holds for any spelling.
+		return false, "a gate may not read Secrets"
+	}
 	selector, err := rules.SelectorOf(spec.Selector)
 	if err != nil {
 		return false, fmt.Sprintf("selector: %v", err)

@@ -181,3 +181,21 @@ func TestGatesAreNotCheckedWithNothingToStart(t *testing.T) {
 	assert.Empty(t, sa.as)
 	assert.Equal(t, v1alpha1.TriggerReasonActive, readyOf(f.trigger("retire")).Reason)
 }
+
+// TestAGateMayNotReadSecrets: what a condition fails on reaches the status (a value
+// CEL could not convert, say), so a gate over Secrets is refused before it lists them.
+func TestAGateMayNotReadSecrets(t *testing.T) {
+	gate := webReady95(0)
+	gate.Objects.Resource = v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Secret"}
+	gate.Objects.Selector = nil
+	gate.Objects.Condition = "objects.all(s, int(s.data.password) > 0)"
+	f, _, _ := gateFixture(t, gate, 0)
+	f.sync("retire")
+	assert.Empty(t, f.pipelineList())
+	got := f.trigger("retire")
+	require.Len(t, got.Status.Gates, 1)
+	assert.Equal(t, "a gate may not read Secrets", got.Status.Gates[0].Message)
+	for _, a := range f.dynamic.Actions() {
+		assert.NotEqual(t, "secrets", a.GetResource().Resource, "listed no Secret")
+	}
+}

@@ -197,6 +197,7 @@ type HealthGate struct {
 }
 
 // ObjectsGate is a CEL condition over the objects of a kind.
+// +kubebuilder:validation:XValidation:rule="!(self.resource.apiVersion == 'v1' && self.resource.kind == 'Secret')",message="a gate may not read Secrets: what a condition fails on is written to the trigger's status"
 type ObjectsGate struct {
 	// Resource is the kind listed: in the trigger's namespace for a namespaced kind,
 	// cluster-wide for a cluster-scoped one. The trigger's ServiceAccount must be allowed
