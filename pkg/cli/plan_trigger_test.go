@@ -174,6 +174,20 @@ func TestPlanTrigger(t *testing.T) {
 			wantNodes: []string{"worker-3"},
 		},
 		{
+			name: "a health gate does not hold: nothing starts now",
+			trig: retireTrigger(func(t *v1alpha1.PipelineTrigger) {
+				t.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+					Reason: v1alpha1.TriggerReasonGateClosed, Message: "gate nodes-ready does not hold"}}
+			}),
+			pipelines: []runtime.Object{worker2Pipeline()}, answer: answerTemplate,
+			args: []string{"plan", "--trigger", "retire", "--max", "1", "-o", "json"},
+			checkJSON: func(t *testing.T, r triggerReport) {
+				assert.Equal(t, "the trigger waits (GateClosed: gate nodes-ready does not hold)", r.Blocked)
+				assert.Equal(t, 0, r.StartNow)
+			},
+			wantNodes: []string{"worker-3"},
+		},
+		{
 			name: "json", trig: retireTrigger(), pipelines: []runtime.Object{worker2Pipeline()}, answer: answerTemplate,
 			args: []string{"plan", "--trigger", "retire", "--max", "2", "-o", "json", "--keep"}, wantLeft: 2,
 			checkJSON: func(t *testing.T, r triggerReport) {

@@ -160,7 +160,8 @@ func listMatching(ctx context.Context, c *Clients, trig *v1alpha1.PipelineTrigge
 }
 
 // blockedBecause says why the trigger starts nothing now, from its spec and from what its
-// status says: suspended, outside its maintenance window, or not Ready.
+// status says: suspended, outside its maintenance window, not Ready, or held by a brake
+// its status names (a cooldown, a health gate, a full NodeBudget).
 func blockedBecause(trig *v1alpha1.PipelineTrigger) string {
 	switch ready := meta.FindStatusCondition(trig.Status.Conditions, v1alpha1.ConditionReady); {
 	case trig.Spec.Suspend:
@@ -169,6 +170,9 @@ func blockedBecause(trig *v1alpha1.PipelineTrigger) string {
 		return "the maintenance window opens at " + trig.Status.NextWindow.UTC().Format(time.RFC3339)
 	case ready != nil && ready.Status == metav1.ConditionFalse:
 		return fmt.Sprintf("the trigger is not Ready (%s: %s)", ready.Reason, ready.Message)
+	case ready != nil && slices.Contains([]string{v1alpha1.TriggerReasonCoolingDown, v1alpha1.TriggerReasonGateClosed,
+		v1alpha1.TriggerReasonNodeBudgetFull}, ready.Reason):
+		return fmt.Sprintf("the trigger waits (%s: %s)", ready.Reason, ready.Message)
 	}
 	return ""
 }
