@@ -44,9 +44,6 @@ const MaxConditionCost = 1_000_000
 // milliseconds.
 const DefaultConditionTimeout = 5 * time.Second
 
-// defaultConditionTimeout is DefaultConditionTimeout, shortened by tests.
-var defaultConditionTimeout = DefaultConditionTimeout
-
 // interruptCheckFrequency is how many comprehension iterations run between checks of the
 // caller's context. An iteration costs at least a few hundred nanoseconds, and more as a
 // long evaluation slows (see MaxConditionCost); a check costs a channel poll, so checking
@@ -71,6 +68,8 @@ var conditionEnv = sync.OnceValues(func() (*cel.Env, error) {
 // concurrent use.
 type Condition struct {
 	program cel.Program
+	// defaultTimeout bounds an evaluation whose context has no deadline.
+	defaultTimeout time.Duration
 }
 
 // CompileCondition compiles expr. It refuses an expression longer than
@@ -101,7 +100,7 @@ func CompileCondition(expr string) (*Condition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("condition does not compile: %s", truncate(err.Error(), maxErrorText))
 	}
-	return &Condition{program: prg}, nil
+	return &Condition{program: prg, defaultTimeout: DefaultConditionTimeout}, nil
 }
 
 // Holds evaluates the condition over objects (each an object as JSON maps, as
@@ -112,8 +111,8 @@ func CompileCondition(expr string) (*Condition, error) {
 func (c *Condition) Holds(ctx context.Context, objects []map[string]any) (bool, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, defaultConditionTimeout,
-			fmt.Errorf("over the default time limit of %s: %w", defaultConditionTimeout, context.DeadlineExceeded))
+		ctx, cancel = context.WithTimeoutCause(ctx, c.defaultTimeout,
+			fmt.Errorf("over the default time limit of %s: %w", c.defaultTimeout, context.DeadlineExceeded))
 		defer cancel()
 	}
 	if objects == nil {

@@ -228,10 +228,10 @@ func TestConditionContext(t *testing.T) {
 		assert.Less(t, elapsed, time.Second)
 	})
 	t.Run("no deadline: the default", func(t *testing.T) {
-		defer func(d time.Duration) { defaultConditionTimeout = d }(defaultConditionTimeout)
-		defaultConditionTimeout = 100 * time.Millisecond
+		short := *c
+		short.defaultTimeout = 100 * time.Millisecond
 		start := time.Now()
-		_, err := c.Holds(context.Background(), objects)
+		_, err := short.Holds(context.Background(), objects)
 		elapsed := time.Since(start)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
