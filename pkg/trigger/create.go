@@ -24,10 +24,11 @@ type candidate struct {
 }
 
 // start creates pipelines for the candidates, in the order of matching, while fewer than
-// spec.concurrency of the trigger's pipelines are unfinished. A candidate whose params do
-// not resolve, or whose pipeline the API server refuses, waits without taking a place;
-// nothing starts while the trigger is suspended, outside its maintenance window, or while
-// its template is missing. The others wait, and each is reported once.
+// spec.concurrency of the trigger's pipelines are unfinished, its health gates hold and
+// its NodeBudget has room. A candidate whose params do not resolve, or whose pipeline the
+// API server refuses, waits without taking a place; nothing starts while the trigger is
+// suspended, outside its maintenance window, held by a brake, or while its template or
+// budget is missing. The others wait, and each is reported once.
 func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error {
 	defer ts.releaseBudget()
 	unfinished := rules.Unfinished(ts.pipelines)
