@@ -58,7 +58,7 @@ func decode[T any](t *testing.T, objs map[string][]byte, key string) *T {
 func TestCRDIsTheGeneratedOne(t *testing.T) {
 	files, err := filepath.Glob("../crd/*.yaml")
 	require.NoError(t, err)
-	require.Len(t, files, 4, "node budgets, pipelines, templates, triggers")
+	require.Len(t, files, 5, "approvals, node budgets, pipelines, templates, triggers")
 	var generated []byte
 	for _, f := range files { // Glob sorts, as the shell's * in make generate does
 		data, err := os.ReadFile(f)
@@ -77,15 +77,19 @@ func TestObjects(t *testing.T) {
 	}
 	slices.Sort(keys)
 	assert.Equal(t, []string{
+		"ClusterRole/stepwise-approver",
 		"ClusterRole/stepwise-edit",
 		"ClusterRole/stepwise-operator",
 		"ClusterRole/stepwise-view",
 		"ClusterRoleBinding/stepwise-operator",
+		"CustomResourceDefinition/approvals.stepwise.dev",
 		"CustomResourceDefinition/nodebudgets.stepwise.dev",
 		"CustomResourceDefinition/pipelines.stepwise.dev",
 		"CustomResourceDefinition/pipelinetemplates.stepwise.dev",
 		"CustomResourceDefinition/pipelinetriggers.stepwise.dev",
 		"Deployment/stepwise-operator",
+		"MutatingAdmissionPolicy/stepwise-created-by",
+		"MutatingAdmissionPolicyBinding/stepwise-created-by",
 		"Namespace/stepwise-system",
 		"PodDisruptionBudget/stepwise-operator",
 		"Role/stepwise-executors-reader",
@@ -94,7 +98,11 @@ func TestObjects(t *testing.T) {
 		"RoleBinding/stepwise-operator",
 		"Service/stepwise-operator-metrics",
 		"ServiceAccount/stepwise-operator",
+		"ValidatingAdmissionPolicy/stepwise-approval-identity",
+		"ValidatingAdmissionPolicy/stepwise-created-by",
 		"ValidatingAdmissionPolicy/stepwise-trigger-identity",
+		"ValidatingAdmissionPolicyBinding/stepwise-approval-identity",
+		"ValidatingAdmissionPolicyBinding/stepwise-created-by",
 		"ValidatingAdmissionPolicyBinding/stepwise-trigger-identity",
 	}, keys)
 }

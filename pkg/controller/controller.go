@@ -84,6 +84,13 @@ type Config struct {
 	// HookCallTimeout bounds one call of a hook, whatever the step's timeout, so that a
 	// call that does not answer frees its worker: long work returns Wait. 0: no bound.
 	HookCallTimeout time.Duration
+	// Approvals are the decisions on steps that wait for approval, Triggers the triggers
+	// whose creator four eyes also refuses, and ApprovalAccess asks whether an approver
+	// may approve. Optional: without Approvals a step that needs approval waits until its
+	// deadline; without the others no approval counts.
+	Approvals      informers.ApprovalInformer
+	Triggers       listers.PipelineTriggerLister
+	ApprovalAccess ApprovalAccess
 	// NamespaceShare is how many pipelines of one namespace are synced at once while
 	// another namespace's wait, and NamespaceBorrow how many while none waits (keep it
 	// under the number of workers). 0: no limit; namespaces still take turns.
@@ -119,6 +126,10 @@ type Controller struct {
 	hookCallTimeout time.Duration
 	// due holds each waiting hook back until the time it asked for.
 	due *dueCalls
+	// approvals (indexed by pipeline), triggers and approvalAccess may be nil.
+	approvals      cache.Indexer
+	triggers       listers.PipelineTriggerLister
+	approvalAccess ApprovalAccess
 }
 
 // New creates a controller and registers its event handlers on the informer.
@@ -143,6 +154,8 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		shutdownGrace:        cfg.ShutdownGrace,
 		hookCallTimeout:      cfg.HookCallTimeout,
 		due:                  newDueCalls(),
+		triggers:             cfg.Triggers,
+		approvalAccess:       cfg.ApprovalAccess,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -203,6 +216,11 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 			UpdateFunc: func(_, newObj any) { c.enqueueUsersOf(newObj) },
 		}); err != nil {
 			return nil, fmt.Errorf("add template event handler: %w", err)
+		}
+	}
+	if cfg.Approvals != nil {
+		if err := c.watchApprovals(cfg.Approvals); err != nil {
+			return nil, err
 		}
 	}
 	logger.V(4).Info("Controller created")

@@ -28,6 +28,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
+	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
 )
 
 // call is one hook call seen by a recordingExecutor.
@@ -146,6 +147,11 @@ type fixture struct {
 	namespaces cache.Indexer
 	// templates is the informer's cache of PipelineTemplates.
 	templates cache.Indexer
+	// approvals and triggers are the informers' caches of Approvals and triggers; access
+	// answers whether a user may approve.
+	approvals cache.Indexer
+	triggers  cache.Indexer
+	access    *fakeApprovalAccess
 	c         *Controller
 	// resourceVersion is the last one given out: the fake clientset gives none, and the
 	// controller compares them as an API server's (integers that grow with each write).
@@ -189,6 +195,7 @@ func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
 		recorder: record.NewFakeRecorder(100),
 		exec:     newRecordingExecutor("test.record"),
 		clients:  &fakeClients{},
+		access:   &fakeApprovalAccess{},
 	}
 	registry := executor.NewRegistry()
 	require.NoError(t, registry.Register(f.exec))
@@ -198,7 +205,12 @@ func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
 	factory := informers.NewSharedInformerFactory(f.client, 0)
 	informer := factory.Stepwise().V1alpha1().Pipelines()
 	templates := factory.Stepwise().V1alpha1().PipelineTemplates()
+	approvals := factory.Stepwise().V1alpha1().Approvals()
+	f.triggers = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	c, err := New(ctx, Config{
+		Approvals:      approvals,
+		Triggers:       listers.NewPipelineTriggerLister(f.triggers),
+		ApprovalAccess: f.access,
 		Client:     f.client,
 		Informer:   informer,
 		Executors:  registry,
@@ -213,6 +225,7 @@ func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
 	f.c = c
 	f.indexer = informer.Informer().GetIndexer()
 	f.templates = templates.Informer().GetIndexer()
+	f.approvals = approvals.Informer().GetIndexer()
 	f.client.PrependReactor("*", "pipelines", f.bumpResourceVersion)
 	for _, p := range objects {
 		require.NoError(t, f.indexer.Add(p))
@@ -231,6 +244,13 @@ func (f *fixture) restart() *fixture {
 	require.NoError(f.t, registry.Register(g.exec))
 	g.c.executors = registry
 	g.clock.SetTime(f.clock.Now())
+	for _, a := range f.approvals.List() {
+		require.NoError(f.t, g.approvals.Add(a))
+	}
+	for _, t := range f.triggers.List() {
+		require.NoError(f.t, g.triggers.Add(t))
+	}
+	g.access.allowed = f.access.allowed
 	return g
 }
 

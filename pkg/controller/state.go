@@ -149,6 +149,7 @@ func (ps *pipelineSync) resetStep(s *v1alpha1.StepStatus) {
 		return
 	}
 	s.Phase = v1alpha1.StepPending
+	s.Approval = nil // a run again asks again
 	s.Hook = ""
 	s.Attempts = 0
 	s.HookStartTime = nil

@@ -146,6 +146,8 @@ func (ps *pipelineSync) lastRunReadiness(succeeded int) readiness {
 		return notReady(v1alpha1.PipelineSuspended, s.Name, v1alpha1.ReasonSuspended, "suspended before step "+s.Name)
 	case s.Phase == v1alpha1.StepWaiting:
 		return notReady(v1alpha1.PipelineRunning, s.Name, v1alpha1.ReasonStepRetrying, withMessage("step "+s.Name, s.Message))
+	case s.Phase == v1alpha1.StepAwaitingApproval:
+		return notReady(v1alpha1.PipelineRunning, s.Name, v1alpha1.ReasonAwaitingApproval, withMessage("step "+s.Name, s.Message))
 	default:
 		return notReady(v1alpha1.PipelineRunning, s.Name, v1alpha1.ReasonStepRunning, withMessage("step "+s.Name, s.Message))
 	}

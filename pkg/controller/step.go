@@ -96,6 +96,11 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "step", s.Name, "executor", name)
 	ctx = klog.NewContext(ctx, logger)
 
+	if d.creating() && step.Approval != nil && !ps.inProgress(s, d) {
+		if wait, approved := ps.awaitApproval(ctx, r); !approved {
+			return wait
+		}
+	}
 	switch {
 	case !ps.inProgress(s, d):
 		ps.beginStep(s, d)

@@ -32,6 +32,14 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=stepwise.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("Approval"):
+		return &stepwisev1alpha1.ApprovalApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicy"):
+		return &stepwisev1alpha1.ApprovalPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalRecord"):
+		return &stepwisev1alpha1.ApprovalRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalSpec"):
+		return &stepwisev1alpha1.ApprovalSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Backoff"):
 		return &stepwisev1alpha1.BackoffApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BlockingObject"):
@@ -80,6 +88,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.RetryPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Step"):
 		return &stepwisev1alpha1.StepApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("StepApproval"):
+		return &stepwisev1alpha1.StepApprovalApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StepPlan"):
 		return &stepwisev1alpha1.StepPlanApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("StepRun"):

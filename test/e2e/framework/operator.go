@@ -59,6 +59,24 @@ func (c *Cluster) InstallAdmissionPolicies(ctx context.Context) error {
 			if _, err := bindings.Create(ctx, &b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("create binding %s: %w", b.Name, err)
 			}
+		case "MutatingAdmissionPolicy":
+			var p admissionregistrationv1.MutatingAdmissionPolicy
+			if err := yaml.UnmarshalStrict([]byte(doc), &p); err != nil {
+				return fmt.Errorf("decode mutating policy: %w", err)
+			}
+			if _, err := client.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(ctx, &p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create mutating policy %s: %w", p.Name, err)
+			}
+		case "MutatingAdmissionPolicyBinding":
+			var b admissionregistrationv1.MutatingAdmissionPolicyBinding
+			if err := yaml.UnmarshalStrict([]byte(doc), &b); err != nil {
+				return fmt.Errorf("decode mutating binding: %w", err)
+			}
+			if _, err := client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(ctx, &b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create mutating binding %s: %w", b.Name, err)
+			}
+		default:
+			return fmt.Errorf("the admission policies hold a %s, which the test cluster does not install", kind.Kind)
 		}
 	}
 	return nil

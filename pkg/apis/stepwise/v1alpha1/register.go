@@ -34,6 +34,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PipelineTemplate{}, &PipelineTemplateList{},
 		&PipelineTrigger{}, &PipelineTriggerList{},
 		&NodeBudget{}, &NodeBudgetList{},
+		&Approval{}, &ApprovalList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

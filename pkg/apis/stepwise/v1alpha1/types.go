@@ -202,6 +202,12 @@ type Step struct {
 	// retries with a backoff of 1s doubling up to 1m.
 	// +optional
 	Retry *RetryPolicy `json:"retry,omitempty"`
+
+	// Approval, set, holds the step until enough people approve it (kubectl stepwise
+	// approve): its hooks run only then. A rejection fails the step with the rejecter's
+	// comment, and so does the deadline; the pipeline's onFailure applies.
+	// +optional
+	Approval *ApprovalPolicy `json:"approval,omitempty"`
 }
 
 // RetryPolicy bounds the retries of a step's failing hooks.
@@ -258,13 +264,15 @@ const (
 )
 
 // StepPhase summarises where a step is.
-// +kubebuilder:validation:Enum=Pending;Running;Waiting;Succeeded;Failed;Deleting;Deleted;Planned
+// +kubebuilder:validation:Enum=Pending;AwaitingApproval;Running;Waiting;Succeeded;Failed;Deleting;Deleted;Planned
 type StepPhase string
 
 // The phases of a step.
 const (
 	// StepPending: not started.
 	StepPending StepPhase = "Pending"
+	// StepAwaitingApproval: the step waits for people to approve it before its hooks run.
+	StepAwaitingApproval StepPhase = "AwaitingApproval"
 	// StepRunning: a hook is running or reported that it is not done yet.
 	StepRunning StepPhase = "Running"
 	// StepWaiting: a hook failed and the step waits out its backoff before retrying.
@@ -476,6 +484,11 @@ type StepStatus struct {
 	// Plan is what the step would do, in a dry run (spec.dryRun).
 	// +optional
 	Plan *StepPlan `json:"plan,omitempty"`
+
+	// Approval is where the approval of a step that needs one is: since when it waits, and
+	// who approved or rejected it, when, and with what comment.
+	// +optional
+	Approval *StepApproval `json:"approval,omitempty"`
 
 	// Message is the executor's or the engine's last word on the step.
 	// +optional

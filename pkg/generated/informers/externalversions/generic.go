@@ -53,6 +53,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=stepwise.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("approvals"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Stepwise().V1alpha1().Approvals().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("nodebudgets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Stepwise().V1alpha1().NodeBudgets().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("pipelines"):

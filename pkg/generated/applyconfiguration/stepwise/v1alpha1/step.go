@@ -40,6 +40,10 @@ type StepApplyConfiguration struct {
 	// Retry says how often and how fast a failing hook is tried again. Defaults to 3
 	// retries with a backoff of 1s doubling up to 1m.
 	Retry *RetryPolicyApplyConfiguration `json:"retry,omitempty"`
+	// Approval, set, holds the step until enough people approve it (kubectl stepwise
+	// approve): its hooks run only then. A rejection fails the step with the rejecter's
+	// comment, and so does the deadline; the pipeline's onFailure applies.
+	Approval *ApprovalPolicyApplyConfiguration `json:"approval,omitempty"`
 }
 
 // StepApplyConfiguration constructs a declarative configuration of the Step type for use with
@@ -91,5 +95,13 @@ func (b *StepApplyConfiguration) WithTimeout(value v1.Duration) *StepApplyConfig
 // If called multiple times, the Retry field is set to the value of the last call.
 func (b *StepApplyConfiguration) WithRetry(value *RetryPolicyApplyConfiguration) *StepApplyConfiguration {
 	b.Retry = value
+	return b
+}
+
+// WithApproval sets the Approval field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Approval field is set to the value of the last call.
+func (b *StepApplyConfiguration) WithApproval(value *ApprovalPolicyApplyConfiguration) *StepApplyConfiguration {
+	b.Approval = value
 	return b
 }

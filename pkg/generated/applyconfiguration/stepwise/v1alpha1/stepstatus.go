@@ -62,6 +62,9 @@ type StepStatusApplyConfiguration struct {
 	Created map[string]string `json:"created,omitempty"`
 	// Plan is what the step would do, in a dry run (spec.dryRun).
 	Plan *StepPlanApplyConfiguration `json:"plan,omitempty"`
+	// Approval is where the approval of a step that needs one is: since when it waits, and
+	// who approved or rejected it, when, and with what comment.
+	Approval *StepApprovalApplyConfiguration `json:"approval,omitempty"`
 	// Message is the executor's or the engine's last word on the step.
 	Message *string `json:"message,omitempty"`
 	// BlockedBy names the objects the step's waiting hook waits on, as its executor says,
@@ -208,6 +211,14 @@ func (b *StepStatusApplyConfiguration) WithCreated(entries map[string]string) *S
 // If called multiple times, the Plan field is set to the value of the last call.
 func (b *StepStatusApplyConfiguration) WithPlan(value *StepPlanApplyConfiguration) *StepStatusApplyConfiguration {
 	b.Plan = value
+	return b
+}
+
+// WithApproval sets the Approval field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Approval field is set to the value of the last call.
+func (b *StepStatusApplyConfiguration) WithApproval(value *StepApprovalApplyConfiguration) *StepStatusApplyConfiguration {
+	b.Approval = value
 	return b
 }
 

@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1alpha1
 
+// ApprovalListerExpansion allows custom methods to be added to
+// ApprovalLister.
+type ApprovalListerExpansion interface{}
+
+// ApprovalNamespaceListerExpansion allows custom methods to be added to
+// ApprovalNamespaceLister.
+type ApprovalNamespaceListerExpansion interface{}
+
 // NodeBudgetListerExpansion allows custom methods to be added to
 // NodeBudgetLister.
 type NodeBudgetListerExpansion interface{}

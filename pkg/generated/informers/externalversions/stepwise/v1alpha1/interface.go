@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// Approvals returns a ApprovalInformer.
+	Approvals() TypedApprovalInformer
 	// NodeBudgets returns a NodeBudgetInformer.
 	NodeBudgets() TypedNodeBudgetInformer
 	// Pipelines returns a PipelineInformer.
@@ -43,6 +45,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// Approvals returns a TypedApprovalInformer.
+func (v *version) Approvals() TypedApprovalInformer {
+	return &approvalInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // NodeBudgets returns a TypedNodeBudgetInformer.

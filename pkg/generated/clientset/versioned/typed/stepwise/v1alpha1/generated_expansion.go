@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1alpha1
 
+type ApprovalExpansion interface{}
+
 type NodeBudgetExpansion interface{}
 
 type PipelineExpansion interface{}

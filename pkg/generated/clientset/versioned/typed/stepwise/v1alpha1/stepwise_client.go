@@ -28,6 +28,7 @@ import (
 
 type StepwiseV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	ApprovalsGetter
 	NodeBudgetsGetter
 	PipelinesGetter
 	PipelineTemplatesGetter
@@ -37,6 +38,10 @@ type StepwiseV1alpha1Interface interface {
 // StepwiseV1alpha1Client is used to interact with features provided by the stepwise.dev group.
 type StepwiseV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *StepwiseV1alpha1Client) Approvals(namespace string) ApprovalInterface {
+	return newApprovals(c, namespace)
 }
 
 func (c *StepwiseV1alpha1Client) NodeBudgets() NodeBudgetInterface {

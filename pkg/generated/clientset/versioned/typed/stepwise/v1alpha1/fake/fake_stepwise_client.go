@@ -28,6 +28,10 @@ type FakeStepwiseV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeStepwiseV1alpha1) Approvals(namespace string) v1alpha1.ApprovalInterface {
+	return newFakeApprovals(c, namespace)
+}
+
 func (c *FakeStepwiseV1alpha1) NodeBudgets() v1alpha1.NodeBudgetInterface {
 	return newFakeNodeBudgets(c)
 }
