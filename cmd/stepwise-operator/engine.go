@@ -70,6 +70,9 @@ func (e *engine) run(ctx, lead context.Context) error {
 		HookCallTimeout:      e.opts.hookCall,
 		NamespaceShare:       share,
 		NamespaceBorrow:      borrow,
+		Approvals:            factory.Stepwise().V1alpha1().Approvals(),
+		Triggers:             factory.Stepwise().V1alpha1().PipelineTriggers(),
+		ApprovalAccess:       controller.SubjectAccessReviews{Client: e.clients.kube},
 	})
 	if err != nil {
 		return err

@@ -89,7 +89,7 @@ type Config struct {
 	// may approve. Optional: without Approvals a step that needs approval waits until its
 	// deadline; without the others no approval counts.
 	Approvals      informers.ApprovalInformer
-	Triggers       listers.PipelineTriggerLister
+	Triggers       informers.PipelineTriggerInformer
 	ApprovalAccess ApprovalAccess
 	// NamespaceShare is how many pipelines of one namespace are synced at once while
 	// another namespace's wait, and NamespaceBorrow how many while none waits (keep it
@@ -154,7 +154,6 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		shutdownGrace:        cfg.ShutdownGrace,
 		hookCallTimeout:      cfg.HookCallTimeout,
 		due:                  newDueCalls(),
-		triggers:             cfg.Triggers,
 		approvalAccess:       cfg.ApprovalAccess,
 	}
 	if c.clock == nil {
@@ -222,6 +221,12 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		if err := c.watchApprovals(cfg.Approvals); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Triggers != nil {
+		// Four eyes reads who made a pipeline's trigger: never from a cache not yet filled,
+		// which would take the trigger for gone.
+		c.triggers = cfg.Triggers.Lister()
+		c.synced = syncedAll(c.synced, cfg.Triggers.Informer().HasSynced)
 	}
 	logger.V(4).Info("Controller created")
 	return c, nil

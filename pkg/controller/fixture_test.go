@@ -28,7 +28,6 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
-	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
 )
 
 // call is one hook call seen by a recordingExecutor.
@@ -206,10 +205,10 @@ func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
 	informer := factory.Stepwise().V1alpha1().Pipelines()
 	templates := factory.Stepwise().V1alpha1().PipelineTemplates()
 	approvals := factory.Stepwise().V1alpha1().Approvals()
-	f.triggers = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	triggers := factory.Stepwise().V1alpha1().PipelineTriggers()
 	c, err := New(ctx, Config{
 		Approvals:      approvals,
-		Triggers:       listers.NewPipelineTriggerLister(f.triggers),
+		Triggers:       triggers,
 		ApprovalAccess: f.access,
 		Client:     f.client,
 		Informer:   informer,
@@ -226,6 +225,7 @@ func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
 	f.indexer = informer.Informer().GetIndexer()
 	f.templates = templates.Informer().GetIndexer()
 	f.approvals = approvals.Informer().GetIndexer()
+	f.triggers = triggers.Informer().GetIndexer()
 	f.client.PrependReactor("*", "pipelines", f.bumpResourceVersion)
 	for _, p := range objects {
 		require.NoError(t, f.indexer.Add(p))

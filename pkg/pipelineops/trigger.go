@@ -20,14 +20,25 @@ import (
 // what spec.pause.by and spec.resume.by must say, which the install's admission policy
 // checks.
 func WhoAmI(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	who, err := whoAmI(ctx, kube)
+	return who.user, err
+}
+
+// identity is a user and their groups as the API server authenticated them.
+type identity struct {
+	user   string
+	groups []string
+}
+
+func whoAmI(ctx context.Context, kube kubernetes.Interface) (identity, error) {
 	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("ask the API server who you are (SelfSubjectReview): %w", err)
+		return identity{}, fmt.Errorf("ask the API server who you are (SelfSubjectReview): %w", err)
 	}
 	if review.Status.UserInfo.Username == "" {
-		return "", errors.New("the API server did not say who you are")
+		return identity{}, errors.New("the API server did not say who you are")
 	}
-	return review.Status.UserInfo.Username, nil
+	return identity{user: review.Status.UserInfo.Username, groups: review.Status.UserInfo.Groups}, nil
 }
 
 // PauseTrigger pauses trigger ns/name in the caller's name, for reason: it starts nothing

@@ -18,7 +18,10 @@ import (
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
@@ -78,6 +81,48 @@ func (c *Cluster) InstallAdmissionPolicies(ctx context.Context) error {
 		default:
 			return fmt.Errorf("the admission policies hold a %s, which the test cluster does not install", kind.Kind)
 		}
+	}
+	return c.waitForCreatedBy(ctx)
+}
+
+// waitForCreatedBy waits until the mutating policy stamps who creates a Pipeline (a
+// server-side dry run) and the validating ones refuse a forged approver: the API server
+// reads a custom resource's schema for the mutating policy a few seconds after the CRD is
+// served, refusing creations (503) until then, and loads new policies asynchronously.
+func (c *Cluster) waitForCreatedBy(ctx context.Context) error {
+	client, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	pipelines := client.Resource(schema.GroupVersionResource{Group: "stepwise.dev", Version: "v1alpha1", Resource: "pipelines"}).Namespace("default")
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "stepwise.dev/v1alpha1", "kind": "Pipeline",
+		"metadata": map[string]any{"name": "admission-probe"},
+		"spec":     map[string]any{"steps": []any{map[string]any{"name": "probe", "executor": "test.noop"}}},
+	}}
+	approvals := client.Resource(schema.GroupVersionResource{Group: "stepwise.dev", Version: "v1alpha1", Resource: "approvals"}).Namespace("default")
+	forged := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "stepwise.dev/v1alpha1", "kind": "Approval",
+		"metadata": map[string]any{"name": "admission-probe"},
+		"spec": map[string]any{"pipeline": "p", "step": "s", "request": "r", "decision": "Approve", "user": "someone-else"},
+	}}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		created, err := pipelines.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		if created.GetAnnotations()["stepwise.dev/created-by"] == "" {
+			return false, nil
+		}
+		// And the validating policies are in force: a forged approver is refused.
+		_, err = approvals.Create(ctx, forged, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		last = err
+		return apierrors.IsForbidden(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the admission policies to stamp a pipeline's creator (last error: %v): %w", last, err)
 	}
 	return nil
 }

@@ -1,0 +1,303 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
+)
+
+// approver is a person of the approval tests: a ServiceAccount of the test's namespace
+// whose token the API server authenticates (no impersonation), with its clients.
+type approver struct {
+	user       string
+	kubeconfig string
+	kube       kubernetes.Interface
+	stepwise   clientset.Interface
+}
+
+// approvers makes the people of ns: alice creates pipelines and triggers and may approve,
+// bob may approve (the install's stepwise-approver rules), mallory may create Approvals but
+// lacks the verb approve.
+func approvers(t *testing.T, ns string) (alice, bob, mallory approver) {
+	t.Helper()
+	// The rules of the install's stepwise-approver ClusterRole (deploy/base/user-roles.yaml).
+	approve := []rbacv1.PolicyRule{
+		{APIGroups: []string{"stepwise.dev"}, Resources: []string{"pipelines"}, Verbs: []string{"get", "list", "watch", v1alpha1.VerbApprove}},
+		{APIGroups: []string{"stepwise.dev"}, Resources: []string{"approvals"}, Verbs: []string{"get", "list", "watch", "create"}},
+		{APIGroups: []string{"stepwise.dev"}, Resources: []string{"pipelinetriggers"}, Verbs: []string{"get", "list", "watch"}},
+	}
+	create := rbacv1.PolicyRule{APIGroups: []string{"stepwise.dev"}, Resources: []string{"pipelines", "pipelinetriggers", "pipelinetemplates"},
+		Verbs: []string{"create", "get", "list", "patch"}}
+	cluster.ServiceAccount(t, ns, "alice", append(slices.Clone(approve), create)...)
+	cluster.ServiceAccount(t, ns, "bob", approve...)
+	cluster.ServiceAccount(t, ns, "mallory",
+		rbacv1.PolicyRule{APIGroups: []string{"stepwise.dev"}, Resources: []string{"pipelines"}, Verbs: []string{"get", "list"}},
+		rbacv1.PolicyRule{APIGroups: []string{"stepwise.dev"}, Resources: []string{"approvals"}, Verbs: []string{"create"}})
+	person := func(name string) approver {
+		path, cfg := serviceAccountKubeconfig(t, cluster, ns, name)
+		return approver{
+			user: "system:serviceaccount:" + ns + ":" + name, kubeconfig: path,
+			kube: kubernetes.NewForConfigOrDie(cfg), stepwise: clientset.NewForConfigOrDie(cfg),
+		}
+	}
+	return person("alice"), person("bob"), person("mallory")
+}
+
+// retirementWithApproval is a pipeline whose step terminate needs approval under policy,
+// after a step cordon; a failure tears down what ran.
+func retirementWithApproval(ns, name string, policy v1alpha1.ApprovalPolicy) *v1alpha1.Pipeline {
+	terminate := recordStep("terminate", nil)
+	terminate.Approval = &policy
+	p := recordPipeline(ns, name, "runner", recordStep("cordon", nil), terminate)
+	p.Spec.OnFailure = v1alpha1.FailureTeardown
+	return p
+}
+
+func stepOf(p *v1alpha1.Pipeline, name string) v1alpha1.StepStatus {
+	for _, s := range p.Status.Steps {
+		if s.Name == name {
+			return s
+		}
+	}
+	return v1alpha1.StepStatus{}
+}
+
+func awaitingApproval(step string) func(*v1alpha1.Pipeline) bool {
+	return func(p *v1alpha1.Pipeline) bool { return stepOf(p, step).Phase == v1alpha1.StepAwaitingApproval }
+}
+
+// waitEvent waits for an Event of reason about pipeline ns/name whose message contains
+// text, and returns its message.
+func waitEvent(t *testing.T, ns, name, reason, text string) string {
+	t.Helper()
+	var found string
+	selector := fields.Set{"involvedObject.name": name, "reason": reason}.String()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := cluster.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if strings.Contains(e.Message, text) {
+				found = e.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	require.NoError(t, err, "no %s Event of %s/%s saying %q", reason, ns, name, text)
+	return found
+}
+
+// TestAStepWaitsForAPersonsApproval: a pipeline waits at its approval step; a user without
+// the verb approve is refused at admission, and so is a forged approver; its creator's
+// approval does not count under four eyes; a second user's does, as the API server
+// authenticated them, and the next step runs.
+func TestAStepWaitsForAPersonsApproval(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	alice, bob, mallory := approvers(t, ns)
+
+	created, err := alice.stepwise.StepwiseV1alpha1().Pipelines(ns).Create(ctx,
+		retirementWithApproval(ns, "retire", v1alpha1.ApprovalPolicy{FourEyes: true}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, alice.user, created.Annotations[v1alpha1.AnnotationCreatedBy], "the API server records the creator")
+	p := waitPipeline(t, ns, "retire", time.Minute, awaitingApproval("terminate"))
+	assert.Equal(t, v1alpha1.StepSucceeded, stepOf(p, "cordon").Phase)
+	assert.Equal(t, v1alpha1.ReasonAwaitingApproval, meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady).Reason)
+	waitEvent(t, ns, "retire", v1alpha1.ReasonAwaitingApproval, "kubectl stepwise approve retire terminate")
+
+	// No one may rewrite who created it, not even a cluster admin.
+	_, err = stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Patch(ctx, "retire", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"stepwise.dev/created-by":"someone-else"}}}`), metav1.PatchOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the stepwise.dev/created-by annotation cannot change")
+	// An update that drops it (a server-side apply that does not mention it) keeps it.
+	kept, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Patch(ctx, "retire", types.JSONPatchType,
+		[]byte(`[{"op":"remove","path":"/metadata/annotations/stepwise.dev~1created-by"}]`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, alice.user, kept.Annotations[v1alpha1.AnnotationCreatedBy])
+
+	// Without the verb approve: refused at admission.
+	_, err = pipelineops.Decide(ctx, mallory.kube, mallory.stepwise, ns, "retire", "", v1alpha1.ApprovalApprove, "")
+	require.Error(t, err)
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.Contains(t, err.Error(), mallory.user+" may not approve pipeline "+ns+"/retire")
+	// A forged approver name: refused at admission.
+	forged := &v1alpha1.Approval{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "forged-", Namespace: ns},
+		Spec: v1alpha1.ApprovalSpec{Pipeline: "retire", Step: "terminate", Request: stepOf(p, "terminate").Approval.Request,
+			Decision: v1alpha1.ApprovalApprove, User: bob.user},
+	}
+	_, err = mallory.stepwise.StepwiseV1alpha1().Approvals(ns).Create(ctx, forged, metav1.CreateOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.user must be the user who approves: "+mallory.user)
+	// The same object from bob, whom it names, is admitted, and counts.
+	_, err = bob.stepwise.StepwiseV1alpha1().Approvals(ns).Create(ctx, forged, metav1.CreateOptions{})
+	require.NoError(t, err)
+	p = waitPipeline(t, ns, "retire", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineSucceeded })
+	wait := stepOf(p, "terminate").Approval
+	require.NotNil(t, wait)
+	require.Len(t, wait.Decisions, 1)
+	assert.Equal(t, bob.user, wait.Decisions[0].User)
+	assert.True(t, wait.Decisions[0].Counted)
+	waitEvent(t, ns, "retire", v1alpha1.ReasonApproved, "approved by "+bob.user)
+}
+
+// TestFourEyesRefusesTheCreator: the creator's approval is admitted (she has the verb)
+// but does not count; another's does, with its comment in the status and the Event.
+func TestFourEyesRefusesTheCreator(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	alice, bob, _ := approvers(t, ns)
+	_, err := alice.stepwise.StepwiseV1alpha1().Pipelines(ns).Create(ctx,
+		retirementWithApproval(ns, "retire", v1alpha1.ApprovalPolicy{FourEyes: true}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitPipeline(t, ns, "retire", time.Minute, awaitingApproval("terminate"))
+
+	_, err = pipelineops.Decide(ctx, alice.kube, alice.stepwise, ns, "retire", "terminate", v1alpha1.ApprovalApprove, "mine")
+	require.NoError(t, err)
+	p := waitPipeline(t, ns, "retire", time.Minute, func(p *v1alpha1.Pipeline) bool {
+		w := stepOf(p, "terminate").Approval
+		return w != nil && len(w.Decisions) == 1
+	})
+	rec := stepOf(p, "terminate").Approval.Decisions[0]
+	assert.False(t, rec.Counted)
+	assert.Equal(t, "four eyes: "+alice.user+" created the pipeline", rec.Ignored)
+	assert.Equal(t, v1alpha1.StepAwaitingApproval, stepOf(p, "terminate").Phase)
+	waitEvent(t, ns, "retire", v1alpha1.ReasonApprovalIgnored, "four eyes")
+
+	_, err = pipelineops.Decide(ctx, bob.kube, bob.stepwise, ns, "retire", "", v1alpha1.ApprovalApprove, "CHG-1234 approved")
+	require.NoError(t, err)
+	p = waitPipeline(t, ns, "retire", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineSucceeded })
+	w := stepOf(p, "terminate").Approval
+	require.Len(t, w.Decisions, 2)
+	assert.Equal(t, bob.user, w.Decisions[1].User)
+	assert.Equal(t, "CHG-1234 approved", w.Decisions[1].Comment)
+	assert.True(t, w.Decisions[1].Counted)
+	require.NotNil(t, w.ApprovedTime)
+	assert.Equal(t, v1alpha1.StepSucceeded, stepOf(p, "terminate").Phase, "the step ran after the approval")
+}
+
+// TestARejectionOrTheDeadlineFailsTheStep: a rejection fails the step with the comment, the
+// deadline fails it too, and onFailure Teardown tears down what ran.
+func TestARejectionOrTheDeadlineFailsTheStep(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	_, bob, _ := approvers(t, ns)
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, retirementWithApproval(ns, "rejected", v1alpha1.ApprovalPolicy{}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = client.StepwiseV1alpha1().Pipelines(ns).Create(ctx,
+		retirementWithApproval(ns, "late", v1alpha1.ApprovalPolicy{Deadline: &metav1.Duration{Duration: 3 * time.Second}}), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	waitPipeline(t, ns, "rejected", time.Minute, awaitingApproval("terminate"))
+	_, err = pipelineops.Decide(ctx, bob.kube, bob.stepwise, ns, "rejected", "", v1alpha1.ApprovalReject, "not during the freeze")
+	require.NoError(t, err)
+	tornDown := func(p *v1alpha1.Pipeline) bool {
+		return p.Status.Failure != nil && p.Status.Failure.Teardown == v1alpha1.FailureTornDown
+	}
+	p := waitPipeline(t, ns, "rejected", time.Minute, tornDown)
+	terminate := stepOf(p, "terminate")
+	assert.Equal(t, v1alpha1.StepFailed, terminate.Phase)
+	assert.Equal(t, "rejected by "+bob.user+": not during the freeze", terminate.Message)
+	assert.Equal(t, v1alpha1.StepDeleted, stepOf(p, "cordon").Phase, "what ran was torn down")
+	assert.Nil(t, terminate.Ran, "the rejected step never ran")
+	waitEvent(t, ns, "rejected", v1alpha1.ReasonApprovalRejected, "not during the freeze")
+
+	p = waitPipeline(t, ns, "late", time.Minute, tornDown)
+	terminate = stepOf(p, "terminate")
+	assert.Equal(t, v1alpha1.StepFailed, terminate.Phase)
+	assert.Equal(t, v1alpha1.ReasonApprovalDeadlineExceeded, meta.FindStatusCondition(terminate.Conditions, v1alpha1.ConditionReady).Reason)
+	assert.Equal(t, v1alpha1.StepDeleted, stepOf(p, "cordon").Phase)
+}
+
+// TestATriggerWaitsForApprovalOfEachNode: a template's approval step makes each of a
+// trigger's pipelines wait; one command approves every waiting one, each recorded in the
+// approver's name; under four eyes, the trigger's creator cannot.
+func TestATriggerWaitsForApprovalOfEachNode(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	triggerRetirer(t, ns)
+	alice, bob, _ := approvers(t, ns)
+	approval := recordStep("terminate", nil)
+	approval.Approval = &v1alpha1.ApprovalPolicy{FourEyes: true}
+	template := &v1alpha1.PipelineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "retire-node", Namespace: ns},
+		Spec: v1alpha1.PipelineTemplateSpec{
+			Params: []v1alpha1.TemplateParam{{Name: "node", Required: true}, {Name: "pool"}},
+			Steps:  []v1alpha1.Step{recordStep("cordon", nil), approval},
+		},
+	}
+	_, err := alice.stepwise.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, template, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for i := range 2 {
+		node, err := cluster.CreateFakeNode(ctx, ns+"-node-"+string(rune('a'+i)))
+		require.NoError(t, err)
+		_, err = cluster.Client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"stepwise.dev/retire":"true","pool":"`+ns+`"}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cluster.Client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
+	}
+	trigger, err := alice.stepwise.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, nodeTrigger(ns, "retirer", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, alice.user, trigger.Annotations[v1alpha1.AnnotationCreatedBy])
+
+	bothWaiting := func() bool {
+		waiting := 0
+		for _, p := range triggerPipelines(t, ns, "retire") {
+			waiting += len(p.AwaitingApproval())
+		}
+		return waiting == 2
+	}
+	require.Eventually(t, bothWaiting, time.Minute, 100*time.Millisecond, "operator log: %s", operator.Log)
+
+	made, err := pipelineops.DecideTrigger(ctx, alice.kube, alice.stepwise, ns, "retire", v1alpha1.ApprovalApprove, "")
+	require.NoError(t, err)
+	require.Len(t, made, 2)
+	made, err = pipelineops.DecideTrigger(ctx, bob.kube, bob.stepwise, ns, "retire", v1alpha1.ApprovalApprove, "batch 7")
+	require.NoError(t, err)
+	require.Len(t, made, 2)
+
+	require.Eventually(t, func() bool {
+		pipelines := triggerPipelines(t, ns, "retire")
+		for _, p := range pipelines {
+			if p.Status.Phase != v1alpha1.PipelineSucceeded {
+				return false
+			}
+		}
+		return len(pipelines) == 2
+	}, time.Minute, 100*time.Millisecond, "operator log: %s", operator.Log)
+	for _, p := range triggerPipelines(t, ns, "retire") {
+		w := stepOf(&p, "terminate").Approval
+		require.Len(t, w.Decisions, 2, p.Name)
+		assert.Equal(t, "four eyes: "+alice.user+" created trigger retire, which created the pipeline", w.Decisions[0].Ignored)
+		assert.Equal(t, bob.user, w.Decisions[1].User)
+		assert.True(t, w.Decisions[1].Counted)
+	}
+}
