@@ -153,6 +153,12 @@ func approvalRequest(p *v1alpha1.Pipeline, step string, since time.Time) string 
 
 // waitingMessage says who the step waits for and how to give it.
 func waitingMessage(p *v1alpha1.Pipeline, s *v1alpha1.StepStatus, policy *v1alpha1.ApprovalPolicy) string {
+	return fmt.Sprintf("waiting for %d approval(s) by %s: kubectl stepwise approve %s %s -n %s (or reject)",
+		policy.EffectiveApprovals(), approvers(policy), p.Name, s.Name, p.Namespace)
+}
+
+// approvers says who may approve under policy.
+func approvers(policy *v1alpha1.ApprovalPolicy) string {
 	who := "anyone with the verb approve on the pipeline"
 	if len(policy.Users)+len(policy.Groups) > 0 {
 		var named []string
@@ -167,8 +173,7 @@ func waitingMessage(p *v1alpha1.Pipeline, s *v1alpha1.StepStatus, policy *v1alph
 	if policy.FourEyes {
 		who += ", not its creator"
 	}
-	return fmt.Sprintf("waiting for %d approval(s) by %s: kubectl stepwise approve %s %s -n %s (or reject)",
-		policy.EffectiveApprovals(), who, p.Name, s.Name, p.Namespace)
+	return who
 }
 
 // countDecisions records the Approvals of step r's wait not seen yet, each counted or

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -72,6 +73,11 @@ func (ps *pipelineSync) planStep(ctx context.Context, r stepRef) bool {
 	redact := req.Redactor()
 	if err != nil {
 		return ps.failPlan(s, redact.Error(err))
+	}
+	if policy := r.step.Approval; policy != nil {
+		// First of all, a run would wait for people.
+		plan.Details = append([]contract.PlanItem{{Kind: "Approval", Name: s.Name, Action: "wait",
+			Note: fmt.Sprintf("%d approval(s) by %s before the step runs", policy.EffectiveApprovals(), approvers(policy))}}, plan.Details...)
 	}
 	plan = redact.Plan(plan).Bounded()
 	if err := mergeOutputs(s, plan.Outputs); err != nil {

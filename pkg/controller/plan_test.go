@@ -175,3 +175,22 @@ func TestDryRunPlansAsThePipelineItNames(t *testing.T) {
 	assert.Equal(t, contract.PipelineRef{Namespace: "ns", Name: "not-yet", UID: "uid-1", Generation: 1}, pg.requests[0].Pipeline,
 		"its own UID: the named pipeline owns nothing yet")
 }
+
+// TestDryRunSaysAStepWaitsForApproval: a plan shows, first of a step's rows, that a run
+// would wait for people before it, and waits for no one itself.
+func TestDryRunSaysAStepWaitsForApproval(t *testing.T) {
+	terminate := v1alpha1.Step{Name: "terminate", Executor: "test.plan",
+		Approval: &v1alpha1.ApprovalPolicy{Approvals: 2, Groups: []string{"sre"}, FourEyes: true}}
+	f := newFixture(t, dryRun(terminate))
+	f.withPlanner(func(*executor.Request) (contract.Plan, error) {
+		return contract.Plan{Summary: "destroy vm-1", Details: []contract.PlanItem{{Kind: "VirtualMachine", Name: "vm-1", Action: "destroy"}}}, nil
+	})
+	f.syncUntilIdle("p")
+	got := f.get("p")
+	assert.Equal(t, v1alpha1.PipelinePlanned, got.Status.Phase)
+	assert.Equal(t, []v1alpha1.PlanItem{
+		{Kind: "Approval", Name: "terminate", Action: "wait", Note: "2 approval(s) by groups sre, not its creator before the step runs"},
+		{Kind: "VirtualMachine", Name: "vm-1", Action: "destroy"},
+	}, stepStatus(got, "terminate").Plan.Details)
+	assert.Nil(t, stepStatus(got, "terminate").Approval, "a plan waits for no one")
+}

@@ -301,3 +301,44 @@ func TestATriggerWaitsForApprovalOfEachNode(t *testing.T) {
 		assert.True(t, w.Decisions[1].Counted)
 	}
 }
+
+// TestAnApprovalGivenWhileTheOperatorIsDownCounts: the wait and its record are in the
+// status, and the Approvals in the API server: an operator started after the approval
+// finds it in its first list, and the record it wrote before stays.
+func TestAnApprovalGivenWhileTheOperatorIsDownCounts(t *testing.T) {
+	// Not parallel: it stops the shared operator.
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	alice, bob, _ := approvers(t, ns)
+	_, err := alice.stepwise.StepwiseV1alpha1().Pipelines(ns).Create(ctx,
+		retirementWithApproval(ns, "retire", v1alpha1.ApprovalPolicy{Approvals: 2, FourEyes: true}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitPipeline(t, ns, "retire", time.Minute, awaitingApproval("terminate"))
+	_, err = pipelineops.Decide(ctx, alice.kube, alice.stepwise, ns, "retire", "", v1alpha1.ApprovalApprove, "mine")
+	require.NoError(t, err)
+	before := waitPipeline(t, ns, "retire", time.Minute, func(p *v1alpha1.Pipeline) bool {
+		w := stepOf(p, "terminate").Approval
+		return w != nil && len(w.Decisions) == 1
+	})
+
+	if err := operator.Stop(); err != nil {
+		t.Logf("stop operator: %v", err) // it may exit non-zero on SIGTERM; replaced below
+	}
+	_, err = pipelineops.Decide(ctx, bob.kube, bob.stepwise, ns, "retire", "", v1alpha1.ApprovalApprove, "while it was down")
+	require.NoError(t, err)
+	operator, err = cluster.StartOperator(pluginArgs()...)
+	require.NoError(t, err)
+
+	// Two approvals needed, alice's does not count (four eyes): bob's alone is not enough.
+	p := waitPipeline(t, ns, "retire", time.Minute, func(p *v1alpha1.Pipeline) bool {
+		w := stepOf(p, "terminate").Approval
+		return w != nil && len(w.Decisions) == 2
+	})
+	w := stepOf(p, "terminate").Approval
+	assert.Equal(t, stepOf(before, "terminate").Approval.Decisions[0], w.Decisions[0], "the record survives the restart")
+	assert.Equal(t, bob.user, w.Decisions[1].User)
+	assert.True(t, w.Decisions[1].Counted)
+	assert.Equal(t, "while it was down", w.Decisions[1].Comment)
+	assert.Equal(t, v1alpha1.StepAwaitingApproval, stepOf(p, "terminate").Phase, "one of two approvals")
+}
