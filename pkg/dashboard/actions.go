@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
 )
 
@@ -18,7 +20,7 @@ import (
 // pipelineops as `kubectl stepwise` does: RBAC and the API server's audit log see the
 // user, not the dashboard.
 
-// maxActionBody bounds an action's JSON body ({"step": "..."}).
+// maxActionBody bounds an action's JSON body ({"step": "..."}, and an approval's comment).
 const maxActionBody = 4 << 10
 
 type actionResult struct {
@@ -109,6 +111,52 @@ func (s *Server) resumeTrigger(w http.ResponseWriter, r *http.Request) {
 	}
 	s.logger.Info("Trigger resumed", "trigger", ns+"/"+name, "by", t.Spec.Resume.By)
 	writeJSON(w, http.StatusOK, actionResult{Message: fmt.Sprintf("trigger %s/%s resumed by %s", ns, name, t.Spec.Resume.By)})
+}
+
+// decideStep is POST /api/pipelines/{namespace}/{name}/approve (decision Approve) and
+// .../reject (Reject), body {"step": "NAME", "comment": "..."}: an Approval of the step
+// that waits, in the user's name (their credentials say who, and the install's admission
+// policy checks it and that they have the verb approve on the pipeline), as
+// `kubectl stepwise approve` and `reject` do. An empty step is the one step that waits.
+// A rejection needs a comment: it is the step's failure message. The operator counts the
+// decision, or records why it does not; the pipeline's status shows which.
+func (s *Server) decideStep(decision v1alpha1.ApprovalDecision) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ns, name := r.PathValue("namespace"), r.PathValue("name")
+		if !s.inScope(w, ns) {
+			return
+		}
+		var body struct {
+			Step    string `json:"step"`
+			Comment string `json:"comment"`
+		}
+		if err := decodeBody(w, r, &body); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		comment := strings.TrimSpace(body.Comment)
+		switch {
+		case decision == v1alpha1.ApprovalReject && comment == "":
+			writeError(w, http.StatusBadRequest, "a rejection needs a comment: it is the step's failure message")
+			return
+		case len(comment) > v1alpha1.MaxApprovalCommentLength:
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("the comment has %d bytes: at most %d", len(comment), v1alpha1.MaxApprovalCommentLength))
+			return
+		}
+		a, err := pipelineops.Decide(r.Context(), s.cfg.Kube, s.cfg.Stepwise, ns, name, body.Step, decision, comment)
+		if err != nil {
+			writeActionError(w, err)
+			return
+		}
+		noun, verb := "approval", "approved"
+		if decision == v1alpha1.ApprovalReject {
+			noun, verb = "rejection", "rejected"
+		}
+		s.logger.Info("Step "+verb, "pipeline", ns+"/"+name, "step", a.Spec.Step,
+			"by", a.Spec.User, "approval", a.Name)
+		writeJSON(w, http.StatusOK, actionResult{Message: fmt.Sprintf("%s of step %s of pipeline %s/%s by %s recorded",
+			noun, a.Spec.Step, ns, name, a.Spec.User)})
+	}
 }
 
 // deletePipeline is DELETE /api/pipelines/{namespace}/{name}: a plain delete; the

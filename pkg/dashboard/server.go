@@ -1,6 +1,7 @@
 // Package dashboard serves a read-only web view of Stepwise pipelines, templates and
-// triggers, with a few actions on pipelines (retry, suspend, resume, delete), to the one
-// user who started it: `kubectl stepwise dashboard`, in the manner of `kubectl proxy`.
+// triggers, with a few actions on pipelines (retry, suspend, resume, delete, approve or
+// reject a step) and triggers (pause, resume), to the one user who started it:
+// `kubectl stepwise dashboard`, in the manner of `kubectl proxy`.
 //
 // It talks to the cluster with that user's credentials, so it shows and does nothing the
 // user could not with kubectl, and adds nothing to the cluster: no Service, no RBAC. It
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 )
@@ -231,6 +233,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /api/pipelines/{namespace}/{name}/suspend", write(s.suspendPipeline(true)))
 	mux.Handle("POST /api/pipelines/{namespace}/{name}/resume", write(s.suspendPipeline(false)))
 	mux.Handle("DELETE /api/pipelines/{namespace}/{name}", write(s.deletePipeline))
+	mux.Handle("POST /api/pipelines/{namespace}/{name}/approve", write(s.decideStep(v1alpha1.ApprovalApprove)))
+	mux.Handle("POST /api/pipelines/{namespace}/{name}/reject", write(s.decideStep(v1alpha1.ApprovalReject)))
 	mux.Handle("POST /api/triggers/{namespace}/{name}/pause", write(s.pauseTrigger))
 	mux.Handle("POST /api/triggers/{namespace}/{name}/resume", write(s.resumeTrigger))
 

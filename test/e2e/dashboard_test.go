@@ -288,3 +288,81 @@ func TestDashboardPausesAndResumesATrigger(t *testing.T) {
 	assert.Nil(t, resumed.Spec.Pause)
 	assert.Equal(t, me, resumed.Status.Resumed.By)
 }
+
+// TestDashboardApprovesAndRejectsAStep: a step that waits for approval is approved from
+// the pipeline's page, with a comment, in the name of the user the dashboard acts as (the
+// admission policy checks the name, and that the user has the verb approve: the admin is
+// in system:masters); the pipeline goes on and succeeds, its status recording the
+// decision. Another pipeline's step is rejected from its page: without a comment the page
+// asks for one; with one, the step fails with it.
+func TestDashboardApprovesAndRejectsAStep(t *testing.T) {
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", false)
+	client := stepwiseClient(t)
+	for _, name := range []string{"approved", "rejected"} {
+		p := recordPipeline(ns, name, "runner",
+			v1alpha1.Step{Name: "prepare", Executor: "test.noop"},
+			v1alpha1.Step{Name: "release", Executor: "test.noop", Approval: &v1alpha1.ApprovalPolicy{}})
+		_, err := client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	me, err := pipelineops.WhoAmI(ctx, cluster.Client)
+	require.NoError(t, err)
+	waitPipeline(t, ns, "approved", time.Minute, awaitingApproval("release"))
+
+	url := startDashboard(t, "-n", ns)
+	b := browser(t)
+	ofRelease := `[data-step="release"]`
+	approve := byTestID("step-approve") + ofRelease
+	reject := byTestID("step-reject") + ofRelease
+	comment := byTestID("step-approval-comment") + ofRelease
+	status := `document.querySelector('` + byTestID("step-approval-status") + ofRelease + `').textContent`
+	phase := `document.querySelector('` + byTestID("pipeline-phase") + `').textContent`
+	// decision is true once the page lists a decision of me with text, and whether it counted.
+	decision := func(text, counted string) string {
+		return `[...document.querySelectorAll('` + byTestID("step-decision") + `')].some((r) => r.dataset.user === '` + me +
+			`' && r.textContent.includes('` + text + `') && r.textContent.includes('` + counted + `'))`
+	}
+
+	within(t, b, time.Minute, chromedp.Navigate(url+"#/pipelines/"+ns+"/approved"),
+		chromedp.WaitVisible(chromedp.CSS(approve)))
+	eventually(t, b, 30*time.Second, status+`.includes('Waiting for 1 approval')`, "the step says what it waits for")
+	screenshot(t, b, "dashboard-approval.png")
+	within(t, b, time.Minute,
+		chromedp.SendKeys(chromedp.CSS(comment), "CHG-1234 approved"),
+		chromedp.Click(chromedp.CSS(approve)))
+	p := waitPipeline(t, ns, "approved", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineSucceeded })
+	wait := stepOf(p, "release").Approval
+	require.NotNil(t, wait)
+	require.Len(t, wait.Decisions, 1)
+	assert.Equal(t, me, wait.Decisions[0].User, "the dashboard's user, as the API server authenticated them")
+	assert.Equal(t, v1alpha1.ApprovalApprove, wait.Decisions[0].Decision)
+	assert.Equal(t, "CHG-1234 approved", wait.Decisions[0].Comment)
+	assert.True(t, wait.Decisions[0].Counted)
+	assert.NotNil(t, wait.ApprovedTime)
+	assert.Equal(t, v1alpha1.StepSucceeded, stepOf(p, "release").Phase, "the step ran after the approval")
+	eventually(t, b, time.Minute, phase+`.includes('Succeeded')`, "the page shows the pipeline succeed")
+	eventually(t, b, time.Minute, decision("CHG-1234 approved", "Counted"), "the page lists the decision")
+
+	waitPipeline(t, ns, "rejected", time.Minute, awaitingApproval("release"))
+	within(t, b, time.Minute, chromedp.Navigate(url+"#/pipelines/"+ns+"/rejected"),
+		chromedp.WaitVisible(chromedp.CSS(reject)),
+		chromedp.Click(chromedp.CSS(reject)))
+	eventually(t, b, 30*time.Second, `document.querySelector('`+byTestID("alert")+`').textContent.includes('A rejection needs a comment')`,
+		"a rejection without a comment is not sent")
+	within(t, b, time.Minute,
+		chromedp.SendKeys(chromedp.CSS(comment), "not during the freeze"),
+		chromedp.Click(chromedp.CSS(reject)))
+	p = waitPipeline(t, ns, "rejected", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineFailed })
+	release := stepOf(p, "release")
+	assert.Equal(t, v1alpha1.StepFailed, release.Phase)
+	assert.Equal(t, "rejected by "+me+": not during the freeze", release.Message)
+	require.NotNil(t, release.Approval)
+	require.Len(t, release.Approval.Decisions, 1, "only the rejection with a comment was sent")
+	assert.Equal(t, v1alpha1.ApprovalReject, release.Approval.Decisions[0].Decision)
+	assert.True(t, release.Approval.Decisions[0].Counted)
+	eventually(t, b, time.Minute, phase+`.includes('Failed')`, "the page shows the pipeline fail")
+	eventually(t, b, time.Minute, decision("not during the freeze", "Counted"), "the page lists the rejection")
+	eventually(t, b, time.Minute, status+`.includes('rejected by `+me+`: not during the freeze')`, "the step says why it failed")
+}

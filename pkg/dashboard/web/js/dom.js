@@ -94,7 +94,7 @@ export function timeEl(t, rel) {
 
 // Phases and the order they are listed in.
 export const PIPELINE_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Suspended', 'Deleting', 'Planned'];
-export const STEP_PHASES = ['Pending', 'Running', 'Waiting', 'Succeeded', 'Failed', 'Deleting', 'Deleted', 'Planned'];
+export const STEP_PHASES = ['Pending', 'AwaitingApproval', 'Running', 'Waiting', 'Succeeded', 'Failed', 'Deleting', 'Deleted', 'Planned'];
 
 // phaseClass maps a phase to a CSS class suffix; unknown phases get the neutral one.
 export function phaseClass(phase) {

@@ -1,7 +1,9 @@
-// The Pipeline page: header, timeline, steps, plan, events, and the actions (retry,
-// suspend or resume, delete), each confirmed in a dialog. A change of this pipeline or of
-// its Events on the live stream re-fetches it, at most every 500 ms; while a step runs a
-// 1 s timer redraws the timeline and the running durations, and stops when none runs.
+// The Pipeline page: header, approvals, timeline, steps, plan, events, and the actions
+// (retry, suspend or resume, delete), each confirmed in a dialog; a step that waits for
+// approval is approved or rejected, with a comment, from its block in Approvals. A change
+// of this pipeline or of its Events on the live stream re-fetches it, at most every 500 ms;
+// while a step runs (or waits for approval) a 1 s timer redraws the timeline and the
+// running durations, and stops when none does.
 import {h, ms, fmtDate, fmtDuration, timeEl, badge, condition, kvList, throttle} from './dom.js';
 import {api, errorText, isAbort, seg} from './api.js';
 import {href} from './router.js';
@@ -45,6 +47,13 @@ export function mount(root, route) {
   resumeBtn.addEventListener('click', () => act('resume'));
   deleteBtn.addEventListener('click', () => act('delete'));
 
+  // Approvals: a block per step that waits or waited for approval. The blocks persist
+  // across refreshes, so that a comment being typed and the focus stay.
+  const approvalList = h('div', {class: 'approvals'});
+  const approvalsSec = section('Approvals', 'sec-approvals', approvalList);
+  approvalsSec.hidden = true;
+  const approvalBlocks = new Map(); // step name -> block (see approvalBlock)
+
   const tlBox = h('div', {class: 'timeline-box'});
   const stepsBox = h('div', {class: 'table-wrap'});
   const planBox = h('div');
@@ -52,6 +61,7 @@ export function mount(root, route) {
   const eventsBox = h('div', {class: 'table-wrap'});
   const content = h('div', {class: 'detail', hidden: true},
     h('div', {class: 'head-row'}, head, actions),
+    approvalsSec,
     section('Timeline', 'sec-timeline', tlBox),
     section('Steps', 'sec-steps', stepsBox),
     planBox,
@@ -98,6 +108,7 @@ export function mount(root, route) {
     content.hidden = true;
     head.replaceChildren(); tlBox.replaceChildren(); stepsBox.replaceChildren();
     planBox.replaceChildren(); paramsBox.replaceChildren(); eventsBox.replaceChildren();
+    approvalList.replaceChildren(); approvalBlocks.clear(); approvalsSec.hidden = true;
     gone.replaceChildren(...(text ? [empty(text), h('p', {}, h('a', {href: listHash(), text: 'Back to the pipelines'}))] : []));
     gone.hidden = !text;
   }
@@ -146,6 +157,7 @@ export function mount(root, route) {
     if (ready && (phase === 'Failed' || ready.reason === 'TeardownFailed')) head.querySelector('dd').classList.add('ready-msg');
 
     renderActions();
+    renderApprovals();
 
     // Timeline and steps.
     drawTimeline();
@@ -175,6 +187,10 @@ export function mount(root, route) {
       const phaseCell = h('td', {}, badge(st.phase || 'Pending'));
       if (st.phase === 'Waiting' && st.nextAttemptTime) {
         phaseCell.append(h('div', {class: 'small'}, 'next attempt ', timeEl(st.nextAttemptTime)));
+      }
+      if (st.phase === 'AwaitingApproval' && st.approval) {
+        const {required, approvers} = approvalState(st.approval);
+        phaseCell.append(h('div', {class: 'small', text: `${approvers.length} of ${plural(required, 'approval')}`}));
       }
       return h('tr', {dataset: {step: st.name}},
         h('th', {scope: 'row'}, h('div', {text: st.name}), st.executor ? h('div', {class: 'small mono', text: st.executor}) : null),
@@ -325,6 +341,7 @@ export function mount(root, route) {
     const opener = document.activeElement;
     inFlight = true;
     renderActions();
+    renderApprovals();
     setAlert('', 'action');
     setNotice(`${ask.confirmLabel}: sending…`);
     try {
@@ -344,8 +361,142 @@ export function mount(root, route) {
       inFlight = false;
       if (!destroyed) {
         renderActions();
+        renderApprovals();
         if (actions.contains(opener)) focusAction(opener);
         else if (document.activeElement === document.body || !document.activeElement) title.focus();
+        load();
+      }
+    }
+  }
+
+  // --- approvals ----------------------------------------------------------------------
+  // Each step that waits or waited for approval has a block: where its approval is (how
+  // many approvals it still waits for, its deadline), the decisions its status recorded
+  // (counted, or ignored and why), and while it waits a comment with Approve and Reject,
+  // which act in the user's name (their credentials), as kubectl stepwise approve and
+  // reject do. A rejection needs the comment: it is the step's failure message.
+  function renderApprovals() {
+    const p = pipeline;
+    if (!p) return;
+    const gated = steps.filter((st) => st.approval && typeof st.approval === 'object');
+    for (const name of [...approvalBlocks.keys()]) {
+      if (!gated.some((st) => st.name === name)) approvalBlocks.delete(name);
+    }
+    const blocks = gated.map((st) => approvalBlock(st.name));
+    const shown = Array.from(approvalList.children);
+    if (shown.length !== blocks.length || blocks.some((b, i) => shown[i] !== b.el)) {
+      // Only when a step starts or stops having a block: moving an element takes its focus.
+      const had = approvalList.contains(document.activeElement) ? document.activeElement : null;
+      approvalList.replaceChildren(...blocks.map((b) => b.el));
+      if (had && had.isConnected) had.focus();
+      else if (had) title.focus();
+    }
+    approvalsSec.hidden = !blocks.length;
+    const deleting = !!(p.metadata && p.metadata.deletionTimestamp);
+    gated.forEach((st, i) => updateApproval(blocks[i], st, deleting));
+  }
+
+  // approvalBlock is step's block, made once: its form's elements are never replaced.
+  function approvalBlock(step) {
+    let b = approvalBlocks.get(step);
+    if (b) return b;
+    const id = `approval-${step}`;
+    const comment = h('input', {
+      type: 'text', id: `${id}-comment`, maxlength: '1024', autocomplete: 'off', spellcheck: 'true',
+      'data-testid': 'step-approval-comment', dataset: {step}, 'aria-describedby': `${id}-hint`,
+    });
+    const approve = h('button', {type: 'button', class: 'btn', 'data-testid': 'step-approve', dataset: {step}, text: 'Approve'});
+    const reject = h('button', {type: 'button', class: 'btn danger', 'data-testid': 'step-reject', dataset: {step}, text: 'Reject'});
+    const status = h('p', {class: 'approval-status', 'data-testid': 'step-approval-status', dataset: {step}});
+    const form = h('div', {class: 'approval-form', role: 'group', 'aria-label': `Approve or reject step ${step}`},
+      h('div', {class: 'field'},
+        h('label', {for: `${id}-comment`, text: 'Comment'}),
+        comment,
+        h('span', {class: 'small', id: `${id}-hint`, text: 'Optional to approve. Required to reject: it becomes the step\'s failure message.'})),
+      h('div', {class: 'actions'}, approve, reject));
+    const decisions = h('div', {class: 'approval-decisions'});
+    const el = h('div', {class: 'approval', 'data-testid': 'step-approval', dataset: {step}},
+      h('h3', {text: `Step ${step}`}), status, form, decisions);
+    b = {step, el, comment, approve, reject, status, form, decisions, request: null};
+    approve.addEventListener('click', () => decide(b, 'approve'));
+    reject.addEventListener('click', () => decide(b, 'reject'));
+    comment.addEventListener('input', () => {
+      if (comment.value.trim()) comment.removeAttribute('aria-invalid');
+    });
+    approvalBlocks.set(step, b);
+    return b;
+  }
+
+  function updateApproval(b, st, deleting) {
+    const a = st.approval;
+    const {required, approvers, decisions} = approvalState(a);
+    const waiting = st.phase === 'AwaitingApproval';
+    const request = String(a.request || '');
+    if (b.request !== null && request !== b.request) {
+      // Another wait (the step was retried): a comment typed for the last one does not carry over.
+      b.comment.value = '';
+      b.comment.removeAttribute('aria-invalid');
+    }
+    b.request = request;
+
+    const parts = [];
+    if (waiting) {
+      const left = Math.max(0, required - approvers.length);
+      parts.push(h('strong', {text: `Waiting for ${plural(left, 'approval')}`}));
+      if (approvers.length) parts.push(` (${approvers.length} of ${required} given, by ${approvers.join(', ')})`);
+      parts.push(' · since ', timeEl(a.since));
+      if (a.deadline) parts.push(' · deadline ', timeEl(a.deadline), ': not approved by then, the step fails');
+    } else if (a.approvedTime) {
+      parts.push(h('strong', {text: 'Approved'}), approvers.length ? ` by ${approvers.join(', ')}` : '', ' · ', timeEl(a.approvedTime));
+    } else {
+      parts.push(badge(st.phase || 'Pending'), st.message ? ` ${st.message}` : '');
+    }
+    b.status.replaceChildren(...parts);
+
+    b.form.hidden = !waiting;
+    b.approve.disabled = b.reject.disabled = inFlight || deleting;
+    b.comment.readOnly = inFlight;
+    b.form.setAttribute('aria-busy', inFlight ? 'true' : 'false');
+
+    b.decisions.replaceChildren(decisions.length ? decisionsTable(st.name, decisions)
+      : empty(waiting ? 'No decision yet.' : 'No decision was recorded.'));
+  }
+
+  async function decide(b, kind) {
+    if (inFlight || !pipeline) return;
+    const step = b.step;
+    const comment = b.comment.value.trim();
+    if (kind === 'reject' && !comment) {
+      b.comment.setAttribute('aria-invalid', 'true');
+      setNotice('');
+      setAlert(`A rejection needs a comment: it becomes the failure message of step ${step}.`, 'action');
+      b.comment.focus();
+      return;
+    }
+    const opener = document.activeElement;
+    const label = kind === 'approve' ? 'Approve' : 'Reject';
+    inFlight = true;
+    renderActions();
+    renderApprovals();
+    setAlert('', 'action');
+    setNotice(`${label} step ${step}: sending…`);
+    try {
+      const res = await api(`${path}/${kind}`, {method: 'POST', body: comment ? {step, comment} : {step}});
+      b.comment.value = '';
+      const msg = res && res.message ? String(res.message) : `${label} of step ${step} of ${ns}/${name} recorded`;
+      setNotice(`${msg[0].toUpperCase()}${msg.slice(1)}.`);
+    } catch (e) {
+      setNotice('');
+      setAlert(errorText(e), 'action');
+    } finally {
+      inFlight = false;
+      if (!destroyed) {
+        renderActions();
+        renderApprovals();
+        // Back to the button, unless the step no longer waits (the form went): the title.
+        const usable = (x) => x && x.isConnected && !x.disabled && !x.closest('[hidden]');
+        if (usable(opener)) opener.focus();
+        else if (!document.activeElement || document.activeElement === document.body) title.focus();
         load();
       }
     }
@@ -394,6 +545,33 @@ function canRetry(p) {
   const st = p.status || {};
   const ready = condition(st.conditions, 'Ready');
   return st.phase === 'Failed' || (ready && ready.reason === 'TeardownFailed') || retryRequested(p);
+}
+
+// approvalState is a step's approval in numbers: how many people must approve, who did
+// (the counted approvals, each user once), and the decisions recorded.
+function approvalState(a) {
+  const decisions = Array.isArray(a.decisions) ? a.decisions.filter((d) => d && typeof d === 'object') : [];
+  const required = Number.isFinite(Number(a.required)) ? Number(a.required) : 1;
+  const approvers = [...new Set(decisions.filter((d) => d.counted && d.decision === 'Approve').map((d) => String(d.user || '')))];
+  return {required, approvers, decisions};
+}
+
+const plural = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
+// decisionsTable lists the decisions on a step's approval, in the order the operator saw
+// them: who, what, when, their comment, and whether it counted (if not, why).
+function decisionsTable(step, decisions) {
+  return h('div', {class: 'table-wrap'}, h('table', {class: 'data compact decisions', 'data-testid': 'step-decisions', dataset: {step}},
+    h('caption', {class: 'visually-hidden', text: `Decisions on step ${step}, in the order the operator saw them`}),
+    h('thead', {}, h('tr', {}, ['User', 'Decision', 'Time', 'Comment', 'Counted'].map((t) => h('th', {scope: 'col', text: t})))),
+    h('tbody', {}, decisions.map((d) => h('tr', {'data-testid': 'step-decision', dataset: {user: String(d.user || ''), decision: String(d.decision || '')}},
+      h('td', {class: 'mono wrap', text: d.user || ''}),
+      h('td', {}, h('span', {class: `decision decision-${d.decision === 'Reject' ? 'reject' : 'approve'}`, text: String(d.decision || '')})),
+      h('td', {class: 'nowrap'}, timeEl(d.time)),
+      d.comment ? h('td', {class: 'wrap', text: d.comment}) : h('td', {class: 'muted', text: '—'}),
+      h('td', {class: 'wrap'}, d.counted
+        ? h('span', {class: 'counted', text: 'Counted'})
+        : [h('span', {class: 'ignored', text: 'Ignored'}), d.ignored ? `: ${d.ignored}` : '']))))));
 }
 
 function readyText(c) {

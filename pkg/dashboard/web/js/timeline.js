@@ -1,7 +1,9 @@
 // The timeline of a pipeline's steps, drawn as SVG: one row per step, a bar from its start
 // to its completion (to now while it runs), coloured by phase and always labelled with the
 // phase in text; a retry mark when the hook is on its second attempt or later; a hatched,
-// dashed segment while the step waits out its backoff, up to its next attempt; a time axis.
+// dashed segment while the step waits out its backoff, up to its next attempt; a mark at
+// each decision on a step that waits for approval (approve, reject; hollow when it did not
+// count); a time axis.
 import {s, ms, fmtDuration, fmtDate, phaseClass, clip} from './dom.js';
 
 const LABEL_W = 180;   // step names
@@ -12,7 +14,7 @@ const BAR_H = 16;
 const PAD = 12;
 
 // Phases whose bar grows until now.
-export const ACTIVE = new Set(['Running', 'Waiting', 'Deleting']);
+export const ACTIVE = new Set(['AwaitingApproval', 'Running', 'Waiting', 'Deleting']);
 
 const TICKS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800]
   .map((x) => x * 1000);
@@ -47,16 +49,34 @@ function describe(st, sp) {
   if (st.hook) parts.push(`hook ${st.hook}`);
   if (Number.isFinite(sp.start)) {
     parts.push(`started ${fmtDate(st.startTime)}`);
-    parts.push(`${ACTIVE.has(st.phase) ? 'running for' : 'took'} ${fmtDuration(sp.end - sp.start)}`);
+    const going = st.phase === 'AwaitingApproval' ? 'waiting for approval for' : 'running for';
+    parts.push(`${ACTIVE.has(st.phase) ? going : 'took'} ${fmtDuration(sp.end - sp.start)}`);
   } else {
     parts.push('not started');
   }
   if (st.phase === 'Waiting' && st.nextAttemptTime) parts.push(`next attempt at ${fmtDate(st.nextAttemptTime)}`);
+  if (st.phase === 'AwaitingApproval' && st.approval && st.approval.deadline) parts.push(`deadline ${fmtDate(st.approval.deadline)}`);
   return parts.join(', ');
 }
 
+// decisionsOf are the decisions a step's approval recorded.
+function decisionsOf(st) {
+  const d = st.approval && st.approval.decisions;
+  return Array.isArray(d) ? d.filter((x) => x && typeof x === 'object') : [];
+}
+
+// decisionText says who decided what, when, with what comment, and whether it counted.
+export function decisionText(d) {
+  const verb = d.decision === 'Reject' ? 'rejected' : d.decision === 'Approve' ? 'approved' : String(d.decision || 'decided');
+  let t = `${d.user || 'someone'} ${verb}`;
+  if (d.time) t += ` at ${fmtDate(d.time)}`;
+  if (d.comment) t += `: ${d.comment}`;
+  t += d.counted ? ' (counted)' : ` (ignored${d.ignored ? `: ${d.ignored}` : ''})`;
+  return t;
+}
+
 // render draws steps ([{name, executor, phase, hook, attempts, startTime, completionTime,
-// hookStartTime, nextAttemptTime}]) at time now into an SVG width pixels wide.
+// hookStartTime, nextAttemptTime, approval}]) at time now into an SVG width pixels wide.
 export function render(steps, now, width) {
   const W = Math.max(640, Math.floor(width || 0));
   const x0 = LABEL_W;
@@ -83,6 +103,8 @@ export function render(steps, now, width) {
     if ((st.attempts || 0) > 1) t += `, attempt ${st.attempts}`;
     if (Number.isFinite(sp.start)) t += `, ${fmtDuration(sp.end - sp.start)}`;
     if (st.phase === 'Waiting' && st.nextAttemptTime) t += `, waiting until ${fmtDate(st.nextAttemptTime)}`;
+    const decisions = decisionsOf(st);
+    if (decisions.length) t += `, ${decisions.map(decisionText).join(', ')}`;
     return t;
   }).join('; ');
 
@@ -164,6 +186,25 @@ export function render(steps, now, width) {
         s('title', {text: `${st.name}: attempt ${st.attempts}`}),
         s('circle', {cx: 7, cy: 7, r: 7}),
         s('path', {d: 'M10.2 5.2A3.6 3.6 0 1 0 10.6 8.2M10.6 2.8V5.6H7.8', fill: 'none', 'stroke-width': 1.5, 'stroke-linecap': 'round', 'stroke-linejoin': 'round'})));
+    }
+
+    // Decisions on its approval, at their time: a circle approves, a diamond rejects; hollow
+    // when it did not count. The title says it all in words.
+    if (started) {
+      for (const d of decisionsOf(st)) {
+        const t = ms(d.time);
+        if (!Number.isFinite(t)) continue;
+        const dx = Math.min(Math.max(x(t), x0), x1);
+        const reject = d.decision === 'Reject';
+        const shape = reject
+          ? s('rect', {x: -4, y: -4, width: 8, height: 8, transform: 'rotate(45)'})
+          : s('circle', {cx: 0, cy: 0, r: 4.5});
+        g.append(s('g', {
+          class: `tl-decision ${reject ? 'tl-reject' : 'tl-approve'}${d.counted ? '' : ' tl-ignored'}`,
+          'data-testid': 'timeline-decision', transform: `translate(${dx.toFixed(1)} ${cy})`,
+          dataset: {step: st.name, user: String(d.user || ''), decision: String(d.decision || '')},
+        }, s('title', {text: `${st.name}: ${decisionText(d)}`}), shape));
+      }
     }
 
     // The phase in words, with its swatch: colour never carries the meaning alone.
