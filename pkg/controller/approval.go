@@ -242,7 +242,7 @@ func (ps *pipelineSync) ignoreDecision(ctx context.Context, policy *v1alpha1.App
 	}
 	ok, err := ps.c.approvalAccess.MayApprove(ctx, user, a.Spec.Groups, ps.p.Namespace, ps.p.Name)
 	if err != nil {
-		return "", contract.Retryable("ApprovalReviewFailed", err)
+		return "", err
 	}
 	if !ok {
 		return user + " lacks the verb approve on the pipeline", nil
