@@ -1,8 +1,8 @@
 // Package cli is kubectl-stepwise, a kubectl plugin (kubectl stepwise ...) to look at and
-// steer Pipelines: status, watch, retry, suspend, resume, plan (a dry run), and the
-// executors the running operator offers; and, with no cluster, to write executor plugins
-// and run their hooks (plugin init, plugin run: package pluginauthor). cmd/kubectl-stepwise
-// only calls Execute.
+// steer Pipelines: status, watch, retry, suspend, resume, approve, reject, plan (a dry
+// run), and the executors the running operator offers; and, with no cluster, to write
+// executor plugins and run their hooks (plugin init, plugin run: package pluginauthor).
+// cmd/kubectl-stepwise only calls Execute.
 package cli
 
 import (
@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/cli/pluginauthor"
 	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
@@ -136,6 +137,8 @@ Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch), the plan 
 		newRerunCommand(o),
 		newSuspendCommand(o, true),
 		newSuspendCommand(o, false),
+		newDecideCommand(o, v1alpha1.ApprovalApprove),
+		newDecideCommand(o, v1alpha1.ApprovalReject),
 		newExecutorsCommand(o),
 		newTemplatesCommand(o),
 		newRunCommand(o),

@@ -82,13 +82,20 @@ func printObject(w io.Writer, p *v1alpha1.Pipeline, output string) error {
 	return nil
 }
 
-// PrintStatus writes a summary of the pipeline and a table of its steps.
+// PrintStatus writes a summary of the pipeline, a table of its steps, and the approval of
+// each step that has one.
 func PrintStatus(w io.Writer, p *v1alpha1.Pipeline, now time.Time) error {
-	// Two writers: the summary's columns are not the table's.
-	for _, write := range []func(io.Writer){
+	// A writer a block: the summary's columns are not the table's.
+	blocks := []func(io.Writer){
 		func(w io.Writer) { summary(w, p) },
 		func(w io.Writer) { stepTable(w, p, now) },
-	} {
+	}
+	for i := range p.Status.Steps {
+		if s := &p.Status.Steps[i]; s.Approval != nil {
+			blocks = append(blocks, func(w io.Writer) { approvalSummary(w, s) }, func(w io.Writer) { decisionTable(w, s.Approval) })
+		}
+	}
+	for _, write := range blocks {
 		tw := printers.GetNewTabWriter(w)
 		write(tw)
 		if err := tw.Flush(); err != nil {
@@ -224,3 +231,63 @@ func stepDuration(s *v1alpha1.StepStatus, now time.Time) string {
 	}
 	return duration.HumanDuration(d)
 }
+
+// approvalSummary writes where a step's approval is, after a blank line: waiting (for how
+// many people, since when, until when) or approved, the request Approvals name, and how
+// many decisions it saw.
+func approvalSummary(w io.Writer, s *v1alpha1.StepStatus) {
+	a := s.Approval
+	counted, approvals := 0, 0
+	for _, d := range a.Decisions {
+		if d.Counted {
+			counted++
+			if d.Decision == v1alpha1.ApprovalApprove {
+				approvals++
+			}
+		}
+	}
+	var state string
+	switch {
+	case a.ApprovedTime != nil:
+		state = fmt.Sprintf("approved at %s (%d approval(s) required, waited since %s)", rfc3339(a.ApprovedTime), a.Required, rfc3339(&a.Since))
+	case s.Phase == v1alpha1.StepAwaitingApproval:
+		state = fmt.Sprintf("waiting for %d approval(s) since %s", a.Required, rfc3339(&a.Since))
+	default:
+		state = fmt.Sprintf("not approved: waited for %d approval(s) since %s", a.Required, rfc3339(&a.Since))
+	}
+	if a.Deadline != nil && a.ApprovedTime == nil {
+		state += " (deadline " + rfc3339(a.Deadline) + ")"
+	}
+	if s.Phase == v1alpha1.StepAwaitingApproval && a.ApprovedTime == nil && approvals > 0 {
+		state += fmt.Sprintf(", %d so far", approvals)
+	}
+	_, _ = fmt.Fprintf(w, "\nApproval:\tstep %s\n", termsafe.OneLine(s.Name, 0))
+	_, _ = fmt.Fprintf(w, "State:\t%s\n", termsafe.OneLine(state, 0))
+	_, _ = fmt.Fprintf(w, "Request:\t%s\n", termsafe.OneLine(a.Request, 0))
+	if len(a.Decisions) == 0 {
+		_, _ = fmt.Fprintf(w, "Decisions:\tnone yet\n")
+	} else {
+		_, _ = fmt.Fprintf(w, "Decisions:\t%d, %d counted\n", len(a.Decisions), counted)
+	}
+}
+
+// decisionTable writes the decisions on a step's approval, one row each: when, who, what,
+// whether it counted or why not, and the comment. Every cell goes through termsafe.OneLine:
+// users and comments are anyone's text.
+func decisionTable(w io.Writer, a *v1alpha1.StepApproval) {
+	if len(a.Decisions) == 0 {
+		return
+	}
+	_, _ = fmt.Fprintln(w, "  TIME\tUSER\tDECISION\tCOUNTED\tCOMMENT")
+	for _, d := range a.Decisions {
+		counted := "counted"
+		if !d.Counted {
+			counted = strings.TrimSuffix("ignored: "+d.Ignored, ": ")
+		}
+		_, _ = fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", rfc3339(&d.Time), termsafe.OneLine(d.User, 0),
+			termsafe.OneLine(string(d.Decision), 0), termsafe.OneLine(counted, maxMessage), termsafe.OneLine(d.Comment, maxMessage))
+	}
+}
+
+// rfc3339 is t in UTC, to the second.
+func rfc3339(t *metav1.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -193,8 +193,8 @@ func (ps *pipelineSync) countDecisions(ctx context.Context, r stepRef) error {
 			return err
 		}
 		if ignored != "" {
-			if decidedBy(wait, a.Spec.User) {
-				continue // a user's second word changes nothing, and takes no record
+			if a.Spec.Decision == v1alpha1.ApprovalApprove && decidedBy(wait, a.Spec.User) {
+				continue // a second approval by one person changes nothing, and takes no record
 			}
 			rec.Ignored = contract.Truncate(ignored, 512)
 			ps.warningEvent(v1alpha1.ReasonApprovalIgnored, "Step %q: %s by %s does not count: %s", s.Name, strings.ToLower(string(a.Spec.Decision)), a.Spec.User, ignored)
@@ -225,8 +225,8 @@ func orNoComment(comment string) string {
 // review the API server did not answer: the step is looked at again.
 func (ps *pipelineSync) ignoreDecision(ctx context.Context, policy *v1alpha1.ApprovalPolicy, wait *v1alpha1.StepApproval, a *v1alpha1.Approval) (string, error) {
 	user := a.Spec.User
-	if decidedBy(wait, user) {
-		return user + " already decided", nil
+	if a.Spec.Decision == v1alpha1.ApprovalApprove && decidedBy(wait, user) {
+		return user + " already approved", nil // a rejection after it is a change of mind, and counts
 	}
 	if len(policy.Users)+len(policy.Groups) > 0 && !slices.Contains(policy.Users, user) &&
 		!slices.ContainsFunc(a.Spec.Groups, func(g string) bool { return slices.Contains(policy.Groups, g) }) {

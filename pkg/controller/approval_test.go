@@ -323,3 +323,17 @@ func TestARetryOfAnApprovedStepAsksAgain(t *testing.T) {
 	assert.Empty(t, f.exec.Calls(), "destructive work never re-runs on an approval of an earlier run")
 	assert.Equal(t, v1alpha1.StepAwaitingApproval, stepStatus(f.get("p"), "terminate").Phase)
 }
+
+func TestAChangeOfMindRejects(t *testing.T) {
+	f := newFixture(t, approvalPipeline(v1alpha1.ApprovalPolicy{Approvals: 2}))
+	f.access.allow("bob")
+	f.syncUntilIdle("p")
+	f.decide("bob", v1alpha1.ApprovalApprove, "ok")
+	f.syncUntilIdle("p")
+	f.decide("bob", v1alpha1.ApprovalReject, "on second thought, no")
+	f.syncUntilIdle("p")
+	s := stepStatus(f.get("p"), "terminate")
+	assert.Equal(t, v1alpha1.StepFailed, s.Phase)
+	assert.Equal(t, "rejected by bob: on second thought, no", s.Message)
+	assert.Len(t, s.Approval.Decisions, 2)
+}
