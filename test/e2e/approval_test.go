@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/cli"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
 )
@@ -187,6 +188,10 @@ func TestFourEyesRefusesTheCreator(t *testing.T) {
 	assert.Equal(t, "four eyes: "+alice.user+" created the pipeline", rec.Ignored)
 	assert.Equal(t, v1alpha1.StepAwaitingApproval, stepOf(p, "terminate").Phase)
 	waitEvent(t, ns, "retire", v1alpha1.ReasonApprovalIgnored, "four eyes")
+	code, out, errOut := stepwiseCLI(t, cluster.Kubeconfig, "status", "retire", "-n", ns)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	assert.Contains(t, out, "waiting for 1 approval(s) since")
+	assert.Contains(t, out, "ignored: four eyes: "+alice.user+" created the pipeline")
 
 	_, err = pipelineops.Decide(ctx, bob.kube, bob.stepwise, ns, "retire", "", v1alpha1.ApprovalApprove, "CHG-1234 approved")
 	require.NoError(t, err)
@@ -280,9 +285,11 @@ func TestATriggerWaitsForApprovalOfEachNode(t *testing.T) {
 	made, err := pipelineops.DecideTrigger(ctx, alice.kube, alice.stepwise, ns, "retire", v1alpha1.ApprovalApprove, "")
 	require.NoError(t, err)
 	require.Len(t, made, 2)
-	made, err = pipelineops.DecideTrigger(ctx, bob.kube, bob.stepwise, ns, "retire", v1alpha1.ApprovalApprove, "batch 7")
-	require.NoError(t, err)
-	require.Len(t, made, 2)
+	// bob, with the command a person types.
+	code, out, errOut := stepwiseCLI(t, bob.kubeconfig, "approve", "--trigger", "retire", "--all-waiting", "-n", ns, "--comment", "batch 7")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, out)
+	assert.Contains(t, out, "as "+bob.user)
 
 	require.Eventually(t, func() bool {
 		pipelines := triggerPipelines(t, ns, "retire")

@@ -31,8 +31,8 @@ import (
 // approval set). It is made by creating it, as the user the API server authenticated: the
 // install's admission policy refuses an Approval whose user or groups are not the
 // requester's, or whose requester lacks the verb "approve" on the pipeline. It never
-// changes: a change of mind is another Approval (a rejection after an approval fails the
-// step if the step still waits).
+// changes: a change of mind is another Approval (a rejection after one's approval fails
+// the step if it still waits; a second approval by the same person counts once).
 type ApprovalApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
