@@ -181,29 +181,29 @@ func approvers(policy *v1alpha1.ApprovalPolicy) string {
 func (ps *pipelineSync) countDecisions(ctx context.Context, r stepRef) error {
 	s, policy, wait := r.s, r.step.Approval, r.s.Approval
 	for _, a := range ps.c.approvalsOf(ps.p, s.Name, wait.Request) {
-		if recorded(wait, a) {
+		if recorded(wait, a) || repeated(wait, a) {
+			// One person's same decision again changes nothing and takes no record, so
+			// that someone who may create Approvals cannot fill the record (nor make the
+			// operator ask the API server) with copies.
 			continue
+		}
+		if len(wait.Decisions) == v1alpha1.MaxApprovalRecords {
+			klog.FromContext(ctx).Info("Approval not read: the step keeps no more decisions", "step", s.Name, "approval", a.Name)
+			return nil
 		}
 		rec := v1alpha1.ApprovalRecord{
 			Approval: a.Name, User: a.Spec.User, Decision: a.Spec.Decision,
 			Comment: contract.Truncate(a.Spec.Comment, v1alpha1.MaxApprovalCommentLength), Time: a.CreationTimestamp,
 		}
-		ignored, err := ps.ignoreDecision(ctx, policy, wait, a)
+		ignored, err := ps.ignoreDecision(ctx, policy, a)
 		if err != nil {
 			return err
 		}
 		if ignored != "" {
-			if a.Spec.Decision == v1alpha1.ApprovalApprove && decidedBy(wait, a.Spec.User) {
-				continue // a second approval by one person changes nothing, and takes no record
-			}
 			rec.Ignored = contract.Truncate(ignored, 512)
 			ps.warningEvent(v1alpha1.ReasonApprovalIgnored, "Step %q: %s by %s does not count: %s", s.Name, strings.ToLower(string(a.Spec.Decision)), a.Spec.User, ignored)
 		} else {
 			rec.Counted = true
-		}
-		if len(wait.Decisions) == v1alpha1.MaxApprovalRecords {
-			klog.FromContext(ctx).Info("Approval not recorded: the step keeps no more", "step", s.Name, "approval", a.Name)
-			return nil
 		}
 		wait.Decisions = append(wait.Decisions, rec)
 		if rec.Counted && rec.Decision == v1alpha1.ApprovalReject {
@@ -223,11 +223,8 @@ func orNoComment(comment string) string {
 
 // ignoreDecision says why an Approval does not count, or "" when it does. An error is a
 // review the API server did not answer: the step is looked at again.
-func (ps *pipelineSync) ignoreDecision(ctx context.Context, policy *v1alpha1.ApprovalPolicy, wait *v1alpha1.StepApproval, a *v1alpha1.Approval) (string, error) {
+func (ps *pipelineSync) ignoreDecision(ctx context.Context, policy *v1alpha1.ApprovalPolicy, a *v1alpha1.Approval) (string, error) {
 	user := a.Spec.User
-	if a.Spec.Decision == v1alpha1.ApprovalApprove && decidedBy(wait, user) {
-		return user + " already approved", nil // a rejection after it is a change of mind, and counts
-	}
 	if len(policy.Users)+len(policy.Groups) > 0 && !slices.Contains(policy.Users, user) &&
 		!slices.ContainsFunc(a.Spec.Groups, func(g string) bool { return slices.Contains(policy.Groups, g) }) {
 		return "the step names neither the user nor a group of theirs among its approvers", nil
@@ -311,9 +308,12 @@ func recorded(wait *v1alpha1.StepApproval, a *v1alpha1.Approval) bool {
 	return slices.ContainsFunc(wait.Decisions, func(r v1alpha1.ApprovalRecord) bool { return r.Approval == a.Name })
 }
 
-// decidedBy tells whether user's decision already counted.
-func decidedBy(wait *v1alpha1.StepApproval, user string) bool {
-	return slices.ContainsFunc(wait.Decisions, func(r v1alpha1.ApprovalRecord) bool { return r.Counted && r.User == user })
+// repeated tells whether a's user already made a's decision on this wait, counted or
+// not. A rejection after one's approval is a change of mind: it is not a repeat.
+func repeated(wait *v1alpha1.StepApproval, a *v1alpha1.Approval) bool {
+	return slices.ContainsFunc(wait.Decisions, func(r v1alpha1.ApprovalRecord) bool {
+		return r.User == a.Spec.User && r.Decision == a.Spec.Decision
+	})
 }
 
 // countedApprovers are the users whose approval counted, in order.

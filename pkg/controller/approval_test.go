@@ -337,3 +337,24 @@ func TestAChangeOfMindRejects(t *testing.T) {
 	assert.Equal(t, "rejected by bob: on second thought, no", s.Message)
 	assert.Len(t, s.Approval.Decisions, 2)
 }
+
+// TestCopiesOfADecisionTakeNoRecord: someone who may create Approvals but is not among the
+// step's approvers cannot fill the step's record with copies (nor make the operator ask the
+// API server about each), so a listed approver's decision still counts.
+func TestCopiesOfADecisionTakeNoRecord(t *testing.T) {
+	f := newFixture(t, approvalPipeline(v1alpha1.ApprovalPolicy{Users: []string{"bob"}}))
+	f.access.allow("bob", "mallory")
+	f.syncUntilIdle("p")
+	for range 3 * v1alpha1.MaxApprovalRecords {
+		f.decide("mallory", v1alpha1.ApprovalApprove, "me too")
+	}
+	f.syncUntilIdle("p")
+	f.decide("bob", v1alpha1.ApprovalApprove, "")
+	f.syncUntilIdle("p")
+	s := stepStatus(f.get("p"), "terminate")
+	assert.Equal(t, v1alpha1.StepSucceeded, s.Phase)
+	require.Len(t, s.Approval.Decisions, 2)
+	assert.False(t, s.Approval.Decisions[0].Counted)
+	assert.True(t, s.Approval.Decisions[1].Counted)
+	assert.Equal(t, 1, f.access.asked, "only bob's decision was reviewed")
+}
