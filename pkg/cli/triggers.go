@@ -125,6 +125,10 @@ func PrintTriggerDetails(w io.Writer, t *v1alpha1.PipelineTrigger) error {
 	}
 	_, _ = fmt.Fprintf(tw, "Objects:\t%d matched, %d running, %d waiting, %d succeeded, %d failed\n",
 		st.Matched, st.Running, st.Waiting, st.Succeeded, st.Failed)
+	if st.AwaitingApproval > 0 {
+		_, _ = fmt.Fprintf(tw, "Approvals:\t%d pipelines wait for approval: kubectl stepwise approve --trigger %s --all-waiting -n %s\n",
+			st.AwaitingApproval, termsafe.OneLine(t.Name, 0), termsafe.OneLine(t.Namespace, 0))
+	}
 	if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {
 		_, _ = fmt.Fprintf(tw, "Ready:\t%s (%s) %s\n", ready.Status, termsafe.OneLine(ready.Reason, 0), termsafe.OneLine(ready.Message, 0))
 	}

@@ -37,17 +37,20 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 		LastTransitionTime: metav1.NewTime(ts.c.clock.Now()).Rfc3339Copy(),
 	}
 	if ts.problem != nil {
-		s.Matched, s.Running, s.Waiting, s.Succeeded, s.Failed, s.Queue = 0, 0, 0, 0, 0, nil
+		s.Matched, s.Running, s.Waiting, s.Succeeded, s.Failed, s.AwaitingApproval, s.Queue = 0, 0, 0, 0, 0, 0, nil
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ts.problem.reason, ts.problem.message
 		meta.SetStatusCondition(&s.Conditions, ready)
 		return *s
 	}
 
-	var running, succeeded, failed int32
+	var running, succeeded, failed, awaitingApproval int32
 	for _, p := range ts.pipelines {
 		switch {
 		case !p.Finished():
 			running++
+			if len(p.AwaitingApproval()) > 0 {
+				awaitingApproval++
+			}
 		case p.Status.Phase == v1alpha1.PipelineSucceeded:
 			succeeded++
 		default:
@@ -55,6 +58,7 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 		}
 	}
 	s.Matched, s.Running, s.Succeeded, s.Failed = int32(len(ts.objects)), running, succeeded, failed
+	s.AwaitingApproval = awaitingApproval
 	s.Waiting = int32(len(ts.waiting))
 	s.NextWindow = nil
 	if ts.windowClosed {

@@ -726,3 +726,23 @@ func TestTriggerDeletedDuringItsSyncIsNoError(t *testing.T) {
 	_, err := f.syncOnce(keyOf("retire"))
 	require.NoError(t, err)
 }
+
+// TestTheStatusCountsPipelinesAwaitingApproval: a running pipeline whose step waits for a
+// person is counted, so that whoever approves sees there is something to approve.
+func TestTheStatusCountsPipelinesAwaitingApproval(t *testing.T) {
+	n1 := newNode("node-1", 0, retiring)
+	n2 := newNode("node-2", time.Second, retiring)
+	trig := newTrigger()
+	trig.Spec.Concurrency = 5
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1, n2))
+	f.sync("retire")
+	f.setPipelineStatus(f.pipelineFor("retire", n1).Name, func(s *v1alpha1.PipelineStatus) {
+		s.Phase = v1alpha1.PipelineRunning
+		s.Steps = []v1alpha1.StepStatus{{Name: "terminate", Phase: v1alpha1.StepAwaitingApproval,
+			Approval: &v1alpha1.StepApproval{Request: "r1", Required: 1}}}
+	})
+	f.sync("retire")
+	got := f.trigger("retire")
+	assert.Equal(t, int32(2), got.Status.Running)
+	assert.Equal(t, int32(1), got.Status.AwaitingApproval)
+}

@@ -281,12 +281,16 @@ func TestATriggerWaitsForApprovalOfEachNode(t *testing.T) {
 		return waiting == 2
 	}
 	require.Eventually(t, bothWaiting, time.Minute, 100*time.Millisecond, "operator log: %s", operator.Log)
+	waitTrigger(t, ns, "retire", time.Minute, func(tr *v1alpha1.PipelineTrigger) bool { return tr.Status.AwaitingApproval == 2 })
+	code, out, errOut := stepwiseCLI(t, bob.kubeconfig, "triggers", "retire", "-n", ns)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	assert.Contains(t, out, "2 pipelines wait for approval: kubectl stepwise approve --trigger retire --all-waiting -n "+ns)
 
 	made, err := pipelineops.DecideTrigger(ctx, alice.kube, alice.stepwise, ns, "retire", v1alpha1.ApprovalApprove, "")
 	require.NoError(t, err)
 	require.Len(t, made, 2)
 	// bob, with the command a person types.
-	code, out, errOut := stepwiseCLI(t, bob.kubeconfig, "approve", "--trigger", "retire", "--all-waiting", "-n", ns, "--comment", "batch 7")
+	code, out, errOut = stepwiseCLI(t, bob.kubeconfig, "approve", "--trigger", "retire", "--all-waiting", "-n", ns, "--comment", "batch 7")
 	require.Equal(t, cli.ExitOK, code, errOut)
 	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, out)
 	assert.Contains(t, out, "as "+bob.user)

@@ -407,6 +407,12 @@ type PipelineTriggerStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=2147483647
 	Failed int32 `json:"failed,omitempty"`
+	// AwaitingApproval counts the running pipelines whose step waits for approval
+	// (kubectl stepwise approve --trigger NAME --all-waiting).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	AwaitingApproval int32 `json:"awaitingApproval,omitempty"`
 	// NextWindow is when the maintenance window opens next, while it is closed.
 	// +optional
 	NextWindow *metav1.Time `json:"nextWindow,omitempty"`

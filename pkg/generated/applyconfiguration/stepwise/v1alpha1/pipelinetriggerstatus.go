@@ -38,6 +38,9 @@ type PipelineTriggerStatusApplyConfiguration struct {
 	Waiting   *int32 `json:"waiting,omitempty"`
 	Succeeded *int32 `json:"succeeded,omitempty"`
 	Failed    *int32 `json:"failed,omitempty"`
+	// AwaitingApproval counts the running pipelines whose step waits for approval
+	// (kubectl stepwise approve --trigger NAME --all-waiting).
+	AwaitingApproval *int32 `json:"awaitingApproval,omitempty"`
 	// NextWindow is when the maintenance window opens next, while it is closed.
 	NextWindow *v1.Time `json:"nextWindow,omitempty"`
 	// Queue names the waiting objects in the order they will start (the first 50).
@@ -122,6 +125,14 @@ func (b *PipelineTriggerStatusApplyConfiguration) WithSucceeded(value int32) *Pi
 // If called multiple times, the Failed field is set to the value of the last call.
 func (b *PipelineTriggerStatusApplyConfiguration) WithFailed(value int32) *PipelineTriggerStatusApplyConfiguration {
 	b.Failed = &value
+	return b
+}
+
+// WithAwaitingApproval sets the AwaitingApproval field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AwaitingApproval field is set to the value of the last call.
+func (b *PipelineTriggerStatusApplyConfiguration) WithAwaitingApproval(value int32) *PipelineTriggerStatusApplyConfiguration {
+	b.AwaitingApproval = &value
 	return b
 }
 
