@@ -267,7 +267,9 @@ func TestATriggerWaitsForApprovalOfEachNode(t *testing.T) {
 		_, err = cluster.Client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"stepwise.dev/retire":"true","pool":"`+ns+`"}}}`), metav1.PatchOptions{})
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = cluster.Client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = cluster.Client.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{})
+		})
 	}
 	trigger, err := alice.stepwise.StepwiseV1alpha1().PipelineTriggers(ns).Create(ctx, nodeTrigger(ns, "retirer", 2), metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -104,7 +104,7 @@ func (c *Cluster) waitForCreatedBy(ctx context.Context) error {
 	forged := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "stepwise.dev/v1alpha1", "kind": "Approval",
 		"metadata": map[string]any{"name": "admission-probe"},
-		"spec": map[string]any{"pipeline": "p", "step": "s", "request": "r", "decision": "Approve", "user": "someone-else"},
+		"spec":     map[string]any{"pipeline": "p", "step": "s", "request": "r", "decision": "Approve", "user": "someone-else"},
 	}}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -2,6 +2,8 @@ package hostile
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -232,4 +234,75 @@ func billionLaughs(levels, width int) string {
 		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.Join(refs, ","))
 	}
 	return b.String()
+}
+
+// userNames: who an Approval, an approval policy or a trigger's pause says decides: the
+// tenant as the API server knows it, the other identities of its namespace and of the
+// canary's, the cluster's own, and the tenant's name a character off. Only the first is
+// the requester's: the install's admission policy refuses the others on an Approval.
+func (g *Generator) userNames() []string {
+	if g.users == nil {
+		e := g.env
+		sa := func(ns, name string) string { return "system:serviceaccount:" + ns + ":" + name }
+		g.users = []string{
+			e.TenantUser, e.TenantUser, sa(e.Namespace, e.Runner), sa(e.Namespace, e.Watcher), sa(e.Namespace, "default"),
+			sa(e.Foreign, "default"), sa("kube-system", "default"), "system:admin", "kubernetes-admin", "admin",
+			"system:anonymous", "system:kube-controller-manager", "alice@example.com",
+			e.TenantUser + " ", " " + e.TenantUser, strings.ToUpper(e.TenantUser), e.TenantUser + "\x00",
+			e.TenantUser + ":x", strings.TrimSuffix(e.TenantUser, e.Tenant), "", strings.Repeat("u", 512), strings.Repeat("u", 513),
+		}
+	}
+	return g.users
+}
+
+// groupNames: groups an Approval or an approval policy names: the tenant's, and groups it
+// is not in, some of them mighty.
+func (g *Generator) groupNames() []string {
+	if g.groups == nil {
+		g.groups = append(slices.Clone(g.env.TenantGroups),
+			"system:masters", "system:serviceaccounts:"+g.env.Foreign, "system:nodes", "system:unauthenticated",
+			"stepwise-approvers", "SYSTEM:MASTERS", "system:authenticated ", "", " ", strings.Repeat("g", 512), strings.Repeat("g", 513))
+	}
+	return g.groups
+}
+
+// approvalTargets: pipelines an Approval names: generated ones, one that may come later,
+// names of other kinds, the canary's (in another namespace), and names the pattern refuses.
+func (g *Generator) approvalTargets() []string {
+	out := []string{
+		"missing", "canary-1", fmt.Sprintf("p-%04d", g.n+1), fmt.Sprintf("trg-%04d", max(1, g.n-1)), g.env.Foreign,
+		strings.Repeat("p", 253), strings.Repeat("p", 254), "P-0001", "", "a..b", "p/../x", g.env.Foreign + "/canary-1",
+	}
+	if len(g.pipelines) > 0 {
+		out = append(out, g.pick(g.pipelines), g.pick(g.pipelines), g.pick(g.pipelines))
+	}
+	if len(g.templates) > 0 {
+		out = append(out, g.pick(g.templates))
+	}
+	return out
+}
+
+// stepRefs: steps an Approval names. The base steps are s0, s1, s2.
+var stepRefs = []string{"s0", "s1", "s2", "s3", "missing", strings.Repeat("s", 63), strings.Repeat("s", 64), "S0", "", "s0 ", "-s0", "s_0", "s0\x00"}
+
+// approvalRequest is a request an Approval names: another wait's, one of the right shape
+// that no wait has, and what the pattern refuses.
+func (g *Generator) approvalRequest() string {
+	switch g.rng.IntN(3) {
+	case 0:
+		return g.someRequest()
+	case 1:
+		return g.pick([]string{"0", strings.Repeat("f", 64), "ffffffffffffffff", "0000000000000000", strconv.FormatUint(g.rng.Uint64(), 36)})
+	}
+	return g.pick([]string{
+		strings.Repeat("f", 65), "DEADBEEF", "dead-beef", "", " abc", "abc\n", "é", "$(steps.s0.approval.request)",
+		"../abc", "abc def", "0x1f", "١٢٣",
+	})
+}
+
+// comments: of Approvals, which a rejection makes the step's failure message.
+var comments = []string{
+	"lgtm", "", strings.Repeat("c", 1024), strings.Repeat("c", 1025), strings.Repeat("😀", 1024), strings.Repeat("é", 1024),
+	"line one\nline two\r\n", "$(params.node)", "$(steps.s0.outputs.value)", "%s%n%x", "<script>alert(1)</script>",
+	"\x1b[31mred\x1b[0m", "rejected: \x00", "key: value\n- item",
 }

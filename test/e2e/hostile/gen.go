@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
 // Env is what the generated objects may name in the cluster: the tenant's namespace and
@@ -23,6 +26,17 @@ type Env struct {
 	// the objects. Neither runner nor watcher has both rights: a trigger on ConfigMaps whose
 	// pipelines write ConfigMaps would feed itself.
 	Runner, Watcher, Tenant string
+	// TenantUser and TenantGroups are the tenant's identity as the API server authenticates
+	// it: the ServiceAccount Tenant's username (system:serviceaccount:NS:NAME) and groups.
+	// The install's admission policy admits an Approval only with spec.user TenantUser and
+	// spec.groups among TenantGroups.
+	TenantUser   string
+	TenantGroups []string
+	// Request, when set, is the request of the wait for approval of a pipeline's step as the
+	// cluster has it now ("" when the step does not wait): so that Approvals can hit waits.
+	// It is the one thing the objects take from the cluster rather than from the seed; the
+	// generator draws the same numbers whatever it says, so a seed makes the same sequence.
+	Request func(pipeline, step string) string
 }
 
 // ServiceAccounts are the ServiceAccounts of the tenant's namespace.
@@ -89,15 +103,27 @@ type Generator struct {
 	templates []string
 	// turns is where each corpus inTurn draws from is.
 	turns map[*string]int
+	// pipelines are the names of the Pipelines generated so far, for Approvals to name;
+	// waits are their steps that wait for approval, as their base objects had them (a
+	// pipeline of a template takes the template's), and templateWaits the templates'.
+	pipelines     []string
+	waits         []approvalWait
+	templateWaits map[string][]string
+	// users and groups are the corpora of identities, made once from the Env.
+	users, groups []string
 }
+
+// approvalWait is a step of a generated pipeline that waits for approval.
+type approvalWait struct{ pipeline, step string }
 
 // NewGenerator returns a generator of objects for env from the schemas, seeded with seed.
 func NewGenerator(seed uint64, schemas Schemas, env Env) *Generator {
 	return &Generator{rng: rand.New(rand.NewPCG(seed, 0x686f7374696c65)), schemas: schemas, env: env}
 }
 
-// kindWeights: templates first among equals, since the other two refer to them.
-var kindWeights = []weighted[string]{{KindPipeline, 45}, {KindTemplate, 25}, {KindTrigger, 30}}
+// kindWeights: templates first among equals, since pipelines and triggers refer to them;
+// Approvals few, since they need pipelines that wait to decide on.
+var kindWeights = []weighted[string]{{KindPipeline, 45}, {KindTemplate, 25}, {KindTrigger, 30}, {KindApproval, 10}}
 
 // Next makes the next object: a valid base object of a random kind, mutated zero to four
 // times. One in ten stays valid, so that some pipelines run to the end among the others.
@@ -111,7 +137,12 @@ func (g *Generator) Next() *Object {
 		o.Object = g.baseTemplate(fmt.Sprintf("tpl-%04d", g.n))
 	case KindTrigger:
 		o.Object = g.baseTrigger(fmt.Sprintf("trg-%04d", g.n))
+	case KindApproval:
+		o.Object = g.baseApproval(fmt.Sprintf("apr-%04d", g.n))
 	}
+	// The steps that wait for approval, as the base has them: mutations may change them,
+	// and Approvals may then name a step that does not wait.
+	waiting := g.waitingSteps(o)
 	mutations := 0
 	if g.rng.IntN(10) != 0 {
 		mutations = 1
@@ -122,10 +153,43 @@ func (g *Generator) Next() *Object {
 	for range mutations {
 		g.Mutate(o)
 	}
-	if o.Kind == KindTemplate {
-		g.templates = append(g.templates, fmt.Sprintf("tpl-%04d", g.n))
+	switch o.Kind {
+	case KindTemplate:
+		name := fmt.Sprintf("tpl-%04d", g.n)
+		g.templates = append(g.templates, name)
+		if len(waiting) > 0 {
+			if g.templateWaits == nil {
+				g.templateWaits = map[string][]string{}
+			}
+			g.templateWaits[name] = waiting
+		}
+	case KindPipeline:
+		name := fmt.Sprintf("p-%04d", g.n)
+		g.pipelines = append(g.pipelines, name)
+		for _, step := range waiting {
+			g.waits = append(g.waits, approvalWait{pipeline: name, step: step})
+		}
 	}
 	return o
+}
+
+// waitingSteps are the names of o's steps that wait for approval: its own, or those of the
+// generated template it names.
+func (g *Generator) waitingSteps(o *Object) []string {
+	spec, _ := o.Object["spec"].(map[string]any)
+	if ref, ok := spec["templateRef"].(map[string]any); ok && o.Kind == KindPipeline {
+		name, _ := ref["name"].(string)
+		return g.templateWaits[name]
+	}
+	steps, _ := spec["steps"].([]any)
+	var out []string
+	for _, s := range steps {
+		step, _ := s.(map[string]any)
+		if _, ok := step["approval"].(map[string]any); ok {
+			out = append(out, fmt.Sprint(step["name"]))
+		}
+	}
+	return out
 }
 
 func (g *Generator) object(kind, name string, spec map[string]any) map[string]any {
@@ -198,6 +262,91 @@ func (g *Generator) baseTrigger(name string) map[string]any {
 	return g.object(KindTrigger, name, spec)
 }
 
+// baseApproval is a valid Approval as the tenant would make it: on a wait of a generated
+// pipeline (a recent one more often than not), a step of a generated pipeline, or a
+// pipeline that does not exist (yet), with the request the cluster has when the step waits
+// and a made-up one of the right shape otherwise, as the tenant's user and some of its
+// groups.
+func (g *Generator) baseApproval(name string) map[string]any {
+	pipeline, step := g.approvalTarget()
+	spec := map[string]any{
+		"pipeline": pipeline,
+		"step":     step,
+		"request":  g.requestOf(pipeline, step),
+		"decision": pickWeighted(g, []weighted[string]{{string(v1alpha1.ApprovalApprove), 3}, {string(v1alpha1.ApprovalReject), 1}}),
+		"user":     g.env.TenantUser,
+	}
+	if g.chance(0.7) {
+		spec["comment"] = g.pick([]string{"lgtm", "checked the plan", "not now: freeze", "rejected: wrong node"})
+	}
+	if len(g.env.TenantGroups) > 0 && g.chance(0.2) {
+		var groups []any
+		for _, group := range g.env.TenantGroups {
+			if g.chance(0.5) {
+				groups = append(groups, group)
+			}
+		}
+		if len(groups) > 0 {
+			spec["groups"] = groups
+		}
+	}
+	return g.object(KindApproval, name, spec)
+}
+
+// approvalTarget is the pipeline and step a base Approval decides on.
+func (g *Generator) approvalTarget() (pipeline, step string) {
+	switch {
+	case len(g.waits) > 0 && g.chance(0.7):
+		// Recent waits are more likely to be waiting still.
+		i := g.rng.IntN(len(g.waits))
+		if g.chance(0.7) {
+			i = len(g.waits) - 1 - g.rng.IntN(min(len(g.waits), 8))
+		}
+		return g.waits[i].pipeline, g.waits[i].step
+	case len(g.pipelines) > 0 && g.chance(0.7):
+		return g.pick(g.pipelines), fmt.Sprintf("s%d", g.rng.IntN(3))
+	}
+	// A pipeline that may come later, or never.
+	return fmt.Sprintf("p-%04d", g.n+1+g.rng.IntN(50)), "s0"
+}
+
+// requestOf is the request of the wait of pipeline's step, as Env.Request says, else a
+// made-up one of the right shape. It draws the same numbers either way.
+func (g *Generator) requestOf(pipeline, step string) string {
+	madeUp := strconv.FormatUint(g.rng.Uint64(), 16)
+	if g.env.Request == nil {
+		return madeUp
+	}
+	if r := g.env.Request(pipeline, step); r != "" && g.fits(KindApproval, "spec.request", r) {
+		return r
+	}
+	return madeUp
+}
+
+// someRequest is the request of a generated wait (another one than the Approval names,
+// most likely), or a made-up one.
+func (g *Generator) someRequest() string {
+	w := approvalWait{pipeline: "missing", step: "s0"}
+	if len(g.waits) > 0 {
+		w = g.waits[g.rng.IntN(len(g.waits))]
+	}
+	return g.requestOf(w.pipeline, w.step)
+}
+
+// fits tells whether v is a valid string at path of kind, by its schema's pattern and
+// lengths.
+func (g *Generator) fits(kind, path, v string) bool {
+	for _, f := range g.schemas[kind].Fields {
+		if f.String() != path {
+			continue
+		}
+		b := BoundsOf(f.Schema())
+		return b.Matches(v) && (b.MaxLength == nil || int64(len(v)) <= *b.MaxLength) &&
+			(b.MinLength == nil || int64(len(v)) >= *b.MinLength)
+	}
+	return false
+}
+
 func (g *Generator) basePolicies(spec map[string]any) {
 	if g.chance(0.2) {
 		spec["onFailure"] = "Teardown"
@@ -238,7 +387,38 @@ func (g *Generator) baseSteps() []any {
 		}
 		steps = append(steps, step)
 	}
+	if g.chance(0.2) {
+		steps[g.rng.IntN(n)].(map[string]any)["approval"] = g.baseApprovalPolicy()
+	}
 	return steps
+}
+
+// baseApprovalPolicy is a valid approval of a step: one to three approvers, now and then
+// only named ones or not the pipeline's creator (the tenant, whose decisions then do not
+// count), with a short deadline or none (the step waits until the pipeline goes).
+func (g *Generator) baseApprovalPolicy() map[string]any {
+	policy := map[string]any{}
+	if g.chance(0.6) {
+		policy["approvals"] = int64(1 + g.rng.IntN(3))
+	}
+	if g.chance(0.4) {
+		// Short, so that a wait no one answers fails within the run.
+		policy["deadline"] = g.pick([]string{"2s", "5s"})
+	}
+	if g.chance(0.25) {
+		policy["fourEyes"] = true
+	}
+	switch g.rng.IntN(8) {
+	case 0:
+		policy["users"] = []any{g.env.TenantUser}
+	case 1:
+		policy["users"] = []any{"someone-else"}
+	case 2:
+		if len(g.env.TenantGroups) > 0 {
+			policy["groups"] = []any{g.pick(g.env.TenantGroups)}
+		}
+	}
+	return policy
 }
 
 // baseParams are valid parameters of executor, referring to the params the bases declare.
@@ -339,6 +519,22 @@ func (g *Generator) validString(f Field) string {
 		return g.env.BaitLabel
 	case classSelectorOp:
 		return "Exists"
+	case classUser:
+		if g.env.TenantUser != "" {
+			return g.env.TenantUser
+		}
+	case classGroup:
+		if len(g.env.TenantGroups) > 0 {
+			return g.env.TenantGroups[0]
+		}
+	case classApprovalTarget:
+		if len(g.pipelines) > 0 {
+			return g.pick(g.pipelines)
+		}
+	case classStepRef:
+		return "s0"
+	case classRequest:
+		return g.someRequest()
 	}
 	b := BoundsOf(f.Schema())
 	if len(b.Enum) > 0 {
@@ -399,6 +595,12 @@ const (
 	classLabelKey       = "label-key"
 	classSelectorOp     = "selector-operator"
 	classParamValue     = "param-value"
+	classUser           = "user"
+	classGroup          = "group"
+	classApprovalTarget = "approval-target"
+	classStepRef        = "step-ref"
+	classRequest        = "approval-request"
+	classComment        = "comment"
 )
 
 // classify says what a field means, from its name and schema: a duration by its pattern
@@ -416,6 +618,21 @@ func classify(f Field) string {
 				return classParamValue
 			}
 			return classGeneric
+		}
+		// Of Approvals and approval policies, and who pauses or resumes a trigger.
+		switch name, parent := f.Name(), f.Parent(); {
+		case name == "user" || name == "users" || (name == "by" && (parent == "pause" || parent == "resume")):
+			return classUser
+		case name == "groups":
+			return classGroup
+		case name == "pipeline":
+			return classApprovalTarget
+		case name == "step":
+			return classStepRef
+		case name == "request":
+			return classRequest
+		case name == "comment":
+			return classComment
 		}
 	}
 	switch name, parent := f.Name(), f.Parent(); {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -27,6 +28,8 @@ func testEnv() Env {
 		Namespace: "tenant", Foreign: "canary",
 		Nodes: []string{"bait-node-0"}, ConfigMaps: []string{"bait-0"}, BaitLabel: "hostile.stepwise.dev/bait",
 		Runner: "runner", Watcher: "watcher", Tenant: "tenant",
+		TenantUser:   "system:serviceaccount:tenant:tenant",
+		TenantGroups: []string{"system:serviceaccounts", "system:serviceaccounts:tenant", "system:authenticated"},
 	}
 }
 
@@ -62,6 +65,113 @@ func TestGeneratorIsDeterministic(t *testing.T) {
 	a, b := encode(generate(t, 7, 300)), encode(generate(t, 7, 300))
 	require.Equal(t, a, b, "the same seed must make the same objects")
 	assert.NotEqual(t, a, encode(generate(t, 8, 300)), "another seed must make other objects")
+}
+
+// TestGeneratorRequestsDoNotChangeTheSequence: what Env.Request says (the cluster's waits)
+// changes the requests of Approvals, never the sequence: a seed repeats the same objects
+// and mutations whatever the cluster's state.
+func TestGeneratorRequestsDoNotChangeTheSequence(t *testing.T) {
+	schemas := loadTestSchemas(t)
+	shape := func(objs []*Object) []string {
+		out := make([]string, len(objs))
+		for i, o := range objs {
+			var where []string
+			for _, m := range o.Mutations {
+				where = append(where, m.Class+"@"+m.Where)
+			}
+			out[i] = o.Kind + " " + o.Name() + " " + strings.Join(where, ",")
+		}
+		return out
+	}
+	run := func(env Env) []*Object {
+		g := NewGenerator(11, schemas, env)
+		out := make([]*Object, 600)
+		for i := range out {
+			out[i] = g.Next()
+		}
+		return out
+	}
+	cold := run(testEnv())
+	env := testEnv()
+	asked := 0
+	env.Request = func(pipeline, step string) string {
+		asked++
+		if asked%2 == 0 {
+			return "" // not waiting (yet)
+		}
+		return "feedface" + step
+	}
+	warm := run(env)
+	require.Equal(t, shape(cold), shape(warm), "the cluster's answers must not change the sequence")
+	hits := 0
+	for _, o := range warm {
+		if o.Kind != KindApproval || len(o.Mutations) > 0 {
+			continue
+		}
+		spec := o.Object["spec"].(map[string]any)
+		if spec["request"] == "feedface"+spec["step"].(string) {
+			hits++
+		}
+	}
+	assert.Positive(t, asked, "the generator never asked for a wait's request")
+	assert.Positive(t, hits, "no base Approval took the request the cluster gave")
+}
+
+// TestGeneratorBaseApprovals: base pipelines and templates sometimes have a step that
+// waits for approval, and a base Approval is the tenant's, on a generated pipeline (a wait
+// of one, mostly) or a made-up one, with a request of the right shape.
+func TestGeneratorBaseApprovals(t *testing.T) {
+	env := testEnv()
+	g := NewGenerator(5, loadTestSchemas(t), env)
+	waiting, bases := 0, 0
+	pipelines := map[string]bool{}
+	onWaits := 0
+	waits := map[string]bool{}
+	requestShape := regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+	for range 3000 {
+		o := g.Next()
+		switch o.Kind {
+		case KindPipeline:
+			pipelines[fmt.Sprintf("p-%04d", o.Index)] = true
+		case KindApproval:
+			if len(o.Mutations) > 0 {
+				continue
+			}
+			spec := o.Object["spec"].(map[string]any)
+			assert.Equal(t, env.TenantUser, spec["user"], o.String())
+			if groups, ok := spec["groups"].([]any); ok {
+				for _, group := range groups {
+					assert.Contains(t, env.TenantGroups, group, o.String())
+				}
+			}
+			assert.Regexp(t, requestShape, spec["request"], o.String())
+			assert.Contains(t, []any{"Approve", "Reject"}, spec["decision"], o.String())
+			pipeline := spec["pipeline"].(string)
+			if !pipelines[pipeline] {
+				assert.Regexp(t, `^p-\d{4}$`, pipeline, "a made-up pipeline: %s", o)
+			}
+			if waits[pipeline+"/"+spec["step"].(string)] {
+				onWaits++
+			}
+			bases++
+		}
+		for _, w := range g.waits {
+			waits[w.pipeline+"/"+w.step] = true
+		}
+	}
+	assert.Greater(t, bases, 10, "base Approvals")
+	assert.Greater(t, onWaits, bases/3, "base Approvals on a step that waits: %d of %d", onWaits, bases)
+
+	for range 1000 {
+		steps := g.baseSteps()
+		for _, s := range steps {
+			if _, ok := s.(map[string]any)["approval"]; ok {
+				waiting++
+				break
+			}
+		}
+	}
+	assert.InDelta(t, 200, waiting, 60, "about one base step list in five has a step that waits for approval")
 }
 
 // TestGeneratorReadsBoundsFromTheCRD: the bounds come from the schema at run time; a
@@ -151,6 +261,10 @@ func TestGeneratorCoversTheHostileClasses(t *testing.T) {
 		"Local": false, "../../etc/passwd": false, "Europe/Paris": false,
 		"test.noop": false, "test.record": false, "node.drain": false, "k8s.apply": false, "k8s.wait": false, "no.such.executor": false,
 		"ConfigMap": false, "Node": false, "$(object.metadata.name)": false,
+		// Approvals: the tenant, forged users and groups, both decisions.
+		testEnv().TenantUser: false, "system:serviceaccount:tenant:runner": false, "system:serviceaccount:canary:default": false,
+		"system:admin": false, "system:masters": false, "system:serviceaccounts:tenant": false, "Approve": false, "Reject": false,
+		strings.Repeat("c", 1025): false, strings.Repeat("😀", 1024): false,
 	}
 	fragments := map[string]bool{
 		"*l8": false, "%TAG": false, "!!python": false, "<<: *b": false, "---\napiVersion": false, // YAML
@@ -184,10 +298,20 @@ func TestGeneratorCoversTheHostileClasses(t *testing.T) {
 	}
 	refs := 0
 	templates := map[string]bool{}
+	// The approval of steps is mutated from the schema walk, as any field: by kind, the
+	// fields of spec.steps[].approval mutated.
+	stepApprovals := map[string]map[string]bool{}
 	for _, o := range objs {
 		kinds[o.Kind]++
 		for _, m := range o.Mutations {
 			classes[strings.SplitN(m.Class, ":", 2)[0]]++
+			if _, rest, ok := strings.Cut(m.Where, "].approval"); ok && strings.HasPrefix(m.Where, "spec.steps[") {
+				if stepApprovals[o.Kind] == nil {
+					stepApprovals[o.Kind] = map[string]bool{}
+				}
+				field, _, _ := strings.Cut(strings.TrimPrefix(rest, "."), "[")
+				stepApprovals[o.Kind][field] = true
+			}
 		}
 		visit(o.Object)
 		if o.Kind == KindTemplate {
@@ -198,12 +322,19 @@ func TestGeneratorCoversTheHostileClasses(t *testing.T) {
 			refs++
 		}
 	}
-	for _, kind := range Kinds {
-		assert.Greater(t, kinds[kind], 300, kind)
+	// Each kind by its weight: at least 80% of its expected share.
+	total := 0
+	for _, w := range kindWeights {
+		total += w.w
 	}
+	for _, w := range kindWeights {
+		assert.Greater(t, kinds[w.v], len(objs)*w.w*8/(total*10), "%s in %v", w.v, kinds)
+	}
+	assert.Len(t, kinds, len(Kinds), "kinds generated: %v", kinds)
 	for _, class := range []string{
 		classDuration, classCron, classTimeZone, classServiceAccount, classExecutor, classTemplateRef,
 		classAPIVersion, classKind, classFieldPath, classLabelKey, classSelectorOp,
+		classUser, classGroup, classApprovalTarget, classStepRef, classRequest, classComment,
 		"boundary-at", "boundary-past", "enum", "non-enum", "pattern-miss", "odd-string", "non-ascii-max",
 		"reference", "object-reference", "amplification", "yaml", "size-max", "metadata", "remove", "duplicate",
 		"forged-status", "unknown-field", "type", "jsonpath", "selector", "object-name", "int-param", "bool-param",
@@ -215,6 +346,11 @@ func TestGeneratorCoversTheHostileClasses(t *testing.T) {
 	}
 	for f, seen := range fragments {
 		assert.True(t, seen, "no value with %q", f)
+	}
+	for _, kind := range []string{KindPipeline, KindTemplate} {
+		for _, field := range []string{"approvals", "deadline", "fourEyes", "users", "groups"} {
+			assert.True(t, stepApprovals[kind][field], "%s: no mutation of spec.steps[].approval.%s (%v)", kind, field, stepApprovals[kind])
+		}
 	}
 	assert.Greater(t, refs, 100, "pipelines and triggers referring to generated templates")
 	// The suite greps the operator's log for this word: no generated value may bring it.

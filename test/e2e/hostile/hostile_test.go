@@ -26,7 +26,9 @@ const (
 // TestHostileObjects applies generated hostile objects as a tenant (namespace A) while a
 // canary measures, in namespace B, how soon a one-step pipeline is Ready; then it deletes
 // everything. It asserts that the operator never exited nor panicked, that the canary
-// stayed fast, that every admitted pipeline and trigger was handled, that the tenant
+// stayed fast, that every admitted pipeline and trigger was handled (templates and
+// Approvals have no status), that no step that waits for approval ran without the
+// approvals it requires and that no decision counted that must not, that the tenant
 // reached nothing outside A, and that A could be deleted.
 func TestHostileObjects(t *testing.T) {
 	require.NotNil(t, cluster, "TestMain starts the cluster when this test is selected")
@@ -71,6 +73,8 @@ func TestHostileObjects(t *testing.T) {
 	stopCanary()
 	breaches, err := tn.breaches(ctx)
 	require.NoError(t, err)
+	unapproved, approvalStates, err := tn.approvalViolations(ctx)
+	require.NoError(t, err)
 
 	// The teardown, with the canary still measuring.
 	stopCanary = can.start(ctx, "teardown")
@@ -92,6 +96,7 @@ func TestHostileObjects(t *testing.T) {
 		exits, alone, hostile, teardown, len(misses), len(unhandled), byEvent, len(breaches), orphaned,
 		applied.Round(time.Millisecond), time.Since(started).Round(time.Second))
 	t.Logf("hostile: what the operator made of the admitted objects: %s", countsString(states))
+	t.Logf("hostile: steps that wait for approval, by phase: %s", countsString(approvalStates))
 	for _, s := range out.surprises {
 		// The API server's own failures: worth reading, not the operator's doing.
 		t.Logf("hostile: the API server failed on an object: %s", s)
@@ -114,6 +119,7 @@ func TestHostileObjects(t *testing.T) {
 		}
 	}
 	assert.Empty(t, breaches, "the tenant reached outside its namespace")
+	assert.Empty(t, unapproved, "steps that ran without the approvals they require, or decisions that counted though they must not")
 	assert.Positive(t, admitted, "no object was admitted: the generator tests admission only")
 }
 

@@ -71,6 +71,12 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "install CRDs: %v\n", err)
 			return 1
 		}
+		// As an install has them: they decide who an Approval may name, and stamp who
+		// created a pipeline (four eyes).
+		if err := c.InstallAdmissionPolicies(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "install admission policies: %v\n", err)
+			return 1
+		}
 		op, err := c.StartOperator(operatorArgs...)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "start operator: %v\n", err)

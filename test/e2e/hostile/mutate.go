@@ -104,6 +104,18 @@ func (g *Generator) hostileValue(f Field) (any, string) {
 			return g.pick(labelKeys), c
 		case classSelectorOp:
 			return g.pick(selectorOperators), c
+		case classUser:
+			return g.inTurn(g.userNames()), c
+		case classGroup:
+			return g.inTurn(g.groupNames()), c
+		case classApprovalTarget:
+			return g.pick(g.approvalTargets()), c
+		case classStepRef:
+			return g.inTurn(stepRefs), c
+		case classRequest:
+			return g.approvalRequest(), c
+		case classComment:
+			return g.inTurn(comments), c
 		case classParamValue:
 			// The bound on a value is the map's (its CEL rule), or the value's own.
 			max := BoundsOf(f.Path[len(f.Path)-2].Schema).ValueMax
@@ -505,11 +517,15 @@ func (g *Generator) valueMax(kind, path string) *int64 {
 }
 
 // mutateReferences makes references that amplify, point forward or at themselves, or
-// loop, or points a pipeline or trigger at a template.
+// loop, or points a pipeline or trigger at a template, or an Approval at another wait.
 func (g *Generator) mutateReferences(o *Object) {
 	spec, ok := o.Object["spec"].(map[string]any)
 	if !ok {
 		g.mutateField(o)
+		return
+	}
+	if o.Kind == KindApproval {
+		g.retargetApproval(o, spec)
 		return
 	}
 	steps, _ := spec["steps"].([]any)
@@ -564,6 +580,21 @@ func (g *Generator) mutateReferences(o *Object) {
 		}
 		o.record(classTemplateRef, "spec.templateRef.name", ref)
 	}
+}
+
+// retargetApproval points an Approval at another wait, keeping the rest: another wait's
+// request for this step, or this request for another generated wait. A decision meant for
+// one wait must never count for another.
+func (g *Generator) retargetApproval(o *Object, spec map[string]any) {
+	if len(g.waits) == 0 || g.chance(0.5) {
+		v := g.someRequest()
+		spec["request"] = v
+		o.record(classRequest, "spec.request", v)
+		return
+	}
+	w := g.waits[g.rng.IntN(len(g.waits))]
+	spec["pipeline"], spec["step"] = w.pipeline, w.step
+	o.record(classApprovalTarget, "spec.pipeline", w.pipeline+" step "+w.step)
 }
 
 // setParam sets a param of a Pipeline or trigger, or declares one with that default in a

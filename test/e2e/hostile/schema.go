@@ -17,15 +17,16 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// The kinds of the three CRDs the suite generates.
+// The kinds of the four CRDs the suite generates.
 const (
 	KindPipeline = "Pipeline"
 	KindTemplate = "PipelineTemplate"
 	KindTrigger  = "PipelineTrigger"
+	KindApproval = "Approval"
 )
 
 // Kinds are the generated kinds, in a fixed order (reports and tests iterate over them).
-var Kinds = []string{KindPipeline, KindTemplate, KindTrigger}
+var Kinds = []string{KindPipeline, KindTemplate, KindTrigger, KindApproval}
 
 // CRD is what the generator needs of one CustomResourceDefinition: where it is served and
 // its schema. The schema is read from crd/ at run time, never copied here, because the
@@ -67,7 +68,7 @@ func CRDDir() (string, error) {
 	}
 }
 
-// LoadSchemas reads the three CRDs from dir and walks their schemas.
+// LoadSchemas reads the CRDs of Kinds from dir and walks their schemas.
 func LoadSchemas(dir string) (Schemas, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {

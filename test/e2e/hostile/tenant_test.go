@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -52,12 +53,22 @@ func newTenant(t *testing.T, schemas Schemas) *tenant {
 	ctx := t.Context()
 	a, b := cluster.CreateNamespace(t), cluster.CreateNamespace(t)
 	env := Env{Namespace: a, Foreign: b, BaitLabel: baitLabel, Runner: "runner", Watcher: "watcher", Tenant: "tenant"}
+	// The tenant is a ServiceAccount: its user and groups as the API server makes them.
+	env.TenantUser = "system:serviceaccount:" + a + ":" + env.Tenant
+	env.TenantGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + a, "system:authenticated"}
 
-	// The tenant manages the three kinds in its namespace, and nothing else.
+	// The tenant manages pipelines, templates and triggers in its namespace, and approves
+	// there as an approver does (stepwise-approver: create Approvals, the verb approve on
+	// pipelines), and nothing else.
+	group := v1alpha1.SchemeGroupVersion.Group
 	cluster.ServiceAccount(t, a, env.Tenant, rbacv1.PolicyRule{
-		APIGroups: []string{v1alpha1.SchemeGroupVersion.Group},
+		APIGroups: []string{group},
 		Resources: []string{"pipelines", "pipelinetemplates", "pipelinetriggers"},
 		Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+	}, rbacv1.PolicyRule{
+		APIGroups: []string{group}, Resources: []string{"pipelines"}, Verbs: []string{v1alpha1.VerbApprove},
+	}, rbacv1.PolicyRule{
+		APIGroups: []string{group}, Resources: []string{"approvals"}, Verbs: []string{"get", "list", "watch", "create"},
 	})
 	// The runner writes ConfigMaps (test.record, k8s.apply); the watcher lists them and
 	// Nodes (a trigger's right). Not both: a trigger on ConfigMaps whose pipelines write
@@ -91,7 +102,7 @@ func newTenant(t *testing.T, schemas Schemas) *tenant {
 	require.NoError(t, err)
 
 	cfg := rest.CopyConfig(cluster.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + a + ":" + env.Tenant}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: env.TenantUser, Groups: env.TenantGroups}
 	// The API server warns of every unknown field the generator adds (and prunes them):
 	// expected, and noise in the test's output.
 	cfg.WarningHandler = rest.NoWarnings{}
@@ -99,7 +110,33 @@ func newTenant(t *testing.T, schemas Schemas) *tenant {
 	require.NoError(t, err)
 	admin, err := dynamic.NewForConfig(cluster.Config)
 	require.NoError(t, err)
-	return &tenant{env: env, schemas: schemas, as: as, admin: admin, foreignBait: foreign.UID}
+	tn := &tenant{env: env, schemas: schemas, as: as, admin: admin, foreignBait: foreign.UID}
+	tn.env.Request = func(pipeline, step string) string { return tn.request(ctx, pipeline, step) }
+	return tn
+}
+
+// request reads, as the tenant (an approver does: kubectl stepwise approve), the request of
+// the wait for approval of a pipeline's step; "" when it does not wait or cannot be read.
+func (tn *tenant) request(ctx context.Context, pipeline, step string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	p, err := tn.as.Resource(tn.schemas[KindPipeline].Resource).Namespace(tn.env.Namespace).Get(ctx, pipeline, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	steps, _, _ := unstructured.NestedSlice(p.Object, "status", "steps")
+	for _, s := range steps {
+		m, _ := s.(map[string]any)
+		if name, _ := m["name"].(string); name != step {
+			continue
+		}
+		if phase, _ := m["phase"].(string); phase != string(v1alpha1.StepAwaitingApproval) {
+			return ""
+		}
+		request, _, _ := unstructured.NestedString(m, "approval", "request")
+		return request
+	}
+	return ""
 }
 
 // outcome counts what became of the generated objects.
@@ -256,7 +293,9 @@ func readyCondition(u *unstructured.Unstructured) (cond map[string]any, ok bool)
 
 // unhandled lists the tenant's pipelines and triggers that have no Ready condition for
 // their generation: the operator did not handle them (the design: every admitted field is
-// handled, and an object that cannot be handled fails alone). An object whose condition
+// handled, and an object that cannot be handled fails alone). Templates and Approvals have
+// no status: what the operator makes of an Approval shows in its pipeline's
+// (approvalViolations). An object whose condition
 // cannot be written (with its status it would pass etcd's bound) counts as handled when
 // the operator told of it in a Warning Event; byEvent counts those.
 func (tn *tenant) unhandled(ctx context.Context) (pending []string, byEvent int, states map[string]int, err error) {
@@ -369,6 +408,13 @@ func (tn *tenant) breaches(ctx context.Context) ([]string, error) {
 			out = append(out, "Pipeline "+tn.env.Foreign+"/"+p.GetName())
 		}
 	}
+	foreignApprovals, err := tn.list(ctx, KindApproval, tn.env.Foreign)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range foreignApprovals {
+		out = append(out, "Approval "+tn.env.Foreign+"/"+a.GetName())
+	}
 	ours, err := tn.list(ctx, KindPipeline, tn.env.Namespace)
 	if err != nil {
 		return nil, err
@@ -394,6 +440,130 @@ func (tn *tenant) breaches(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// approvalViolations lists what must never be in the status of the tenant's pipelines,
+// whether they are done or not:
+//   - a step that waits for approval whose create hooks ran (Running, Succeeded, or Waiting
+//     to retry one) without approvedTime and as many counted approvals as it requires;
+//   - a counted decision by anyone but the tenant: it is the only one that creates
+//     Approvals there, and the install's admission policy refuses a forged user;
+//   - a counted decision under four eyes: the tenant created every pipeline there, or the
+//     trigger that created it;
+//   - a counted decision by a user the step does not name, when it names users only, or
+//     by the tenant when it names groups none of which is the tenant's.
+//
+// Pipelines whose steps may have changed since they ran (updated under updatePolicy Rerun)
+// are left out: their status may describe the steps before the edit. states counts the
+// steps that need approval by phase, approvedTime and counted decisions, for the report.
+func (tn *tenant) approvalViolations(ctx context.Context) (violations []string, states map[string]int, err error) {
+	pipelines, err := tn.list(ctx, KindPipeline, tn.env.Namespace)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list pipelines: %w", err)
+	}
+	states = map[string]int{}
+	for i := range pipelines {
+		p := &pipelines[i]
+		if p.GetDeletionTimestamp() != nil {
+			continue
+		}
+		// The status is the operator's, typed; the spec is the tenant's, read as it is.
+		var status v1alpha1.PipelineStatus
+		if err := decodeField(p, "status", &status); err != nil {
+			violations = append(violations, fmt.Sprintf("Pipeline %s: status cannot be read: %v", p.GetName(), err))
+			continue
+		}
+		if policy, _, _ := unstructured.NestedString(p.Object, "spec", "updatePolicy"); p.GetGeneration() > 1 && policy == string(v1alpha1.UpdateRerun) {
+			states["left out: updated under Rerun"]++
+			continue
+		}
+		policies := map[string]*v1alpha1.ApprovalPolicy{}
+		if _, ok, _ := unstructured.NestedFieldNoCopy(p.Object, "spec", "templateRef"); ok {
+			if status.Template != nil {
+				for _, st := range status.Template.Steps {
+					if st.Approval != nil {
+						policies[st.Name] = st.Approval
+					}
+				}
+			}
+		} else {
+			steps, _, _ := unstructured.NestedSlice(p.Object, "spec", "steps")
+			for _, st := range steps {
+				m, _ := st.(map[string]any)
+				name, _ := m["name"].(string)
+				approval, ok := m["approval"].(map[string]any)
+				if !ok {
+					continue
+				}
+				// A policy that does not decode still makes the step wait.
+				policy := &v1alpha1.ApprovalPolicy{}
+				if data, err := json.Marshal(approval); err == nil {
+					_ = json.Unmarshal(data, policy)
+				}
+				policies[name] = policy
+			}
+		}
+		for _, s := range status.Steps {
+			policy, ok := policies[s.Name]
+			if !ok {
+				continue
+			}
+			where := fmt.Sprintf("Pipeline %s step %s", p.GetName(), s.Name)
+			var approvedTime bool
+			var required int32
+			var counted []string
+			if s.Approval != nil {
+				approvedTime, required = s.Approval.ApprovedTime != nil, s.Approval.Required
+				for _, d := range s.Approval.Decisions {
+					if !d.Counted {
+						continue
+					}
+					if d.Decision == v1alpha1.ApprovalApprove && !slices.Contains(counted, d.User) {
+						counted = append(counted, d.User)
+					}
+					if why := tn.mustNotCount(policy, d.User); why != "" {
+						violations = append(violations, fmt.Sprintf("%s: the %s by %q (Approval %s) counted, though %s", where, d.Decision, shorten(d.User, 80), d.Approval, why))
+					}
+				}
+			}
+			states[fmt.Sprintf("%s approved=%v counted=%d", s.Phase, approvedTime, len(counted))]++
+			ran := s.Phase == v1alpha1.StepRunning || s.Phase == v1alpha1.StepSucceeded ||
+				(s.Phase == v1alpha1.StepWaiting && slices.Contains([]v1alpha1.Hook{v1alpha1.HookPreCreate, v1alpha1.HookCreate, v1alpha1.HookPostCreate}, s.Hook))
+			if ran && (!approvedTime || len(counted) < int(max(1, required))) {
+				violations = append(violations, fmt.Sprintf("%s: phase %s (hook %q) with approvedTime %v and %d counted approvals of %d required: %+v",
+					where, s.Phase, s.Hook, approvedTime, len(counted), max(1, required), s.Approval))
+			}
+		}
+	}
+	sort.Strings(violations)
+	return violations, states, nil
+}
+
+// mustNotCount says why a decision by user must not count on a step with policy, or "".
+func (tn *tenant) mustNotCount(policy *v1alpha1.ApprovalPolicy, user string) string {
+	switch {
+	case user != tn.env.TenantUser:
+		return "only the tenant makes Approvals in its namespace, and the admission policy refuses another user"
+	case policy.FourEyes:
+		return "the step is under four eyes and the tenant created the pipeline or its trigger"
+	case len(policy.Users)+len(policy.Groups) > 0 && !slices.Contains(policy.Users, user) &&
+		!slices.ContainsFunc(policy.Groups, func(g string) bool { return slices.Contains(tn.env.TenantGroups, g) }):
+		return "the step names neither the user nor a group of theirs"
+	}
+	return ""
+}
+
+// decodeField decodes the field key of u into out, through JSON.
+func decodeField(u *unstructured.Unstructured, key string, out any) error {
+	v, ok := u.Object[key]
+	if !ok {
+		return nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
 }
 
 // teardown deletes everything of the tenant: triggers first (so that they start no more
@@ -450,6 +620,7 @@ func (tn *tenant) teardown(ctx context.Context, t *testing.T) (orphaned int) {
 		}
 	}
 	deleteAll(KindTemplate)
+	deleteAll(KindApproval)
 
 	err := cluster.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	require.NoError(t, err)
