@@ -91,6 +91,9 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 	require.NoError(t, err, out)
 	out, err = kubectlOn(t, c2.Kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd/pipelines.stepwise.dev")
 	require.NoError(t, err, out)
+	// The API server admits pipelines once the install's admission policies are in force
+	// (docs/install.md: a few seconds after the CRDs).
+	require.NoError(t, c2.WaitForAdmissionPolicies(ctx))
 
 	// The operator's kubeconfig holds a token of the deploy ServiceAccount, as in a pod.
 	kubeconfig, saConfig := serviceAccountKubeconfig(t, c2, deployNamespace, deployServiceAccount)

@@ -82,14 +82,14 @@ func (c *Cluster) InstallAdmissionPolicies(ctx context.Context) error {
 			return fmt.Errorf("the admission policies hold a %s, which the test cluster does not install", kind.Kind)
 		}
 	}
-	return c.waitForCreatedBy(ctx)
+	return c.WaitForAdmissionPolicies(ctx)
 }
 
-// waitForCreatedBy waits until the mutating policy stamps who creates a Pipeline (a
+// WaitForAdmissionPolicies waits until the mutating policy stamps who creates a Pipeline (a
 // server-side dry run) and the validating ones refuse a forged approver: the API server
 // reads a custom resource's schema for the mutating policy a few seconds after the CRD is
 // served, refusing creations (503) until then, and loads new policies asynchronously.
-func (c *Cluster) waitForCreatedBy(ctx context.Context) error {
+func (c *Cluster) WaitForAdmissionPolicies(ctx context.Context) error {
 	client, err := dynamic.NewForConfig(c.Config)
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
