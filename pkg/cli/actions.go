@@ -25,11 +25,7 @@ has recorded the retry.`,
   kubectl stepwise retry retire-node-3 -n ops --step drain`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients()
+			ns, c, err := o.scope()
 			if err != nil {
 				return err
 			}
@@ -64,11 +60,7 @@ func newSuspendCommand(o *options, suspend bool) *cobra.Command {
 		Long:  long,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients()
+			ns, c, err := o.scope()
 			if err != nil {
 				return err
 			}

@@ -76,11 +76,7 @@ step that still waits, even one some have approved.`
 			if err := d.check(args); err != nil {
 				return err
 			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients()
+			ns, c, err := o.scope()
 			if err != nil {
 				return err
 			}

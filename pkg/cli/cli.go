@@ -73,6 +73,19 @@ func (o *options) namespace() (string, error) {
 	return ns, nil
 }
 
+// scope is what a command that acts in one namespace needs: the namespace and the clients.
+func (o *options) scope() (string, *Clients, error) {
+	ns, err := o.namespace()
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := o.clients()
+	if err != nil {
+		return "", nil, err
+	}
+	return ns, c, nil
+}
+
 func (o *options) restClients() (*Clients, error) {
 	cfg, err := o.configFlags.ToRESTConfig()
 	if err != nil {

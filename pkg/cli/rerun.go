@@ -55,11 +55,7 @@ stepwise.dev/trigger-uid): no PipelineTrigger counts it, or deletes it, as its o
 		Example: `  kubectl stepwise rerun retire-node-3 -n ops`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients()
+			ns, c, err := o.scope()
 			if err != nil {
 				return err
 			}

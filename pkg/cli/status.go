@@ -35,11 +35,7 @@ when the pipeline has failed.`,
 			if err := termsafe.CheckFormat(output); err != nil {
 				return err
 			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients()
+			ns, c, err := o.scope()
 			if err != nil {
 				return err
 			}

@@ -26,11 +26,7 @@ one, = its default) and steps. Run one with kubectl stepwise run TEMPLATE -p NAM
 			if err := termsafe.CheckFormat(output); err != nil {
 				return err
 			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients()
+			ns, c, err := o.scope()
 			if err != nil {
 				return err
 			}

@@ -31,11 +31,7 @@ condition and its queue, in the order the waiting objects will start.`,
 			if err := termsafe.CheckFormat(output); err != nil {
 				return err
 			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients()
+			ns, c, err := o.scope()
 			if err != nil {
 				return err
 			}

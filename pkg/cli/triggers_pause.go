@@ -22,11 +22,7 @@ its Ready condition says so (reason Paused).`,
 		Example: `  kubectl stepwise triggers pause retire-labelled -n node-ops --reason "INC-42: drains fail"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients()
+			ns, c, err := o.scope()
 			if err != nil {
 				return err
 			}
@@ -53,11 +49,7 @@ again. The trigger records who resumed it and when it saw the resume.`,
 		Example: `  kubectl stepwise triggers resume retire-labelled -n node-ops`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients()
+			ns, c, err := o.scope()
 			if err != nil {
 				return err
 			}

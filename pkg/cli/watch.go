@@ -44,11 +44,7 @@ each change is one line. Exits with 2 when the pipeline failed, 1 when --timeout
 			if timeout <= 0 {
 				return fmt.Errorf("--timeout must be positive, got %s", timeout)
 			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.clients()
+			ns, c, err := o.scope()
 			if err != nil {
 				return err
 			}
