@@ -10,11 +10,15 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.0
+# Helm renders and lints the chart (charts/stepwise); deploy/chart_test.go runs it.
+HELM_VERSION ?= v3.22.0
 # Versioned file names make a version bump install the new tool.
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 PROTOC_GEN_GO ?= $(LOCALBIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
 PROTOC_GEN_GO_GRPC ?= $(LOCALBIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+export HELM
 # protoc itself comes from Debian (protobuf-compiler, 3.21.12 on bookworm), installed by the
 # protoc target when missing; buf is not used. The generated files record the protoc version.
 PROTOC ?= protoc
@@ -90,6 +94,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informer
 	hack/update-codegen.sh
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-crd.sh
 	for f in crd/*.yaml; do echo '---'; cat "$$f"; done > deploy/base/crd.yaml # kustomize reads no file outside deploy/base/
+	rm -f charts/stepwise/crds/*.yaml && cp crd/*.yaml charts/stepwise/crds/ # Helm installs a chart's crds/ first
 
 .PHONY: reference
 reference: ## Regenerate the reference pages in docs/reference (the operator's flags, the built-in executors, reasons and Events) from the code.
@@ -105,7 +110,7 @@ proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code o
 # take the other core. Output is grouped per target.
 .PHONY: test
 test: ## Everything CI runs: lint, verify generated files, unit and e2e tests with -race.
-	$(MAKE) --no-print-directory -j2 --output-sync=target localcluster-tools build lint verify chromium
+	$(MAKE) --no-print-directory -j2 --output-sync=target localcluster-tools build lint verify chromium $(HELM)
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: unit
@@ -142,8 +147,9 @@ hostile: build localcluster-tools ## Hostile-object suite, long run (minutes): 3
 	go test $(GO_TEST_FLAGS) -v -timeout 40m -run TestHostileObjects ./test/e2e/hostile/ -args -hostile.count=3000 -hostile.random $(HOSTILE_ARGS)
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) verify-proto ## Fail when generated code, the CRD, the plugin protocol or the reference pages are stale, or the two Go modules drift apart.
+verify: $(CONTROLLER_GEN) verify-proto $(HELM) ## Fail when generated code, the CRD, the plugin protocol or the reference pages are stale, the chart does not lint, or the two Go modules drift apart.
 	hack/verify-codegen.sh
+	$(HELM) lint --strict charts/stepwise
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/verify-crd.sh
 	hack/verify-reference.sh
 	hack/verify-shared-deps.sh
@@ -176,6 +182,13 @@ $(LOCALBIN):
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
+
+$(HELM): | $(LOCALBIN)
+	go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $@
+
+.PHONY: helm
+helm: $(HELM) ## Install the pinned Helm into ./bin.
 
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

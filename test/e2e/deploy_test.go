@@ -68,6 +68,38 @@ func TestDeployManifestsServerDryRun(t *testing.T) {
 	}
 	_, err = cluster.Client.RbacV1().ClusterRoles().Get(ctx, "stepwise-operator", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "a dry run keeps nothing")
+
+	// The chart renders the same objects (deploy/chart_test.go); the API server admits
+	// them, the default install and the namespaced one with a tenant.
+	ensureNamespace(t, "chart-tenant")
+	for _, values := range [][]string{
+		nil,
+		{"--set", "namespaced.enabled=true", "--set", "namespaced.tenants[0].namespace=chart-tenant"},
+	} {
+		rendered := helmTemplate(t, append([]string{"--include-crds"}, values...)...)
+		cmd := exec.CommandContext(ctx, cluster.BinPath("kubectl"), "--kubeconfig", cluster.Kubeconfig, "apply", "--dry-run=server", "-f", "-")
+		cmd.Stdin = strings.NewReader(rendered)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%v: %s", values, out)
+		assert.Contains(t, string(out), "deployment.apps/stepwise-operator created (server dry run)")
+	}
+}
+
+// helmTemplate renders the chart with the pinned Helm (make exports HELM) into the
+// release namespace stepwise-system.
+func helmTemplate(t *testing.T, args ...string) string {
+	t.Helper()
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		found, _ := filepath.Glob(filepath.Join("..", "..", "bin", "helm-*"))
+		require.NotEmpty(t, found, "no Helm: run make helm")
+		helm = found[len(found)-1]
+	}
+	cmd := exec.CommandContext(t.Context(), helm, append([]string{"template", "stepwise", filepath.Join("..", "..", "charts", "stepwise"),
+		"--namespace", deployNamespace}, args...)...)
+	out, err := cmd.Output()
+	require.NoError(t, err, "helm template %v", args)
+	return string(out)
 }
 
 // TestDeployRBACIsEnoughAndNoMore installs deploy/ on a cluster of its own (a second

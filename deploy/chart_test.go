@@ -1,0 +1,286 @@
+package deploy
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// The chart (charts/stepwise) and the kustomization (deploy/) install the same objects:
+// these tests render both and compare them, so that one cannot change without the other.
+
+const chartDir = "../charts/stepwise"
+
+// clusterScoped are the kinds of the install that have no namespace.
+var clusterScoped = map[string]bool{
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+	"MutatingAdmissionPolicy": true, "MutatingAdmissionPolicyBinding": true,
+}
+
+// helmLabels are the labels only the chart puts on its objects.
+var helmLabels = []string{"app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "helm.sh/chart"}
+
+// helm is the pinned Helm make installs (the Makefile exports HELM), or the one in ../bin.
+func helm(t *testing.T) string {
+	t.Helper()
+	if path := os.Getenv("HELM"); path != "" {
+		return path
+	}
+	found, _ := filepath.Glob("../bin/helm-*")
+	require.NotEmpty(t, found, "no Helm: run make helm")
+	return found[len(found)-1]
+}
+
+// render runs helm template on the chart with args, and returns its objects by
+// "Kind/namespace/name", without the labels only Helm adds.
+func render(t *testing.T, args ...string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out, err := renderErr(t, args...)
+	require.NoError(t, err, out)
+	return objectsOf(t, []byte(out), true)
+}
+
+func renderErr(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(helm(t), append([]string{"template", "stepwise", chartDir, "--namespace", "stepwise-system"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return stderr.String(), err
+	}
+	return string(out), nil
+}
+
+// kustomized returns the objects kustomize builds from dir, by "Kind/namespace/name".
+func kustomized(t *testing.T, dir string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	require.NoError(t, err)
+	data, err := resources.AsYaml()
+	require.NoError(t, err)
+	return objectsOf(t, data, false)
+}
+
+func objectsOf(t *testing.T, data []byte, fromHelm bool) map[string]*unstructured.Unstructured {
+	t.Helper()
+	objs := map[string]*unstructured.Unstructured{}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var m map[string]any
+		if err := decoder.Decode(&m); err != nil {
+			break
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if clusterScoped[u.GetKind()] {
+			// kustomize's namespace: puts one on kinds it does not know; the API server
+			// ignores it on a cluster-scoped object.
+			unstructured.RemoveNestedField(u.Object, "metadata", "namespace")
+		}
+		var drop []string
+		switch {
+		case fromHelm:
+			drop = helmLabels
+		case u.GetKind() == "CustomResourceDefinition":
+			// Helm applies a chart's crds/ as they are: TestTheChartsCRDsAreTheGeneratedOnes.
+			drop = []string{"app.kubernetes.io/part-of"}
+		}
+		if labels := u.GetLabels(); len(drop) > 0 {
+			for _, l := range drop {
+				delete(labels, l)
+			}
+			u.SetLabels(labels)
+			if len(labels) == 0 {
+				unstructured.RemoveNestedField(u.Object, "metadata", "labels")
+			}
+		}
+		key := u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+		require.NotContains(t, objs, key, "two objects %s", key)
+		objs[key] = u
+	}
+	return objs
+}
+
+// TestTheChartInstallsWhatTheKustomizationDoes: with its default values the chart renders
+// every object of deploy/ as kustomize builds it (but the Namespace, which helm install
+// --create-namespace makes), and nothing else.
+func TestTheChartInstallsWhatTheKustomizationDoes(t *testing.T) {
+	want := kustomized(t, ".")
+	delete(want, "Namespace//stepwise-system")
+	got := render(t, "--include-crds")
+	assert.ElementsMatch(t, keys(want), keys(got))
+	for key, w := range want {
+		if g, ok := got[key]; ok {
+			assert.Equal(t, w.Object, g.Object, key)
+		}
+	}
+}
+
+// TestTheNamespacedChartInstallsWhatTheNamespacedKustomizationDoes: namespaced.enabled is
+// deploy/namespaced/, and each tenant gets deploy/namespaced/tenant.yaml in its namespace.
+func TestTheNamespacedChartInstallsWhatTheNamespacedKustomizationDoes(t *testing.T) {
+	want := kustomized(t, "namespaced")
+	delete(want, "Namespace//stepwise-system")
+	tenant, err := os.ReadFile("namespaced/tenant.yaml")
+	require.NoError(t, err)
+	for _, ns := range []string{"team-a", "team-b"} {
+		for key, obj := range objectsOf(t, tenant, false) {
+			obj.SetNamespace(ns)
+			want[strings.Replace(key, "//", "/"+ns+"/", 1)] = obj
+		}
+	}
+	got := render(t, "--include-crds", "--set", "namespaced.enabled=true",
+		"--set", "namespaced.tenants[0].namespace=team-a", "--set", "namespaced.tenants[1].namespace=team-b")
+	assert.ElementsMatch(t, keys(want), keys(got))
+	for key, w := range want {
+		if g, ok := got[key]; ok {
+			assert.Equal(t, w.Object, g.Object, key)
+		}
+	}
+}
+
+func TestTheChartsCRDsAreTheGeneratedOnes(t *testing.T) {
+	generated, err := filepath.Glob("../crd/*.yaml")
+	require.NoError(t, err)
+	copied, err := filepath.Glob(chartDir + "/crds/*.yaml")
+	require.NoError(t, err)
+	require.Len(t, copied, len(generated))
+	for _, f := range generated {
+		want, err := os.ReadFile(f)
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(f)))
+		require.NoError(t, err, "make generate copies the CRDs into the chart")
+		assert.Equal(t, string(want), string(got), "%s is stale: run make generate", f)
+	}
+}
+
+// TestTheChartsValues: each value reaches the object it is for.
+func TestTheChartsValues(t *testing.T) {
+	deployment := func(t *testing.T, objs map[string]*unstructured.Unstructured) *appsv1.Deployment {
+		t.Helper()
+		return as[appsv1.Deployment](t, objs["Deployment/stepwise-system/stepwise-operator"])
+	}
+	tests := []struct {
+		name  string
+		set   []string
+		check func(t *testing.T, objs map[string]*unstructured.Unstructured)
+	}{
+		{name: "image by tag", set: []string{"image.repository=registry.example/stepwise", "image.tag=v1.2.3"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				assert.Equal(t, "registry.example/stepwise:v1.2.3", deployment(t, objs).Spec.Template.Spec.Containers[0].Image)
+			}},
+		{name: "image by digest", set: []string{"image.repository=registry.example/stepwise", "image.tag=v1", "image.digest=sha256:" + strings.Repeat("a", 64)},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				assert.Equal(t, "registry.example/stepwise@sha256:"+strings.Repeat("a", 64), deployment(t, objs).Spec.Template.Spec.Containers[0].Image)
+			}},
+		{name: "replicas and resources", set: []string{"replicas=3", "resources.limits.memory=1Gi"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				d := deployment(t, objs)
+				assert.Equal(t, int32(3), *d.Spec.Replicas)
+				assert.Equal(t, "1Gi", d.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String())
+			}},
+		{name: "egress ranges", set: []string{"egress.pluginAllowedCIDRs={10.0.0.0/8,192.168.0.0/16}", "egress.gateAllowedCIDRs={10.96.0.0/12}",
+			"egress.pluginAllowedCIDRsFor.vsphere={10.20.0.0/16}"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				args := deployment(t, objs).Spec.Template.Spec.Containers[0].Args
+				assert.Contains(t, args, "--plugin-allowed-cidrs=10.0.0.0/8,192.168.0.0/16")
+				assert.Contains(t, args, "--gate-allowed-cidrs=10.96.0.0/12")
+				assert.Contains(t, args, "--plugin-allowed-cidrs-for=vsphere=10.20.0.0/16")
+			}},
+		{name: "trigger resources are watched and granted alike", set: []string{"triggerResources[0].resource=nodes",
+			"triggerResources[1].group=apps", "triggerResources[1].resource=deployments"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				assert.Contains(t, deployment(t, objs).Spec.Template.Spec.Containers[0].Args, "--trigger-resources=nodes,deployments.apps")
+				role := as[rbacv1.ClusterRole](t, objs["ClusterRole//stepwise-operator"])
+				assert.Contains(t, role.Rules, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list", "watch"}})
+				assert.NotContains(t, role.Rules, rbacv1.PolicyRule{APIGroups: []string{"demo.stepwise.dev"}, Resources: []string{"webapps"}, Verbs: []string{"list", "watch"}})
+			}},
+		{name: "a ServiceMonitor", set: []string{"metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.labels.release=prom"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				sm := objs["ServiceMonitor/stepwise-system/stepwise-operator"]
+				require.NotNil(t, sm)
+				assert.Equal(t, "prom", sm.GetLabels()["release"])
+			}},
+		{name: "no mutating policy on an older cluster", set: []string{"admission.mutatingPolicy=false"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				assert.NotContains(t, objs, "MutatingAdmissionPolicy//stepwise-created-by")
+				assert.NotContains(t, objs, "MutatingAdmissionPolicyBinding//stepwise-created-by")
+				assert.Contains(t, objs, "ValidatingAdmissionPolicy//stepwise-created-by", "still refused when changed")
+			}},
+		{name: "a tenant's ServiceAccounts", set: []string{"namespaced.enabled=true", "namespaced.tenants[0].namespace=team-a",
+			"namespaced.tenants[0].serviceAccounts={node-retirer}"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				role := as[rbacv1.Role](t, objs["Role/team-a/stepwise-operator"])
+				assert.Equal(t, []string{"node-retirer"}, role.Rules[0].ResourceNames)
+				assert.Equal(t, []string{"impersonate"}, role.Rules[0].Verbs)
+				cluster := as[rbacv1.ClusterRole](t, objs["ClusterRole//stepwise-operator"])
+				assert.False(t, slices.ContainsFunc(cluster.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Verbs, "impersonate") }),
+					"namespaced: no impersonation cluster-wide")
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var args []string
+			for _, s := range tt.set {
+				args = append(args, "--set", s)
+			}
+			tt.check(t, render(t, args...))
+		})
+	}
+}
+
+// TestTheChartsSchemaRefusesWrongValues: values.schema.json stops a typo or a wrong type
+// before anything is applied.
+func TestTheChartsSchemaRefusesWrongValues(t *testing.T) {
+	for _, set := range []string{
+		"replicas=two",
+		"replica=2", // a typo of replicas
+		"image.digest=latest",
+		"namespaced.tenants[0].serviceAccounts={a}", // a tenant without its namespace
+		"triggerResources[0].resource=secrets",
+		"egress.pluginAllowedCIDRs={not-a-cidr}",
+		"podDisruptionBudget.maxUnavailable=0",
+	} {
+		t.Run(set, func(t *testing.T) {
+			out, err := renderErr(t, "--set", set)
+			require.Error(t, err, "helm template accepted %s", set)
+			assert.Contains(t, out, "values don't meet the specifications of the schema")
+		})
+	}
+}
+
+func as[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	require.NotNil(t, u)
+	data, err := yaml.Marshal(u.Object)
+	require.NoError(t, err)
+	var obj T
+	require.NoError(t, yaml.UnmarshalStrict(data, &obj))
+	return &obj
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
