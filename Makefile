@@ -59,6 +59,22 @@ plugin: ## Build one plugin, NAME=<name>, and rewrite bin/plugins/SHA256SUMS: a 
 	@[ -n "$(NAME)" ] || { echo "usage: make plugin NAME=<dir under plugins/>" >&2; exit 2; }
 	$(BUILD) --plugins "$(NAME)"
 
+# The krew manifest (deploy/krew/stepwise.yaml filled in by hack/krew-manifest) of the
+# archive of kubectl-stepwise for this machine's platform, both in dist/. A release puts
+# every platform's archive there, kubectl-stepwise_TAG_OS_ARCH.tar.gz, and runs
+# hack/krew-manifest -all on them.
+KREW_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+DIST ?= $(CURDIR)/dist
+
+.PHONY: krew-manifest
+krew-manifest: ## Build kubectl-stepwise, archive it into dist/ for this platform and write its krew manifest, dist/stepwise.yaml (KREW_VERSION=v1.2.3; default: git describe).
+	STEPWISE_VERSION="$(KREW_VERSION)" $(BUILD) ./cmd/kubectl-stepwise
+	mkdir -p $(DIST)
+	tar -C $(LOCALBIN) -czf "$(DIST)/kubectl-stepwise_$(KREW_VERSION)_$$(go env GOOS)_$$(go env GOARCH).tar.gz" kubectl-stepwise
+	go run ./hack/krew-manifest -version "$(KREW_VERSION)" -dist $(DIST) > $(DIST)/stepwise.yaml.tmp
+	mv $(DIST)/stepwise.yaml.tmp $(DIST)/stepwise.yaml
+	@echo "wrote $(DIST)/stepwise.yaml"
+
 .PHONY: demo
 demo: ## Build what the demo runs, start a local control plane, a vCenter simulator and the operator, and retire a node through a plugin.
 	hack/demo.sh up

@@ -8,6 +8,11 @@
 # Commands land in bin/<name>, plugins (plugins/<name>) in bin/plugins/stepwise-plugin-<name>,
 # and bin/plugins/SHA256SUMS is rewritten for every plugin there. GO_BUILD_FLAGS adds flags
 # (hack/demo.sh passes -v to count packages as they compile).
+#
+# The operator and kubectl-stepwise (./cmd/...) report `git describe --tags --always --dirty`
+# with --version (STEPWISE_VERSION overrides it); without git or its history, dev and the
+# commit go build stamped, if any. Only they get it: go build records -ldflags in every
+# binary, and a plugin's checksum should not change with each commit.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -33,9 +38,18 @@ done
 [[ ${#pkgs[@]} -gt 0 ]] || exit 0
 
 cd "${ROOT}"
+version="${STEPWISE_VERSION:-}"
+if [[ -z "${version}" ]] && command -v git >/dev/null; then
+    version="$(git describe --tags --always --dirty 2>/dev/null)" || version=""
+fi
+[[ "${version}" != *[[:space:]]* ]] || { echo "version ${version@Q} has a space" >&2; exit 2; }
+ldflags=()
+if [[ -n "${version}" ]]; then
+    ldflags=(-ldflags "./cmd/...=-X github.com/stepwise-dev/stepwise/internal/version.Version=${version}")
+fi
 mkdir -p "${STAGE}" "${BIN}/plugins"
 # shellcheck disable=SC2086 # GO_BUILD_FLAGS is a list of flags
-go build ${GO_BUILD_FLAGS:-} -o "${STAGE}/" "${pkgs[@]}"
+go build ${GO_BUILD_FLAGS:-} "${ldflags[@]}" -o "${STAGE}/" "${pkgs[@]}"
 
 # install -C copies only what changed, so an unchanged binary keeps its time stamp.
 for c in "${cmds[@]}"; do

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 
 	"k8s.io/klog/v2"
 
@@ -55,12 +54,4 @@ func loadExecutors(ctx context.Context, opts *options) (*executor.Registry, *hos
 // builtinExecutors are the executors compiled into the operator.
 func builtinExecutors() []executor.TaskExecutor {
 	return append(node.Executors(), k8s.Executors()...)
-}
-
-// version is the operator's module version as the Go toolchain stamped it.
-func version() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		return info.Main.Version
-	}
-	return ""
 }

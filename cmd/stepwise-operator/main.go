@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
+	buildversion "github.com/stepwise-dev/stepwise/internal/version"
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
 
 	// The image has no zoneinfo: maintenance windows name IANA time zones.
@@ -30,9 +31,16 @@ func main() {
 		fs.PrintDefaults()
 	}
 	var opts options
-	opts.addFlags(fs)
-	klog.InitFlags(fs)
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits with usage
+	// ExitOnError: a bad flag exits with usage (2), -h with 0; the error left is printing
+	// the version failing.
+	versionOnly, err := opts.parse(fs, os.Args[1:], os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if versionOnly {
+		os.Exit(0)
+	}
 	if err := opts.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -68,7 +76,7 @@ func run(ctx context.Context, opts *options) error {
 	}
 	if opts.catalogName != "" {
 		// In the background: a catalogue that cannot be written yet never delays pipelines.
-		go catalog.NewPublisher(clients.kube, opts.ownNamespace(), opts.catalogName).Run(ctx, catalog.Build(registry, version()))
+		go catalog.NewPublisher(clients.kube, opts.ownNamespace(), opts.catalogName).Run(ctx, catalog.Build(registry, buildversion.Version))
 	}
 	recorder, stopEvents := newRecorder(ctx, clients.kube)
 	defer stopEvents()

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 
+	buildversion "github.com/stepwise-dev/stepwise/internal/version"
 	"github.com/stepwise-dev/stepwise/pkg/fairqueue"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
@@ -59,6 +62,25 @@ type options struct {
 
 	triggerResources string
 	triggerWorkers   int
+
+	// version: print the version and exit.
+	version bool
+}
+
+// parse parses args into o, with klog's flags, on fs (main's exits on a bad flag and on -h).
+// With --version it prints the version to out and returns true, before validate or
+// anything else: the caller exits 0.
+func (o *options) parse(fs *flag.FlagSet, args []string, out io.Writer) (bool, error) {
+	o.addFlags(fs)
+	klog.InitFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return false, err
+	}
+	if !o.version {
+		return false, nil
+	}
+	_, err := fmt.Fprintln(out, "stepwise-operator version", buildversion.Version)
+	return true, err
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -107,6 +129,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&o.pluginMemoryLimit, "plugin-memory-limit", "256Mi", "The memory each plugin process may map, as a quantity (256Mi, 1Gi); over it the plugin dies, failing only the hooks in flight in it, and is restarted on the next call, while the operator runs on. Its garbage collector is told a lower limit (GOMEMLIMIT) to work hard before. A Go plugin maps about 80Mi as it starts, which counts. Keep the sum with the operator's own memory under the container's limit. 0: no limit.")
+	fs.BoolVar(&o.version, "version", false, "Print the operator's version and exit.")
 	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
 }
 

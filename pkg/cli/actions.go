@@ -23,7 +23,8 @@ It sets the annotation ` + v1alpha1.RetryAnnotation + `, which the operator remo
 has recorded the retry.`,
 		Example: `  kubectl stepwise retry retire-node-3 -n ops
   kubectl stepwise retry retire-node-3 -n ops --step drain`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(o, pipelineNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, c, err := o.scope()
 			if err != nil {
@@ -55,10 +56,11 @@ func newSuspendCommand(o *options, suspend bool) *cobra.Command {
 			"Resume a suspended pipeline where it stopped. It sets spec.suspend to false.", "resumed"
 	}
 	return &cobra.Command{
-		Use:   use,
-		Short: short,
-		Long:  long,
-		Args:  cobra.ExactArgs(1),
+		Use:               use,
+		Short:             short,
+		Long:              long,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(o, pipelineNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, c, err := o.scope()
 			if err != nil {

@@ -72,6 +72,8 @@ step that still waits, even one some have approved.`
 		Long:    long,
 		Example: example,
 		Args:    cobra.MaximumNArgs(2),
+		// PIPELINE; STEP is not completed.
+		ValidArgsFunction: completeNames(o, pipelineNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := d.check(args); err != nil {
 				return err
@@ -110,6 +112,7 @@ step that still waits, even one some have approved.`
 	f.StringVar(&d.comment, "comment", "", comment)
 	f.StringVar(&d.trigger, "trigger", "", "With --all-waiting, "+verb+" every step that waits in the pipelines of this PipelineTrigger.")
 	f.BoolVar(&d.allWaiting, "all-waiting", false, "With --trigger: every step that waits, not one (required with --trigger).")
+	completeFlag(cmd, "trigger", completeNames(o, triggerNames))
 	return cmd
 }
 

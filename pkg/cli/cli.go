@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/stepwise-dev/stepwise/internal/version"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/cli/pluginauthor"
 	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
@@ -137,12 +138,14 @@ Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch), the plan 
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	// kubectl completes plugins through kubectl_complete-stepwise, not a subcommand.
-	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	o.configFlags.AddFlags(cmd.PersistentFlags())
+	// --version, on the root only and without cobra's -v, which kubectl users know as the
+	// log verbosity.
+	cmd.Version = version.Version
+	cmd.Flags().Bool("version", false, "Print the version of kubectl stepwise and exit.")
 	cmd.AddCommand(
 		newStatusCommand(o),
 		newWatchCommand(o),
@@ -160,6 +163,7 @@ Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch), the plan 
 		newTriggersCommand(o),
 		pluginauthor.NewCommand(streams),
 	)
+	addCompletionCommand(cmd)
 	return cmd
 }
 

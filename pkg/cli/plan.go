@@ -94,6 +94,8 @@ executor, a step the ServiceAccount may not perform. Exit codes: 0 planned, 2 a 
 	f.DurationVar(&po.timeout, "timeout", defaultPlanTimeout, "How long to wait for the plans.")
 	f.BoolVar(&po.keep, "keep", false, "Keep the dry-run pipelines instead of deleting them, and print their names.")
 	f.StringVarP(&po.output, "output", "o", "", "Output format: json or yaml. Default: a table of each step's plan.")
+	completeFlag(cmd, "template", completeNames(o, templateNames))
+	completeFlag(cmd, "trigger", completeNames(o, triggerNames))
 	cmd.MarkFlagsOneRequired("filename", "template", "trigger")
 	cmd.MarkFlagsMutuallyExclusive("filename", "template", "trigger")
 	return cmd

@@ -52,8 +52,9 @@ kubectl edit before it starts, or apply a changed copy of the manifest instead.
 
 The new Pipeline keeps the labels of NAME but a trigger's (stepwise.dev/trigger and
 stepwise.dev/trigger-uid): no PipelineTrigger counts it, or deletes it, as its own.`,
-		Example: `  kubectl stepwise rerun retire-node-3 -n ops`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  kubectl stepwise rerun retire-node-3 -n ops`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(o, pipelineNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, c, err := o.scope()
 			if err != nil {

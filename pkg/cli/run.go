@@ -29,8 +29,9 @@ func newRunCommand(o *options) *cobra.Command {
 checks them against the template's declarations (required ones, defaults, unknown ones) and
 says in the pipeline's Ready condition what is wrong. With --watch, follow it as
 kubectl stepwise watch does.`,
-		Example: `  kubectl stepwise run retire-node -n node-ops -p node=worker-3 --watch`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  kubectl stepwise run retire-node -n node-ops -p node=worker-3 --watch`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(o, templateNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			params, err := flagpairs.Parse("parameter", pairs)
 			if err != nil {

@@ -30,7 +30,8 @@ and its Ready condition. A failed step's message starts with its own reason. Exi
 when the pipeline has failed.`,
 		Example: `  kubectl stepwise status hello -n stepwise-demo
   kubectl stepwise status hello -n stepwise-demo -o yaml`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(o, pipelineNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := termsafe.CheckFormat(output); err != nil {
 				return err

@@ -26,7 +26,8 @@ objects match, how many pipelines run and how many objects wait. Name a trigger 
 condition and its queue, in the order the waiting objects will start.`,
 		Example: `  kubectl stepwise triggers -n node-ops
   kubectl stepwise triggers retire-labelled -n node-ops`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeNames(o, triggerNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := termsafe.CheckFormat(output); err != nil {
 				return err

@@ -19,8 +19,9 @@ func newTriggerPauseCommand(o *options) *cobra.Command {
 pipelines running go on. The trigger records who paused it (the user the API server
 authenticates you as, which the install's admission policy checks) and since when, and
 its Ready condition says so (reason Paused).`,
-		Example: `  kubectl stepwise triggers pause retire-labelled -n node-ops --reason "INC-42: drains fail"`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  kubectl stepwise triggers pause retire-labelled -n node-ops --reason "INC-42: drains fail"`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(o, triggerNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, c, err := o.scope()
 			if err != nil {
@@ -46,8 +47,9 @@ func newTriggerResumeCommand(o *options) *cobra.Command {
 		Long: `Resume the PipelineTrigger NAME: lift a pause (kubectl stepwise triggers pause), and
 count its failed pipelines from zero, so that one stopped by its failure budget starts
 again. The trigger records who resumed it and when it saw the resume.`,
-		Example: `  kubectl stepwise triggers resume retire-labelled -n node-ops`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  kubectl stepwise triggers resume retire-labelled -n node-ops`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(o, triggerNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, c, err := o.scope()
 			if err != nil {

@@ -38,8 +38,9 @@ func newWatchCommand(o *options) *cobra.Command {
 		Long: `Follow a pipeline's progress until it is Ready or has failed, or, when it is being
 deleted, until its teardown finished. On a terminal the status is redrawn in place; otherwise
 each change is one line. Exits with 2 when the pipeline failed, 1 when --timeout passed.`,
-		Example: `  kubectl stepwise watch hello -n stepwise-demo --timeout 5m`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  kubectl stepwise watch hello -n stepwise-demo --timeout 5m`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(o, pipelineNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
 				return fmt.Errorf("--timeout must be positive, got %s", timeout)
