@@ -75,6 +75,10 @@ krew-manifest: ## Build kubectl-stepwise, archive it into dist/ for this platfor
 	mv $(DIST)/stepwise.yaml.tmp $(DIST)/stepwise.yaml
 	@echo "wrote $(DIST)/stepwise.yaml"
 
+.PHONY: images
+images: ## Build the operator's image and each plugin's, static, on an empty base, as OCI archives in bin/images (no container engine, no registry; IMAGE_TAG=v0.3.0).
+	PLUGINS="$(PLUGINS)" hack/images.sh
+
 .PHONY: demo
 demo: ## Build what the demo runs, start a local control plane, a vCenter simulator and the operator, and retire a node through a plugin.
 	hack/demo.sh up

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// entry is a file of an image as its layer holds it.
+type entry struct {
+	mode     int64
+	uid, gid int
+	dir      bool
+	data     string
+}
+
+// inputs writes fake binaries: the operator, two plugins with their SHA256SUMS, a CA bundle.
+func inputs(t *testing.T) (operator, plugins, ca string) {
+	t.Helper()
+	dir := t.TempDir()
+	plugins = filepath.Join(dir, "plugins")
+	require.NoError(t, os.MkdirAll(plugins, 0o755))
+	write := func(path, data string) {
+		require.NoError(t, os.WriteFile(path, []byte(data), 0o755))
+	}
+	operator, ca = filepath.Join(dir, "stepwise-operator"), filepath.Join(dir, "ca.crt")
+	write(operator, "operator")
+	write(ca, "certificates")
+	write(filepath.Join(plugins, "stepwise-plugin-aws"), "aws")
+	write(filepath.Join(plugins, "stepwise-plugin-vsphere"), "vsphere")
+	write(filepath.Join(plugins, "SHA256SUMS"), "sums")
+	write(filepath.Join(plugins, "README"), "not a plugin")
+	return operator, plugins, ca
+}
+
+// readArchive reads the one image of an OCI archive, and its files.
+func readArchive(t *testing.T, archive string) (v1.Image, map[string]entry, map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	f, err := os.Open(archive)
+	require.NoError(t, err)
+	defer func() { _ = f.Close() }()
+	tr := tar.NewReader(f)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		target := filepath.Join(dir, hdr.Name)
+		if hdr.Typeflag == tar.TypeDir {
+			require.NoError(t, os.MkdirAll(target, 0o755))
+			continue
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o755))
+		data, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(target, data, 0o644))
+	}
+	p, err := layout.FromPath(dir)
+	require.NoError(t, err)
+	index, err := p.ImageIndex()
+	require.NoError(t, err)
+	manifest, err := index.IndexManifest()
+	require.NoError(t, err)
+	require.Len(t, manifest.Manifests, 1)
+	img, err := index.Image(manifest.Manifests[0].Digest)
+	require.NoError(t, err)
+
+	layers, err := img.Layers()
+	require.NoError(t, err)
+	require.Len(t, layers, 1, "one layer on an empty base")
+	rc, err := layers[0].Uncompressed()
+	require.NoError(t, err)
+	defer func() { _ = rc.Close() }()
+	files := map[string]entry{}
+	lt := tar.NewReader(rc)
+	for {
+		hdr, err := lt.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		data, err := io.ReadAll(lt)
+		require.NoError(t, err)
+		files["/"+strings.TrimSuffix(hdr.Name, "/")] = entry{mode: hdr.Mode, uid: hdr.Uid, gid: hdr.Gid, dir: hdr.Typeflag == tar.TypeDir, data: string(data)}
+	}
+	return img, files, manifest.Manifests[0].Annotations
+}
+
+func TestTheOperatorsImage(t *testing.T) {
+	operator, plugins, ca := inputs(t)
+	out := filepath.Join(t.TempDir(), "images", "operator.tar")
+	var stdout bytes.Buffer
+	require.NoError(t, run([]string{"-operator", operator, "-plugins", plugins, "-ca-bundle", ca, "-tag", "registry.example/stepwise-operator:v1", "-o", out}, &stdout))
+
+	img, files, annotations := readArchive(t, out)
+	digest, err := img.Digest()
+	require.NoError(t, err)
+	assert.Equal(t, out+" registry.example/stepwise-operator:v1 "+digest.String()+"\n", stdout.String())
+	assert.Equal(t, "registry.example/stepwise-operator:v1", annotations["io.containerd.image.name"])
+	assert.Equal(t, "v1", annotations["org.opencontainers.image.ref.name"])
+
+	cfg, err := img.ConfigFile()
+	require.NoError(t, err)
+	assert.Equal(t, "65532:65532", cfg.Config.User)
+	assert.Equal(t, []string{"/usr/local/bin/stepwise-operator"}, cfg.Config.Entrypoint)
+	assert.Equal(t, []string{"--plugin-dir=/usr/local/lib/stepwise/plugins"}, cfg.Config.Cmd)
+	assert.Equal(t, map[string]struct{}{"8080/tcp": {}, "8081/tcp": {}}, cfg.Config.ExposedPorts)
+	assert.Equal(t, "linux", cfg.OS)
+
+	assert.Equal(t, entry{mode: 0o1777, uid: 65532, gid: 65532, dir: true}, files["/tmp"], "the plugins' sockets")
+	assert.Equal(t, entry{mode: 0o755, data: "operator"}, files["/usr/local/bin/stepwise-operator"])
+	assert.Equal(t, entry{mode: 0o755, data: "aws"}, files["/usr/local/lib/stepwise/plugins/stepwise-plugin-aws"])
+	assert.Equal(t, entry{mode: 0o644, data: "sums"}, files["/usr/local/lib/stepwise/plugins/SHA256SUMS"])
+	assert.Equal(t, entry{mode: 0o644, data: "certificates"}, files["/etc/ssl/certs/ca-certificates.crt"])
+	assert.NotContains(t, files, "/usr/local/lib/stepwise/plugins/README", "only plugins and their sums")
+	for path, e := range files {
+		if path == "/tmp" {
+			continue
+		}
+		assert.Zero(t, e.uid, "%s is root's: the user cannot change it", path)
+		assert.Zero(t, e.mode&0o022, "%s is writable by no one but its owner", path)
+	}
+
+	// The same binaries make the same image.
+	again := filepath.Join(t.TempDir(), "again.tar")
+	require.NoError(t, run([]string{"-operator", operator, "-plugins", plugins, "-ca-bundle", ca, "-tag", "registry.example/stepwise-operator:v1", "-o", again}, io.Discard))
+	img2, _, _ := readArchive(t, again)
+	digest2, err := img2.Digest()
+	require.NoError(t, err)
+	assert.Equal(t, digest, digest2)
+}
+
+func TestAPluginsOwnImage(t *testing.T) {
+	_, plugins, _ := inputs(t)
+	out := filepath.Join(t.TempDir(), "plugin.tar")
+	require.NoError(t, run([]string{"-plugin", filepath.Join(plugins, "stepwise-plugin-aws"), "-tag", "stepwise-plugin-aws:v1", "-o", out}, io.Discard))
+	img, files, _ := readArchive(t, out)
+	assert.Equal(t, map[string]entry{"/stepwise-plugin-aws": {mode: 0o755, data: "aws"}}, files, "the binary alone")
+	cfg, err := img.ConfigFile()
+	require.NoError(t, err)
+	assert.Equal(t, "65532:65532", cfg.Config.User)
+	assert.Equal(t, []string{"/stepwise-plugin-aws"}, cfg.Config.Entrypoint)
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-operator", "x", "-plugin", "y", "-tag", "t", "-o", "o"},
+		{"-plugin", "y", "-o", "o"},
+	} {
+		assert.Error(t, run(args, io.Discard), "%v", args)
+	}
+}
+
+// TestTheDockerfileBuildsTheSameLayout: the Dockerfile's last stage (for those with Docker)
+// and this tool put the same files in the same places, with the same owner and modes where
+// the Dockerfile sets them, and run the image the same way.
+func TestTheDockerfileBuildsTheSameLayout(t *testing.T) {
+	df := lastStage(t, "../../Dockerfile")
+	operator, plugins, ca := inputs(t)
+	s, err := operatorSpec(operator, plugins, ca)
+	require.NoError(t, err)
+
+	copyRe := regexp.MustCompile(`^COPY\s+(.*?)\s*(\S+)\s+(\S+)$`)
+	var destinations []string
+	for _, line := range df["COPY"] {
+		m := copyRe.FindStringSubmatch(line)
+		require.NotNil(t, m, line)
+		dest := m[3]
+		destinations = append(destinations, dest)
+		var covered []file
+		for _, f := range s.files {
+			if f.path == strings.TrimSuffix(dest, "/") || (strings.HasSuffix(dest, "/") && strings.HasPrefix(f.path, dest)) {
+				covered = append(covered, f)
+			}
+		}
+		require.NotEmpty(t, covered, "the image has nothing at %s, where the Dockerfile copies", dest)
+		for _, f := range covered {
+			if strings.Contains(m[1], "--chown=65532:65532") {
+				assert.Equal(t, nonRoot, f.owner, f.path)
+			}
+			if mode := regexp.MustCompile(`--chmod=(\d+)`).FindStringSubmatch(m[1]); mode != nil {
+				assert.Equal(t, mode[1], strconv.FormatInt(f.mode, 8), f.path)
+			}
+		}
+	}
+	for _, f := range s.files {
+		assert.True(t, slices.ContainsFunc(destinations, func(d string) bool {
+			return f.path == strings.TrimSuffix(d, "/") || (strings.HasSuffix(d, "/") && strings.HasPrefix(f.path, d))
+		}), "the Dockerfile puts nothing at %s", f.path)
+	}
+
+	require.Len(t, df["USER"], 1)
+	assert.Equal(t, "USER 65532:65532", df["USER"][0])
+	var entrypoint, cmd []string
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(df["ENTRYPOINT"][0], "ENTRYPOINT ")), &entrypoint))
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(df["CMD"][0], "CMD ")), &cmd))
+	assert.Equal(t, s.entrypoint, entrypoint)
+	assert.Equal(t, s.cmd, cmd)
+	var ports []string
+	for _, p := range strings.Fields(strings.TrimPrefix(df["EXPOSE"][0], "EXPOSE ")) {
+		ports = append(ports, p+"/tcp")
+	}
+	assert.Equal(t, s.ports, ports)
+}
+
+// lastStage returns the instructions of a Dockerfile's last stage by keyword, continuation
+// lines joined and comments left out.
+func lastStage(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var lines []string
+	var cont string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if strings.HasSuffix(l, "\\") {
+			cont += strings.TrimSuffix(l, "\\") + " "
+			continue
+		}
+		lines = append(lines, cont+l)
+		cont = ""
+	}
+	start := 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, "FROM ") {
+			start = i
+		}
+	}
+	out := map[string][]string{}
+	for _, l := range lines[start+1:] {
+		keyword, _, _ := strings.Cut(l, " ")
+		out[keyword] = append(out[keyword], l)
+	}
+	return out
+}
