@@ -56,9 +56,6 @@ func TestVersionIsSet(t *testing.T) {
 // TestLinkerSetsVersion: a version set with -ldflags -X, as hack/build.sh does, is what the
 // binary reports (init keeps it).
 func TestLinkerSetsVersion(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a program")
-	}
 	bin := filepath.Join(t.TempDir(), "printversion")
 	build := exec.Command("go", "build", "-buildvcs=false", "-o", bin,
 		"-ldflags", "-X github.com/stepwise-dev/stepwise/internal/version.Version=v1.2.3-4-gabcdef0-dirty",

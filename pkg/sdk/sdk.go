@@ -48,6 +48,10 @@
 //     it, as TenantLimiter keeps a rate limit per namespace and host.
 //   - Panics: a panicking hook is a retryable error, its stack logged.
 //
+// Started as `stepwise-plugin-NAME install DIR`, Serve copies the plugin's executable into
+// DIR and exits, serving nothing: the install mode of a plugin shipped as its own image
+// (its binary alone), which the operator's init container runs.
+//
 // With STEPWISE_PLUGIN_DEBUG=1 in its environment, Serve does not wait for the operator to
 // start it: run the plugin by hand (under a debugger), and it prints one line
 // STEPWISE_PLUGIN_REATTACH={...} for the operator to connect to it (DebugEnv).
@@ -175,7 +179,19 @@ func (Base) Describe() Description { return Description{} }
 // Serve serves the executors over go-plugin (gRPC, mutual TLS) until the operator stops
 // the plugin. Call it from main; it does not return. With DebugEnv set to "1" it serves in
 // debug mode instead (serveDebug), until interrupted.
+//
+// Started with the arguments `install DIR` (exactly those), it serves nothing: it copies
+// its own executable into DIR under its name, mode 0755, through a temporary file renamed
+// once complete, prints "installed NAME (sha256 HEX) into DIR" and exits 0 (1 with the
+// error on standard error). That is how a plugin shipped as its own image, the binary
+// alone with no shell, is installed: the operator's init container runs the image with
+// those arguments to copy it into the plugin directory it shares with the operator.
 func Serve(executors ...Executor) {
+	if len(os.Args) > 0 {
+		if dir, ok := installArgs(os.Args[1:]); ok {
+			os.Exit(installSelf(dir, os.Stdout, stderr))
+		}
+	}
 	if os.Getenv(DebugEnv) == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

@@ -3,6 +3,7 @@ package pluginauthor
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -20,7 +21,10 @@ func newInitCommand(streams genericiooptions.IOStreams) *cobra.Command {
 from the current directory): main.go serves the executor NAME.hello with pkg/sdk (typed
 parameters with defaults, a Create hook reading them with the typed accessors), and
 main_test.go runs its hook over gRPC and the conformance checks every executor must pass
-(pkg/sdk/plugintest). go test passes on them as written.
+(pkg/sdk/plugintest). go test passes on them as written. README.md tells how to ship the
+plugin as its own image (its binary alone, which the operator's init container runs to
+install it), built without a container engine or with the Dockerfile written beside it,
+and how to list it in the chart's values.
 
 NAME is a lower-case DNS label (letters, digits, '-'). Existing files are never
 overwritten. The files import github.com/stepwise-dev/stepwise/pkg/sdk: write them inside
@@ -38,7 +42,7 @@ this repository, or in a module of your own that requires it.`,
 			if dir == "" {
 				dir = filepath.Join("plugins", name)
 			}
-			files, err := renderPlugin(name)
+			files, err := renderPlugin(name, contextPackage(dir))
 			if err != nil {
 				return err
 			}
@@ -60,12 +64,37 @@ this repository, or in a module of your own that requires it.`,
 // this repository.
 const pluginDir = "bin/plugins"
 
+// contextPackage is the path of the package in dir from the current directory, as a
+// Docker build context there names it (pluginTemplateData.Package): "./plugins/acme", or
+// "." for the current directory itself or a directory outside it (a module of its own).
+func contextPackage(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "."
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	rel, err := filepath.Rel(wd, abs)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "."
+	}
+	return "./" + filepath.ToSlash(rel)
+}
+
 // printNextSteps tells how to try the plugin written to dir, then how to have the operator
 // load it: the operator starts only the plugins its checksum file lists, with the SHA-256
-// of the file as built, so a build alone is refused.
+// of the file as built, so a build alone is refused. Shipping it as its own image is in
+// the README it wrote.
 func printNextSteps(w io.Writer, dir string, files []pluginFile, name, pkg string) error {
 	binary := pluginDir + "/" + pluginPrefix + name
-	_, err := fmt.Fprintf(w, `Wrote %s and %s: the plugin %s, serving the executor %s.
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = filepath.Join(dir, f.name)
+	}
+	wrote := strings.Join(paths[:len(paths)-1], ", ") + " and " + paths[len(paths)-1]
+	_, err := fmt.Fprintf(w, `Wrote %s: the plugin %s, serving the executor %s.
 Try it:
   go test %s
   go build -o %s %s
@@ -75,8 +104,11 @@ plugin directory lists: after every build, write that file again, then restart t
 with --plugin-dir %s:
   (cd %s && sha256sum %s* >SHA256SUMS)
   stepwise-operator --plugin-dir %s
-`, filepath.Join(dir, files[0].name), filepath.Join(dir, files[1].name), pluginPrefix+name, executorOf(name),
-		pkg, binary, pkg, binary, executorOf(name), pluginDir, pluginDir, pluginPrefix, pluginDir)
+Or ship it as its own image, the binary alone, which the operator's init container installs:
+%s tells how to build it (with or without Docker) and list it in the chart's values.
+`, wrote, pluginPrefix+name, executorOf(name),
+		pkg, binary, pkg, binary, executorOf(name), pluginDir, pluginDir, pluginPrefix, pluginDir,
+		filepath.Join(dir, "README.md"))
 	return err
 }
 

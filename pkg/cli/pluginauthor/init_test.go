@@ -41,6 +41,107 @@ func TestPluginInitWritesAPluginThatPasses(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "go %v:\n%s", args, out)
 	}
+
+	// The README's image without a container engine, its commands as written, run in the
+	// plugin's directory: but the image tool of this checkout (no version) and no push.
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	commands := shellBlockAfter(t, string(readme), "Without a container engine")
+	require.Len(t, commands, 4, "build, image, push, checksum:\n%s", readme)
+	binary := "stepwise-plugin-" + name
+	assert.Equal(t, "CGO_ENABLED=0 go build -trimpath -o bin/"+binary+" .", commands[0])
+	assert.True(t, strings.HasPrefix(commands[1], "go run github.com/stepwise-dev/stepwise/hack/image@"), commands[1])
+	assert.Equal(t, "skopeo copy oci-archive:"+binary+".tar docker://REGISTRY/"+binary+":TAG", commands[2])
+	assert.Equal(t, "sha256sum bin/"+binary, commands[3])
+	imageTool, imageFlags, _ := strings.Cut(commands[1], "@")
+	_, imageFlags, _ = strings.Cut(imageFlags, " ")
+	outputs := map[string]string{}
+	for _, command := range []string{commands[0], imageTool + " " + imageFlags, commands[3]} {
+		sh := exec.CommandContext(t.Context(), "sh", "-c", command)
+		sh.Dir = dir
+		out, err := sh.CombinedOutput()
+		require.NoError(t, err, "%s:\n%s", command, out)
+		outputs[command] = string(out)
+	}
+	assert.Contains(t, outputs[imageTool+" "+imageFlags], binary+".tar REGISTRY/"+binary+":TAG sha256:")
+	assert.FileExists(t, filepath.Join(dir, binary+".tar"))
+	binarySHA256, _, _ := strings.Cut(outputs[commands[3]], " ")
+
+	// The binary installs itself as the init container runs it, with the SHA-256 that
+	// sha256sum gave, which the chart's values list.
+	installDir := t.TempDir()
+	install := exec.CommandContext(t.Context(), filepath.Join(dir, "bin", binary), "install", installDir)
+	install.Env = []string{}
+	installed, err := install.CombinedOutput()
+	require.NoError(t, err, "install:\n%s", installed)
+	assert.Equal(t, "installed "+binary+" (sha256 "+binarySHA256+") into "+installDir+"\n", string(installed))
+	assert.FileExists(t, filepath.Join(installDir, binary))
+}
+
+// shellBlockAfter is the lines of the first ```sh block of a Markdown text after the
+// first line containing heading.
+func shellBlockAfter(t *testing.T, text, heading string) []string {
+	t.Helper()
+	_, rest, ok := strings.Cut(text, heading)
+	require.True(t, ok, "no %q in:\n%s", heading, text)
+	_, rest, ok = strings.Cut(rest, "```sh\n")
+	require.True(t, ok, "no sh block after %q", heading)
+	block, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok, "the sh block after %q does not end", heading)
+	return strings.Split(strings.TrimSuffix(block, "\n"), "\n")
+}
+
+// TestPluginInitImageFiles checks that the files shipping the plugin as its own image are
+// written with its name, and with the path of its package from the directory init ran in,
+// the Docker build context.
+func TestPluginInitImageFiles(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		// dir is where the files are written.
+		dir     string
+		wantPkg string
+	}{
+		{name: "the default directory", args: []string{"acme"}, dir: filepath.Join("plugins", "acme"), wantPkg: "./plugins/acme"},
+		{name: "a module of its own", args: []string{"acme", "--dir", "."}, dir: ".", wantPkg: "."},
+		{name: "another directory", args: []string{"acme", "--dir", "tools/acme-plugin"}, dir: filepath.Join("tools", "acme-plugin"), wantPkg: "./tools/acme-plugin"},
+		{name: "outside the current directory", args: []string{"acme", "--dir", "../acme"}, dir: filepath.Join("..", "acme"), wantPkg: "."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			require.NoError(t, os.Mkdir("work", 0o755))
+			t.Chdir("work")
+			code, out, errOut := runPlugin(t, append([]string{"init"}, tt.args...)...)
+			require.Equal(t, cli.ExitOK, code, errOut)
+			assert.Contains(t, out, filepath.Join(tt.dir, "README.md")+" tells how to build it")
+
+			readme, err := os.ReadFile(filepath.Join(tt.dir, "README.md"))
+			require.NoError(t, err)
+			for _, want := range []string{
+				"# stepwise-plugin-acme\n",
+				"\nCGO_ENABLED=0 go build -trimpath -o bin/stepwise-plugin-acme .\n",
+				" -plugin bin/stepwise-plugin-acme -tag REGISTRY/stepwise-plugin-acme:TAG -o stepwise-plugin-acme.tar\n",
+				"\nskopeo copy oci-archive:stepwise-plugin-acme.tar docker://REGISTRY/stepwise-plugin-acme:TAG\n",
+				"\nsha256sum bin/stepwise-plugin-acme\n",
+				"\ndocker build -f " + tt.wantPkg + "/Dockerfile -t REGISTRY/stepwise-plugin-acme:TAG .\n",
+				"plugins:\n- name: acme\n  image: REGISTRY/stepwise-plugin-acme@sha256:IMAGE_DIGEST\n  sha256: BINARY_SHA256\n",
+			} {
+				assert.Contains(t, string(readme), want)
+			}
+
+			dockerfile, err := os.ReadFile(filepath.Join(tt.dir, "Dockerfile"))
+			require.NoError(t, err)
+			for _, want := range []string{
+				"\nARG PKG=" + tt.wantPkg + "\n",
+				"go build -trimpath -o /out/stepwise-plugin-acme \"${PKG}\"\n",
+				"\nFROM scratch\nCOPY --from=build /out/stepwise-plugin-acme /stepwise-plugin-acme\nUSER 65532:65532\nENTRYPOINT [\"/stepwise-plugin-acme\"]\n",
+			} {
+				assert.Contains(t, string(dockerfile), want)
+			}
+			assert.Contains(t, string(dockerfile), "CGO_ENABLED=0")
+		})
+	}
 }
 
 func TestPluginInit(t *testing.T) {
@@ -54,7 +155,7 @@ func TestPluginInit(t *testing.T) {
 		// wantFiles are in plugins/acme after init.
 		wantFiles []string
 	}{
-		{name: "the default directory", args: []string{"acme"}, wantFiles: []string{"main.go", "main_test.go"}},
+		{name: "the default directory", args: []string{"acme"}, wantFiles: []string{"Dockerfile", "README.md", "main.go", "main_test.go"}},
 		{name: "another directory", args: []string{"acme", "--dir", "elsewhere"}},
 		{name: "an existing file", args: []string{"acme"}, existing: []string{"main_test.go"}, wantCode: cli.ExitError,
 			wantErr: filepath.Join("plugins", "acme", "main_test.go") + " exists: plugin init writes new files only", wantFiles: []string{"main_test.go"}},

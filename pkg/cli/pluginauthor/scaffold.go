@@ -9,16 +9,40 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
 	texttemplate "text/template"
+
+	"github.com/stepwise-dev/stepwise/internal/version"
 )
 
 // pluginTemplates are the files `plugin init` writes, NAME.tmpl for NAME.
 //
-//go:embed plugininit/main.go.tmpl plugininit/main_test.go.tmpl
+//go:embed plugininit/main.go.tmpl plugininit/main_test.go.tmpl plugininit/README.md.tmpl plugininit/Dockerfile.tmpl
 var pluginTemplates embed.FS
 
 // pluginTemplateDir is where pluginTemplates keeps them.
 const pluginTemplateDir = "plugininit"
+
+// pluginFileNames are the files `plugin init` writes, in the order it names them.
+var pluginFileNames = []string{"main.go", "main_test.go", "README.md", "Dockerfile"}
+
+// pluginTemplateData is what the templates of a plugin's files are given.
+type pluginTemplateData struct {
+	// Name is the plugin's name, Binary its executable's (stepwise-plugin-NAME) and
+	// Executor the name of the executor it serves.
+	Name, Binary, Executor string
+	// Package is the path of the plugin's package from the directory `plugin init` ran in,
+	// the root of the Go module the next steps take it for, as a Docker build context
+	// names it: "." for that directory itself (or one outside it), else "./plugins/NAME".
+	Package string
+	// ImageTool is what `go run` runs to build the plugin's image: hack/image at the
+	// version of this kubectl-stepwise.
+	ImageTool string
+	// GoVersion is the golang image's tag the Dockerfile builds with.
+	GoVersion string
+}
 
 // pluginFile is one file `plugin init` writes.
 type pluginFile struct {
@@ -26,11 +50,15 @@ type pluginFile struct {
 	data []byte
 }
 
-// renderPlugin is the files of the plugin called name, gofmt'ed.
-func renderPlugin(name string) ([]pluginFile, error) {
-	data := struct{ Name, Binary, Executor string }{Name: name, Binary: pluginPrefix + name, Executor: executorOf(name)}
+// renderPlugin is the files of the plugin called name, whose package is pkg from the
+// module's root (pluginTemplateData.Package), the Go files gofmt'ed.
+func renderPlugin(name, pkg string) ([]pluginFile, error) {
+	data := pluginTemplateData{
+		Name: name, Binary: pluginPrefix + name, Executor: executorOf(name), Package: pkg,
+		ImageTool: imageTool(version.Version), GoVersion: goImageVersion(runtime.Version()),
+	}
 	var files []pluginFile
-	for _, file := range []string{"main.go", "main_test.go"} {
+	for _, file := range pluginFileNames {
 		text, err := fs.ReadFile(pluginTemplates, pluginTemplateDir+"/"+file+".tmpl")
 		if err != nil {
 			return nil, fmt.Errorf("template of %s: %w", file, err)
@@ -43,13 +71,44 @@ func renderPlugin(name string) ([]pluginFile, error) {
 		if err := tmpl.Execute(&b, data); err != nil {
 			return nil, fmt.Errorf("write %s: %w", file, err)
 		}
-		src, err := format.Source(b.Bytes())
-		if err != nil {
-			return nil, fmt.Errorf("format %s: %w", file, err)
+		src := b.Bytes()
+		if strings.HasSuffix(file, ".go") {
+			if src, err = format.Source(src); err != nil {
+				return nil, fmt.Errorf("format %s: %w", file, err)
+			}
 		}
 		files = append(files, pluginFile{name: file, data: src})
 	}
 	return files, nil
+}
+
+// imageToolModule is the package that builds a plugin's image without a container engine.
+const imageToolModule = "github.com/stepwise-dev/stepwise/hack/image"
+
+// releaseVersion matches a version of a release (a tag, as git describe gives it on the
+// tag itself): v1.2.3 or v1.2.3-rc.1, not v1.2.3-4-g1a2b3c4 (commits after a tag) nor dev.
+var releaseVersion = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.]+)?$`)
+
+// imageTool is hack/image at the version v of kubectl-stepwise when v is a release, so the
+// image is built by the tool of the Stepwise the author has; at the latest otherwise.
+func imageTool(v string) string {
+	if releaseVersion.MatchString(v) && !strings.HasSuffix(v, "-dirty") {
+		return imageToolModule + "@" + v
+	}
+	return imageToolModule + "@latest"
+}
+
+// goMinor matches the Go release of a toolchain's version, go1.26 of go1.26.8.
+var goMinor = regexp.MustCompile(`^go([1-9][0-9]*\.[0-9]+)`)
+
+// goImageVersion is the tag of the golang image of the Go release of goVersion (the
+// toolchain that built kubectl-stepwise, as recent as the SDK needs): 1.26 for go1.26.8,
+// latest for a development toolchain.
+func goImageVersion(goVersion string) string {
+	if m := goMinor.FindStringSubmatch(goVersion); m != nil {
+		return m[1]
+	}
+	return "latest"
 }
 
 // writeNewFiles writes files to dir, made if needed, and refuses to overwrite any: when

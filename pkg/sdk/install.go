@@ -1,0 +1,106 @@
+package sdk
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// installCommand is the argument that starts a plugin in install mode:
+//
+//	stepwise-plugin-NAME install DIR
+//
+// A plugin shipped as its own image holds its binary alone (no shell, no cp), which is the
+// image's entrypoint: the operator's init container runs the image with these arguments,
+// and the binary copies itself into the plugin directory it shares with the operator.
+const installCommand = "install"
+
+// installArgs says whether args, the process's arguments after its name (os.Args[1:]),
+// ask for install mode, and into which directory: exactly "install" and the directory.
+// Any other arguments leave the plugin to serve as always.
+func installArgs(args []string) (dir string, ok bool) {
+	if len(args) != 2 || args[0] != installCommand {
+		return "", false
+	}
+	return args[1], true
+}
+
+// installSelf is install mode: it copies the running executable into dir, writes what
+// install printed to out or the error to errOut, and returns the process's exit code.
+func installSelf(dir string, out, errOut io.Writer) int {
+	err := func() error {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find this executable: %w", err)
+		}
+		if exe, err = filepath.EvalSymlinks(exe); err != nil {
+			return fmt.Errorf("find this executable: %w", err)
+		}
+		return install(exe, dir, out)
+	}()
+	if err != nil {
+		_, _ = fmt.Fprintf(errOut, "stepwise plugin install: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// install copies the file exe to dir under its base name, mode 0755, and prints one line,
+// "installed NAME (sha256 HEX) into DIR", HEX the SHA-256 of the bytes copied. The copy
+// is written to a temporary file in dir (whose name does not start with the plugins'
+// prefix, so the operator never loads it) and renamed over NAME once complete and synced:
+// a reader of dir sees the previous file or the whole new one, never a part. On error
+// nothing is left in dir and an existing NAME is untouched.
+func install(exe, dir string, out io.Writer) error {
+	if dir == "" {
+		return errors.New("no directory to install into")
+	}
+	src, err := os.Open(exe)
+	if err != nil {
+		return fmt.Errorf("read this executable: %w", err)
+	}
+	defer func() { _ = src.Close() }()
+	info, err := src.Stat()
+	if err != nil {
+		return fmt.Errorf("read this executable: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("read this executable: %s is not a regular file", exe)
+	}
+	name := filepath.Base(exe)
+	tmp, err := os.CreateTemp(dir, "."+name+".install-*")
+	if err != nil {
+		return fmt.Errorf("install into %s: %w", dir, err)
+	}
+	renamed := false
+	defer func() {
+		if !renamed {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	sum := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(tmp, sum), src); err != nil {
+		return fmt.Errorf("copy %s into %s: %w", name, dir, err)
+	}
+	// Chmod, not the creation mode: the umask does not narrow it.
+	if err := tmp.Chmod(0o755); err != nil {
+		return fmt.Errorf("copy %s into %s: %w", name, dir, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("copy %s into %s: %w", name, dir, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("copy %s into %s: %w", name, dir, err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("install %s into %s: %w", name, dir, err)
+	}
+	renamed = true
+	_, err = fmt.Fprintf(out, "installed %s (sha256 %s) into %s\n", name, hex.EncodeToString(sum.Sum(nil)), dir)
+	return err
+}
