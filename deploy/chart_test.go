@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -234,6 +235,47 @@ func TestTheChartsValues(t *testing.T) {
 				assert.False(t, slices.ContainsFunc(cluster.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Verbs, "impersonate") }),
 					"namespaced: no impersonation cluster-wide")
 			}},
+		{name: "plugins from their own images", set: []string{"plugins[0].name=example", "plugins[0].image=registry.example/stepwise-plugin-example@sha256:" + strings.Repeat("b", 64),
+			"plugins[0].sha256=" + strings.Repeat("a", 64), "plugins[1].name=ticket", "plugins[1].image=registry.example/stepwise-plugin-ticket:v1",
+			"plugins[1].sha256=" + strings.Repeat("c", 64)},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				cm := objs["ConfigMap/stepwise-system/stepwise-installed-plugins"]
+				require.NotNil(t, cm)
+				sums, _, _ := unstructured.NestedString(cm.Object, "data", "SHA256SUMS")
+				assert.Equal(t, strings.Repeat("a", 64)+"  stepwise-plugin-example\n"+strings.Repeat("c", 64)+"  stepwise-plugin-ticket\n", sums,
+					"the checksums are the installer's")
+				pod := deployment(t, objs).Spec.Template.Spec
+				require.Len(t, pod.InitContainers, 2)
+				init := pod.InitContainers[0]
+				assert.Equal(t, "registry.example/stepwise-plugin-example@sha256:"+strings.Repeat("b", 64), init.Image)
+				assert.Equal(t, []string{"install", "/installed-plugins"}, init.Args)
+				assert.Equal(t, new(true), init.SecurityContext.ReadOnlyRootFilesystem)
+				assert.Equal(t, "/installed-plugins", init.VolumeMounts[0].MountPath)
+				args := pod.Containers[0].Args
+				assert.Contains(t, args, "--installed-plugin-dir=/installed-plugins")
+				assert.Contains(t, args, "--installed-plugin-checksums=/etc/stepwise/installed-plugins/SHA256SUMS")
+				assert.NotEmpty(t, deployment(t, objs).Spec.Template.Annotations["checksum/installed-plugins"], "a new list rolls the Pods")
+			}},
+		{name: "plugins as image volumes", set: []string{"pluginDelivery=imageVolume", "plugins[0].name=example",
+			"plugins[0].image=registry.example/stepwise-plugin-example:v1", "plugins[0].sha256=" + strings.Repeat("a", 64)},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				pod := deployment(t, objs).Spec.Template.Spec
+				assert.Empty(t, pod.InitContainers)
+				var image *corev1.ImageVolumeSource
+				for _, v := range pod.Volumes {
+					if v.Name == "plugin-example" {
+						image = v.Image
+					}
+				}
+				require.NotNil(t, image)
+				assert.Equal(t, "registry.example/stepwise-plugin-example:v1", image.Reference)
+				assert.Contains(t, pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "plugin-example", ReadOnly: true,
+					MountPath: "/installed-plugins/stepwise-plugin-example", SubPath: "stepwise-plugin-example"})
+			}},
+		{name: "no plugins, no installed source", check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+			assert.NotContains(t, objs, "ConfigMap/stepwise-system/stepwise-installed-plugins")
+			assert.NotContains(t, strings.Join(deployment(t, objs).Spec.Template.Spec.Containers[0].Args, " "), "installed-plugin")
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,6 +299,8 @@ func TestTheChartsSchemaRefusesWrongValues(t *testing.T) {
 		"triggerResources[0].resource=secrets",
 		"egress.pluginAllowedCIDRs={not-a-cidr}",
 		"podDisruptionBudget.maxUnavailable=0",
+		"plugins[0].name=example", // no image, no sha256
+		"pluginDelivery=copy",
 	} {
 		t.Run(set, func(t *testing.T) {
 			out, err := renderErr(t, "--set", set)

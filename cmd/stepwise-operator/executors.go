@@ -41,6 +41,7 @@ func loadExecutors(ctx context.Context, opts *options) (*executor.Registry, *hos
 	}
 	plugins := host.New(logger, host.Options{
 		Dir: opts.pluginDir, Checksums: opts.pluginChecksums,
+		InstalledDir: opts.installedPluginDir, InstalledChecksums: opts.installedPluginChecksums,
 		Env: env, EnvFor: envFor, MemoryLimit: memoryLimit,
 		Reattach: reattach,
 	})

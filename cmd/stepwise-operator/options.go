@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -47,10 +48,14 @@ type options struct {
 
 	enableTestExecutors bool
 
-	pluginDir          string
-	pluginChecksums    string
-	pluginAllowedCIDRs string
-	pluginReattach     map[string]string
+	pluginDir       string
+	pluginChecksums string
+	// installedPluginDir and installedPluginChecksums are the plugins installed from their
+	// own images and the checksum file the installer wrote for them.
+	installedPluginDir       string
+	installedPluginChecksums string
+	pluginAllowedCIDRs       string
+	pluginReattach           map[string]string
 	// pluginAllowedCIDRsFor holds each --plugin-allowed-cidrs-for as given, PLUGIN=CIDRS.
 	pluginAllowedCIDRsFor []string
 	pluginMemoryLimit     string
@@ -131,6 +136,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.pluginMemoryLimit, "plugin-memory-limit", "256Mi", "The memory each plugin process may map, as a quantity (256Mi, 1Gi); over it the plugin dies, failing only the hooks in flight in it, and is restarted on the next call, while the operator runs on. Its garbage collector is told a lower limit (GOMEMLIMIT) to work hard before. A Go plugin maps about 80Mi as it starts, which counts. Keep the sum with the operator's own memory under the container's limit. 0: no limit.")
 	fs.BoolVar(&o.version, "version", false, "Print the operator's version and exit.")
 	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
+	fs.StringVar(&o.installedPluginDir, "installed-plugin-dir", "", "Directory of plugins installed from their own images (the chart's init containers copy them there); verified against --installed-plugin-checksums, never against checksums the images carry.")
+	fs.StringVar(&o.installedPluginChecksums, "installed-plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin of --installed-plugin-dir, written by the installer (e.g. a mounted ConfigMap), not by the plugin images; a plugin missing from it or not matching it is refused, and so is one whose name --plugin-dir has. Needs --installed-plugin-dir, and the other way round.")
 }
 
 func (o *options) validate() error {
@@ -155,6 +162,15 @@ func (o *options) validate() error {
 	}
 	if o.pluginChecksums != "" && o.pluginDir == "" {
 		errs = append(errs, errors.New("--plugin-checksums needs --plugin-dir"))
+	}
+	if o.installedPluginDir != "" && o.installedPluginChecksums == "" {
+		errs = append(errs, errors.New("--installed-plugin-dir needs --installed-plugin-checksums (a checksum file the installer writes: there is no default)"))
+	}
+	if o.installedPluginChecksums != "" && o.installedPluginDir == "" {
+		errs = append(errs, errors.New("--installed-plugin-checksums needs --installed-plugin-dir"))
+	}
+	if o.installedPluginDir != "" && o.pluginDir != "" && filepath.Clean(o.installedPluginDir) == filepath.Clean(o.pluginDir) {
+		errs = append(errs, errors.New("--installed-plugin-dir must be another directory than --plugin-dir"))
 	}
 	if o.triggerWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--trigger-workers must be at least 1, got %d", o.triggerWorkers))

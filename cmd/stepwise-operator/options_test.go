@@ -113,3 +113,33 @@ func TestPluginFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestInstalledPluginFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "neither"},
+		{name: "both", args: []string{"--plugin-dir=/usr/local/lib/stepwise/plugins", "--installed-plugin-dir=/var/lib/stepwise/plugins", "--installed-plugin-checksums=/etc/stepwise/installed-plugins/SHA256SUMS"}},
+		{name: "both, without the image's", args: []string{"--installed-plugin-dir=/var/lib/stepwise/plugins", "--installed-plugin-checksums=/etc/stepwise/installed-plugins/SHA256SUMS"}},
+		{name: "directory alone", args: []string{"--installed-plugin-dir=/var/lib/stepwise/plugins"}, wantErr: "--installed-plugin-dir needs --installed-plugin-checksums"},
+		{name: "checksums alone", args: []string{"--installed-plugin-checksums=/etc/stepwise/installed-plugins/SHA256SUMS"}, wantErr: "--installed-plugin-checksums needs --installed-plugin-dir"},
+		{name: "the image's directory", args: []string{"--plugin-dir=/plugins", "--installed-plugin-dir=/plugins/", "--installed-plugin-checksums=/etc/SHA256SUMS"}, wantErr: "--installed-plugin-dir must be another directory than --plugin-dir"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts options
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			opts.addFlags(fs)
+			require.NoError(t, fs.Parse(tt.args))
+			err := opts.validate()
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+		})
+	}
+}

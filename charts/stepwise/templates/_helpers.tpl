@@ -28,3 +28,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- join "," $out -}}
 {{- end -}}
+
+
+{{/* The installed plugins' SHA256SUMS, from the values: what the operator checks each
+binary against. */}}
+{{- define "stepwise.installedPluginSums" -}}
+{{- range .Values.plugins -}}
+{{ .sha256 }}  stepwise-plugin-{{ .name }}
+{{ end -}}
+{{- end -}}

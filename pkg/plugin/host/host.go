@@ -1,6 +1,7 @@
 // Package host owns the lifecycle of out-of-process executor plugins: it finds the
-// stepwise-plugin-* executables of a directory, checks each against a SHA-256 checksum
-// file, starts a verified copy once under its memory limit and environment, asks which
+// stepwise-plugin-* executables of its directories (the image's, and the one plugins
+// installed from their own images are copied to), checks each against the SHA-256
+// checksum file of its directory, starts a verified copy once under its memory limit and environment, asks which
 // executors it serves and registers a TaskExecutor for each. A plugin that dies is
 // restarted on the next call. The calls themselves, and their errors, are
 // pkg/plugin/client's.
@@ -29,10 +30,21 @@ const Prefix = "stepwise-plugin-"
 
 // Options configure a Host.
 type Options struct {
-	// Dir holds the plugin executables. Empty: no plugins.
+	// Dir holds the plugin executables of the operator's image. Empty: none.
 	Dir string
-	// Checksums is a sha256sum-format file listing every plugin; default Dir/SHA256SUMS.
+	// Checksums is a sha256sum-format file listing every plugin of Dir; default
+	// Dir/SHA256SUMS.
 	Checksums string
+	// InstalledDir holds plugins installed from their own images (copied there by the
+	// installer's init containers), discovered, verified and started as those of Dir.
+	// Empty: none. A plugin whose name is in Dir too is refused: Dir's runs.
+	InstalledDir string
+	// InstalledChecksums is the sha256sum-format file, written by the installer and not by
+	// the plugin images, that the plugins of InstalledDir are verified against; they are
+	// never verified against Checksums, nor the plugins of Dir against this. Given with
+	// InstalledDir, and only with it: it has no default, so that a checksum file an image
+	// copies into InstalledDir is never read.
+	InstalledChecksums string
 	// StartTimeout bounds a plugin's start and handshake; default 10s.
 	StartTimeout time.Duration
 	// DescribeTimeout bounds the Describe call; default 10s.
@@ -90,29 +102,82 @@ func New(logger klog.Logger, opts Options) *Host {
 	return &Host{opts: opts, logger: logger.WithName("plugins")}
 }
 
+// source is a directory of plugins and the checksum file its plugins, and only its, are
+// verified against.
+type source struct {
+	dir, checksums string
+}
+
+// sources are the directories plugins are found in, the image's (Dir) first: a plugin of
+// a later one whose name an earlier one has is refused.
+func (h *Host) sources() ([]source, error) {
+	if (h.opts.InstalledDir == "") != (h.opts.InstalledChecksums == "") {
+		return nil, fmt.Errorf("installed plugins: a directory (%q) and the checksum file of its plugins (%q) go together", h.opts.InstalledDir, h.opts.InstalledChecksums)
+	}
+	var sources []source
+	for _, src := range []source{{h.opts.Dir, h.opts.Checksums}, {h.opts.InstalledDir, h.opts.InstalledChecksums}} {
+		if src.dir == "" {
+			continue
+		}
+		dir, err := filepath.Abs(src.dir)
+		if err != nil {
+			return nil, fmt.Errorf("plugin directory %q: %w", src.dir, err)
+		}
+		if slices.ContainsFunc(sources, func(other source) bool { return other.dir == dir }) {
+			return nil, fmt.Errorf("plugin directory %s is given twice: the directory of installed plugins must be another than the image's", dir)
+		}
+		sources = append(sources, source{dir: dir, checksums: src.checksums})
+	}
+	return sources, nil
+}
+
+// found is a plugin executable and the source it was found in.
+type found struct {
+	src  source
+	path string
+}
+
+// discover lists the plugin executables of every source, in the order of the sources. An
+// error is returned only when a directory cannot be read.
+func (h *Host) discover(sources []source) ([]found, error) {
+	var all []found
+	for _, src := range sources {
+		paths, err := h.findPlugins(src.dir)
+		if err != nil {
+			return nil, err
+		}
+		if len(paths) == 0 {
+			h.logger.Info("No plugins found", "dir", src.dir)
+		}
+		for _, path := range paths {
+			all = append(all, found{src: src, path: path})
+		}
+	}
+	return all, nil
+}
+
 // start discovers, verifies and starts the plugins and returns the executors they serve,
 // and the plugins it refused with why. A plugin that fails its checksum, its handshake or
-// Describe is logged and skipped: it never stops the others or the operator. An error is
-// returned only when the directory cannot be read.
+// Describe, or whose name a plugin of the image has, is logged and skipped: it never stops
+// the others or the operator. An error is returned only when the options are inconsistent
+// or a directory cannot be read.
 func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]string, error) {
 	refused := map[string]string{}
-	if h.opts.Dir == "" && len(h.opts.Reattach) == 0 {
-		return nil, refused, nil
-	}
-	dir, err := filepath.Abs(h.opts.Dir)
-	if err != nil {
-		return nil, refused, fmt.Errorf("plugin directory %q: %w", h.opts.Dir, err)
-	}
-	paths, err := h.findPlugins(dir)
+	sources, err := h.sources()
 	if err != nil {
 		return nil, refused, err
 	}
-	if len(paths) == 0 && len(h.opts.Reattach) == 0 {
-		h.logger.Info("No plugins found", "dir", dir)
+	if len(sources) == 0 && len(h.opts.Reattach) == 0 {
 		return nil, refused, nil
 	}
-	h.warnUnknownEnvFor(paths)
-	sums, sumsErr := readChecksums(h.opts.Checksums)
+	plugins, err := h.discover(sources)
+	if err != nil {
+		return nil, refused, err
+	}
+	if len(plugins) == 0 && len(h.opts.Reattach) == 0 {
+		return nil, refused, nil
+	}
+	h.warnUnknownEnvFor(sources, plugins)
 	var executors []executor.TaskExecutor
 	seen := map[string]string{}
 	add := func(p *process) {
@@ -143,9 +208,15 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 		h.plugins = append(h.plugins, p)
 		h.mu.Unlock()
 	}
-	for _, path := range paths {
-		name := filepath.Base(path)
-		logger := h.logger.WithValues("plugin", name, "path", path)
+	type checksums struct {
+		sums map[string][]byte
+		err  error
+	}
+	sumsOf := map[source]checksums{} // read once, when the source has plugins
+	firstDir := map[string]string{}  // plugin name -> the directory of the first found
+	for _, f := range plugins {
+		name := filepath.Base(f.path)
+		logger := h.logger.WithValues("plugin", name, "path", f.path)
 		if _, debug := h.opts.Reattach[name]; debug {
 			continue // served by the developer's process, below
 		}
@@ -154,18 +225,31 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 			if err != nil {
 				msg += ": " + err.Error()
 			}
+			if earlier, ok := refused[name]; ok { // the image's plugin of that name was refused too
+				msg = earlier + "; " + msg
+			}
 			refused[name] = msg
 		}
-		if sumsErr != nil {
-			refuse(sumsErr, "no checksum file to verify it against", "checksums", h.opts.Checksums)
+		if dir, dup := firstDir[name]; dup {
+			refuse(nil, "a plugin of that name is in the image already, in "+dir+", so "+f.path+" is not started")
 			continue
 		}
-		sum, ok := sums[name]
+		firstDir[name] = f.src.dir
+		sums, read := sumsOf[f.src]
+		if !read {
+			sums.sums, sums.err = readChecksums(f.src.checksums)
+			sumsOf[f.src] = sums
+		}
+		if sums.err != nil {
+			refuse(sums.err, "no checksum file to verify it against", "checksums", f.src.checksums)
+			continue
+		}
+		sum, ok := sums.sums[name]
 		if !ok {
-			refuse(nil, "it is not listed in the checksum file "+h.opts.Checksums)
+			refuse(nil, "it is not listed in the checksum file "+f.src.checksums)
 			continue
 		}
-		add(&process{name: name, path: path, checksum: sum, logger: logger, host: h})
+		add(&process{name: name, path: f.path, checksums: f.src.checksums, checksum: sum, logger: logger, host: h})
 	}
 	for _, name := range slices.Sorted(maps.Keys(h.opts.Reattach)) {
 		logger := h.logger.WithValues("plugin", name, "reattach", h.opts.Reattach[name].Addr.String())
@@ -178,11 +262,15 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 // warnUnknownEnvFor logs the names of Options.EnvFor that no plugin has: a typo there
 // gives the plugin meant less than asked (fewer allowed CIDRs: its connections are
 // refused, saying so), never more, so the operator starts anyway.
-func (h *Host) warnUnknownEnvFor(paths []string) {
+func (h *Host) warnUnknownEnvFor(sources []source, plugins []found) {
+	var dirs []string
+	for _, src := range sources {
+		dirs = append(dirs, src.dir)
+	}
 	for _, name := range slices.Sorted(maps.Keys(h.opts.EnvFor)) {
 		_, reattached := h.opts.Reattach[name]
-		if !reattached && !slices.ContainsFunc(paths, func(path string) bool { return filepath.Base(path) == name }) {
-			h.logger.Error(nil, "Environment given for a plugin that is not in the plugin directory: it applies to no plugin", "plugin", name, "dir", h.opts.Dir)
+		if !reattached && !slices.ContainsFunc(plugins, func(f found) bool { return filepath.Base(f.path) == name }) {
+			h.logger.Error(nil, "Environment given for a plugin that is in no plugin directory: it applies to no plugin", "plugin", name, "dirs", dirs)
 		}
 	}
 }

@@ -24,7 +24,9 @@ import (
 // it dies and bounds how often.
 type process struct {
 	name, path string
-	checksum   []byte
+	// checksums is the checksum file of the plugin's directory, checksum what it lists.
+	checksums string
+	checksum  []byte
 	// exe is the verified copy the running process was started from.
 	exe string
 	// reattach, for a plugin a developer started, is how to reach it; nil for the others.

@@ -63,7 +63,7 @@ func (h *Host) verifiedCopy(p *process) (string, error) {
 	if got := hash.Sum(nil); !bytes.Equal(got, p.checksum) {
 		_ = os.Remove(dst.Name())
 		return "", &pluginError{name: p.name, err: &checksumError{
-			dir: filepath.Dir(p.path), name: filepath.Base(p.path), file: h.opts.Checksums, want: p.checksum, got: got,
+			dir: filepath.Dir(p.path), name: filepath.Base(p.path), file: p.checksums, want: p.checksum, got: got,
 		}}
 	}
 	return dst.Name(), nil
