@@ -8,7 +8,9 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // completionTimeout bounds the API call behind one completion: a shell waits for it.
@@ -55,37 +57,31 @@ func addCompletionCommand(root *cobra.Command) {
 type names func(ctx context.Context, c *Clients, ns string) ([]string, error)
 
 func pipelineNames(ctx context.Context, c *Clients, ns string) ([]string, error) {
-	list, err := c.Stepwise.StepwiseV1alpha1().Pipelines(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(list.Items))
-	for _, p := range list.Items {
-		out = append(out, p.Name)
-	}
-	return out, nil
+	return namesIn(c.Stepwise.StepwiseV1alpha1().Pipelines(ns).List(ctx, metav1.ListOptions{}))
 }
 
 func triggerNames(ctx context.Context, c *Clients, ns string) ([]string, error) {
-	list, err := c.Stepwise.StepwiseV1alpha1().PipelineTriggers(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(list.Items))
-	for _, t := range list.Items {
-		out = append(out, t.Name)
-	}
-	return out, nil
+	return namesIn(c.Stepwise.StepwiseV1alpha1().PipelineTriggers(ns).List(ctx, metav1.ListOptions{}))
 }
 
 func templateNames(ctx context.Context, c *Clients, ns string) ([]string, error) {
-	list, err := c.Stepwise.StepwiseV1alpha1().PipelineTemplates(ns).List(ctx, metav1.ListOptions{})
+	return namesIn(c.Stepwise.StepwiseV1alpha1().PipelineTemplates(ns).List(ctx, metav1.ListOptions{}))
+}
+
+// namesIn returns the names of the items of a list a client returned.
+func namesIn(list runtime.Object, err error) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(list.Items))
-	for _, t := range list.Items {
-		out = append(out, t.Name)
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(items))
+	for _, item := range items {
+		if m, err := meta.Accessor(item); err == nil {
+			out = append(out, m.GetName())
+		}
 	}
 	return out, nil
 }
