@@ -132,11 +132,11 @@ func (d *decideOptions) check(args []string) error {
 	case d.trigger == "" && len(args) == 0:
 		return fmt.Errorf("%s needs a PIPELINE, or --trigger TRIGGER --all-waiting", verb)
 	}
-	if d.decision == v1alpha1.ApprovalReject && strings.TrimSpace(d.comment) == "" {
+	switch err := pipelineops.CheckComment(d.decision, d.comment); {
+	case errors.Is(err, pipelineops.ErrRejectionWithoutComment):
 		return errors.New("reject needs --comment: say why (the failed step's message)")
-	}
-	if len(d.comment) > v1alpha1.MaxApprovalCommentLength {
-		return fmt.Errorf("--comment is %d bytes: at most %d", len(d.comment), v1alpha1.MaxApprovalCommentLength)
+	case err != nil:
+		return fmt.Errorf("--%w", err)
 	}
 	return nil
 }

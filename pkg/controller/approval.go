@@ -30,10 +30,21 @@ type ApprovalAccess interface {
 // asked again when it is counted, in case the right was taken away since.
 type SubjectAccessReviews struct {
 	Client kubernetes.Interface
+	// Timeout bounds one review, which a worker waits for; 0: DefaultReviewTimeout.
+	Timeout time.Duration
 }
+
+// DefaultReviewTimeout bounds a review when SubjectAccessReviews.Timeout is 0.
+const DefaultReviewTimeout = 10 * time.Second
 
 // MayApprove implements ApprovalAccess.
 func (a SubjectAccessReviews) MayApprove(ctx context.Context, user string, groups []string, namespace, pipeline string) (bool, error) {
+	timeout := a.Timeout
+	if timeout <= 0 {
+		timeout = DefaultReviewTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	review, err := a.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   user,

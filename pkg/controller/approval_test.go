@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
@@ -357,4 +361,21 @@ func TestCopiesOfADecisionTakeNoRecord(t *testing.T) {
 	assert.False(t, s.Approval.Decisions[0].Counted)
 	assert.True(t, s.Approval.Decisions[1].Counted)
 	assert.Equal(t, 1, f.access.asked, "only bob's decision was reviewed")
+}
+
+// TestAReviewTheAPIServerDoesNotAnswerEnds: a review holds a worker; one the API server
+// never answers ends at the timeout, and the wait goes on (TestAReviewTheAPIServerDoesNotAnswerIsAskedAgain).
+func TestAReviewTheAPIServerDoesNotAnswerEnds(t *testing.T) {
+	stop := make(chan struct{})
+	server := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-stop }))
+	defer server.Close()
+	defer close(stop)
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: server.URL})
+	require.NoError(t, err)
+
+	begin := time.Now()
+	_, err = SubjectAccessReviews{Client: client, Timeout: 100 * time.Millisecond}.MayApprove(t.Context(), "bob", nil, "ns", "p")
+	require.Error(t, err)
+	assert.Less(t, time.Since(begin), 5*time.Second)
+	assert.Contains(t, err.Error(), "ask whether bob may approve pipeline ns/p")
 }

@@ -135,12 +135,8 @@ func (s *Server) decideStep(decision v1alpha1.ApprovalDecision) http.HandlerFunc
 			return
 		}
 		comment := strings.TrimSpace(body.Comment)
-		switch {
-		case decision == v1alpha1.ApprovalReject && comment == "":
-			writeError(w, http.StatusBadRequest, "a rejection needs a comment: it is the step's failure message")
-			return
-		case len(comment) > v1alpha1.MaxApprovalCommentLength:
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("the comment has %d bytes: at most %d", len(comment), v1alpha1.MaxApprovalCommentLength))
+		if err := pipelineops.CheckComment(decision, comment); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		a, err := pipelineops.Decide(r.Context(), s.cfg.Kube, s.cfg.Stepwise, ns, name, body.Step, decision, comment)

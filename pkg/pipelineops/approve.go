@@ -2,6 +2,7 @@ package pipelineops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -13,6 +14,21 @@ import (
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 )
 
+// ErrRejectionWithoutComment: a rejection says why, since it is the failed step's message.
+var ErrRejectionWithoutComment = errors.New("a rejection needs a comment: it is the step's failure message")
+
+// CheckComment is the rule on a decision's comment, which every client checks before it
+// asks anything: a rejection has one, and it fits an Approval.
+func CheckComment(decision v1alpha1.ApprovalDecision, comment string) error {
+	switch {
+	case decision == v1alpha1.ApprovalReject && strings.TrimSpace(comment) == "":
+		return ErrRejectionWithoutComment
+	case len(comment) > v1alpha1.MaxApprovalCommentLength:
+		return fmt.Errorf("comment is %d bytes: at most %d", len(comment), v1alpha1.MaxApprovalCommentLength)
+	}
+	return nil
+}
+
 // Decide records the caller's decision (approve or reject, with a comment) on a step of
 // pipeline ns/name that waits for approval: step, or the one step that waits when step is
 // empty. The Approval names the caller as the API server authenticates them (a
@@ -20,6 +36,9 @@ import (
 // without the verb approve on the pipeline.
 func Decide(ctx context.Context, kube kubernetes.Interface, client clientset.Interface, ns, name, step string,
 	decision v1alpha1.ApprovalDecision, comment string) (*v1alpha1.Approval, error) {
+	if err := CheckComment(decision, comment); err != nil {
+		return nil, err
+	}
 	p, err := client.StepwiseV1alpha1().Pipelines(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("get pipeline %s/%s: %w", ns, name, err)
@@ -40,6 +59,9 @@ func Decide(ctx context.Context, kube kubernetes.Interface, client clientset.Int
 // the first failure stops it.
 func DecideTrigger(ctx context.Context, kube kubernetes.Interface, client clientset.Interface, ns, name string,
 	decision v1alpha1.ApprovalDecision, comment string) ([]*v1alpha1.Approval, error) {
+	if err := CheckComment(decision, comment); err != nil {
+		return nil, err
+	}
 	t, err := client.StepwiseV1alpha1().PipelineTriggers(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("get trigger %s/%s: %w", ns, name, err)
