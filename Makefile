@@ -76,8 +76,8 @@ krew-manifest: ## Build kubectl-stepwise, archive it into dist/ for this platfor
 	@echo "wrote $(DIST)/stepwise.yaml"
 
 .PHONY: images
-images: ## Build the operator's image and each plugin's, static, on an empty base, as OCI archives in bin/images (no container engine, no registry; IMAGE_TAG=v0.3.0).
-	PLUGINS="$(PLUGINS)" hack/images.sh
+images: ## Build the operator's image and each plugin's, static, on an empty base, as OCI archives in bin/images (no container engine, no registry; IMAGE_REPO=REGISTRY IMAGE_TAG=v0.3.0).
+	PLUGINS="$(PLUGINS)" IMAGE_REPO="$(IMAGE_REPO)" IMAGE_TAG="$(IMAGE_TAG)" hack/images.sh
 
 .PHONY: demo
 demo: ## Build what the demo runs, start a local control plane, a vCenter simulator and the operator, and retire a node through a plugin.
@@ -130,7 +130,7 @@ proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code o
 # take the other core. Output is grouped per target.
 .PHONY: test
 test: ## Everything CI runs: lint, verify generated files, unit and e2e tests with -race.
-	$(MAKE) --no-print-directory -j2 --output-sync=target localcluster-tools build lint verify chromium $(HELM)
+	$(MAKE) --no-print-directory -j2 --output-sync=target localcluster-tools build lint verify chromium node-tools $(HELM)
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: unit
@@ -138,7 +138,7 @@ unit: ## Unit tests only (no control plane needed).
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 
 .PHONY: e2e
-e2e: build localcluster-tools chromium ## End-to-end tests on a local control plane started for the run.
+e2e: build localcluster-tools node-tools chromium $(HELM) ## End-to-end tests on a local control plane started for the run.
 	go test $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: dashboard-bench

@@ -1,31 +1,47 @@
 #!/usr/bin/env bash
 # Builds Stepwise's container images without a container engine or a registry, as OCI
-# archives in bin/images: the operator's (the operator, every plugin and their SHA256SUMS,
-# the layout of the Dockerfile) and each plugin's own (its binary alone). The binaries are
-# static (CGO_ENABLED=0) and built for the image alone in bin/image.
+# archives: the operator's (the operator, the plugins of OPERATOR_PLUGINS and their
+# SHA256SUMS, the layout of the Dockerfile) and each plugin's own (its binary alone). The
+# binaries are static (CGO_ENABLED=0) and built for the images alone in LOCALBIN/image.
 #
-#   hack/images.sh                   # tag: git describe, or dev
+#   hack/images.sh                   # tag: git describe, or dev; archives in bin/images
 #   IMAGE_TAG=v0.3.0 PLUGINS="vsphere" hack/images.sh
+#   IMAGE_REPO=registry.example/platform ...   # names REPO/stepwise-operator:TAG
+#   OPERATOR_PLUGINS="" ...          # an operator's image without plugins (they come from their own)
+#   IMAGES_DIR=DIR ...               # write the archives there
 #
-# Load one into containerd with `ctr -n k8s.io images import bin/images/stepwise-operator.tar`,
-# or push it with `skopeo copy oci-archive:bin/images/stepwise-operator.tar docker://REGISTRY/...`.
+# It prints each archive's name and digest, and each plugin binary's SHA-256: the chart's
+# plugins[].sha256. Load an archive into containerd with `ctr -n k8s.io images import`,
+# or push it with `skopeo copy oci-archive:bin/images/stepwise-operator.tar docker://REPO/...`.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 BIN="${LOCALBIN:-${ROOT}/bin}"
 STAGE="${BIN}/image"
-OUT="${BIN}/images"
+OUT="${IMAGES_DIR:-${BIN}/images}"
 cd "${ROOT}"
 PLUGINS="${PLUGINS:-$(basename -a plugins/*/ | tr '\n' ' ')}"
+OPERATOR_PLUGINS="${OPERATOR_PLUGINS-${PLUGINS}}"
 TAG="${IMAGE_TAG:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
+REPO="${IMAGE_REPO:+${IMAGE_REPO%/}/}"
 
 CGO_ENABLED=0 LOCALBIN="${STAGE}" GO_BUILD_FLAGS="-trimpath" hack/build.sh --plugins "${PLUGINS}" ./cmd/stepwise-operator
 go build -o "${STAGE}/image" ./hack/image
 
+# The operator's image holds OPERATOR_PLUGINS only, with their sums.
+operator_plugins="${STAGE}/operator-plugins"
+rm -rf "${operator_plugins}" && mkdir -p "${operator_plugins}"
+: >"${operator_plugins}/SHA256SUMS"
+for p in ${OPERATOR_PLUGINS}; do
+    cp "${STAGE}/plugins/stepwise-plugin-${p}" "${operator_plugins}/"
+    grep " stepwise-plugin-${p}\$" "${STAGE}/plugins/SHA256SUMS" >>"${operator_plugins}/SHA256SUMS"
+done
+
 mkdir -p "${OUT}"
-"${STAGE}/image" -operator "${STAGE}/stepwise-operator" -plugins "${STAGE}/plugins" \
-    -tag "stepwise-operator:${TAG}" -o "${OUT}/stepwise-operator.tar"
-for plugin in "${STAGE}"/plugins/stepwise-plugin-*; do
-    name="$(basename "${plugin}")"
-    "${STAGE}/image" -plugin "${plugin}" -tag "${name}:${TAG}" -o "${OUT}/${name}.tar"
+"${STAGE}/image" -operator "${STAGE}/stepwise-operator" -plugins "${operator_plugins}" \
+    -tag "${REPO}stepwise-operator:${TAG}" -o "${OUT}/stepwise-operator.tar"
+for p in ${PLUGINS}; do
+    name="stepwise-plugin-${p}"
+    "${STAGE}/image" -plugin "${STAGE}/plugins/${name}" -tag "${REPO}${name}:${TAG}" -o "${OUT}/${name}.tar"
+    echo "${name}: binary sha256 $(grep " ${name}\$" "${STAGE}/plugins/SHA256SUMS" | cut -d' ' -f1)"
 done

@@ -69,6 +69,27 @@ $(KUBECTL): $(LOCALCLUSTER)
 .PHONY: localcluster-tools
 localcluster-tools: $(LOCALCLUSTER) $(KUBECTL) $(KWOK) $(KWOK_STAGES) ## Build bin/localcluster (with the links bin/kubectl and bin/kwok) and kwok's stage file.
 
+# A node that runs containers (localcluster up --node): Debian's containerd, runc, CNI
+# plugins and iptables, installed when missing (as root, or with sudo), and the Pods'
+# sandbox ("pause") image, built from hack/localcluster/pause on an empty base by
+# hack/image, so that nothing is pulled.
+NODE_PAUSE_IMAGE = $(LOCALBIN)/images/localcluster-pause.tar
+NODE_PACKAGES = containerd runc containernetworking-plugins iptables iproute2
+$(NODE_PAUSE_IMAGE): $(LOCALCLUSTER_MK_DIR)/localcluster/pause/main.go $(wildcard $(LOCALCLUSTER_MK_DIR)/image/*.go)
+	@mkdir -p $(LOCALBIN)/images
+	cd $(LOCALCLUSTER_MK_DIR)/localcluster && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o $(LOCALBIN)/localcluster-pause ./pause
+	go run $(LOCALCLUSTER_MK_DIR)/image -plugin $(LOCALBIN)/localcluster-pause -tag localhost/localcluster-pause:v1 -o $@
+
+.PHONY: node-deps
+node-deps: ## Install Debian's containerd, runc, CNI plugins and iptables for the node that runs containers, when missing.
+	@missing=; for c in containerd ctr runc iptables ip; do command -v $$c >/dev/null || missing=1; done; \
+	[ -x /usr/lib/cni/bridge ] || missing=1; \
+	[ -z "$$missing" ] || { sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $(NODE_PACKAGES) >/dev/null; }
+
+.PHONY: node-tools
+node-tools: localcluster-tools node-deps $(NODE_PAUSE_IMAGE) ## Everything localcluster up --node needs: the binaries, Debian's packages and the pause image.
+
 .PHONY: cluster-up
 cluster-up: localcluster-tools ## Start the local control plane (idempotent); kubeconfig in .local/kubeconfig.
 	$(LOCALCLUSTER) up --dir $(LOCALCLUSTER_DIR) --kwok $(KWOK) --kwok-stages $(KWOK_STAGES)

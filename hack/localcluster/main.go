@@ -1,7 +1,7 @@
 // Command localcluster runs a small but real Kubernetes control plane on
 // loopback for local demos and e2e tests: embedded etcd, kube-apiserver,
 // kube-controller-manager and kube-scheduler built from k8s.io/kubernetes, kwok for
-// fake nodes, and kubectl.
+// fake nodes, a kubelet on Debian's containerd for a node that runs containers, and kubectl.
 //
 // It is one hyperkube-style binary: `up` re-executes the same binary once per
 // component (`localcluster etcd ...`, `localcluster kube-apiserver ...`), so
@@ -13,6 +13,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
 const usage = `usage: localcluster <command> [flags]
@@ -33,10 +35,12 @@ const usage = `usage: localcluster <command> [flags]
 commands:
   up                       start a local control plane (see: localcluster up -h)
   down                     stop the processes recorded by up
+  load-image               load OCI archives into the node's containerd (a cluster up with --node)
   etcd                     run embedded etcd (used by up)
   kube-apiserver           run kube-apiserver (used by up)
   kube-controller-manager  run kube-controller-manager (used by up)
   kube-scheduler           run kube-scheduler (used by up)
+  kubelet                  run the kubelet (used by up --node)
   kubectl                  run kubectl (also when invoked through a link named kubectl)
 
 Invoked through a link named kwok it runs kwok (kwok reads its own flags from os.Args).
@@ -64,6 +68,8 @@ func main() {
 		err = runUp(args)
 	case "down":
 		err = runDown(args)
+	case "load-image":
+		err = runLoadImage(args)
 	case "etcd":
 		err = runEtcd(args)
 	case "kube-apiserver":
@@ -72,6 +78,8 @@ func main() {
 		os.Exit(runCobra(controllermanager.NewControllerManagerCommand(), args))
 	case "kube-scheduler":
 		os.Exit(runCobra(scheduler.NewSchedulerCommand(), args))
+	case "kubelet":
+		os.Exit(runCobra(kubelet.NewKubeletCommand(context.Background()), args))
 	case "kubectl":
 		os.Exit(runKubectl(args))
 	case "-h", "--help", "help":

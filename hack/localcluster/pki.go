@@ -25,6 +25,10 @@ type pki struct {
 	saKey      string // RSA key that signs and verifies service-account tokens
 	tokenFile  string // --token-auth-file
 	adminToken string
+	// The node's kubelet: a client certificate of system:node:NAME in system:nodes, which
+	// the Node authorizer and NodeRestriction know.
+	kubeletCert string
+	kubeletKey  string
 }
 
 // generatePKI writes a fresh CA, an API-server serving cert for loopback, a
@@ -38,11 +42,13 @@ func generatePKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("create pki dir: %w", err)
 	}
 	p := &pki{
-		caCert:     filepath.Join(dir, "ca.crt"),
-		serverCert: filepath.Join(dir, "apiserver.crt"),
-		serverKey:  filepath.Join(dir, "apiserver.key"),
-		saKey:      filepath.Join(dir, "sa.key"),
-		tokenFile:  filepath.Join(dir, "tokens.csv"),
+		caCert:      filepath.Join(dir, "ca.crt"),
+		serverCert:  filepath.Join(dir, "apiserver.crt"),
+		serverKey:   filepath.Join(dir, "apiserver.key"),
+		saKey:       filepath.Join(dir, "sa.key"),
+		tokenFile:   filepath.Join(dir, "tokens.csv"),
+		kubeletCert: filepath.Join(dir, "kubelet-client.crt"),
+		kubeletKey:  filepath.Join(dir, "kubelet-client.key"),
 	}
 
 	now := time.Now()
@@ -88,6 +94,26 @@ func generatePKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("sign serving cert: %w", err)
 	}
 
+	kubeletKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate the kubelet's key: %w", err)
+	}
+	kubeletDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca, &kubeletKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("sign the kubelet's cert: %w", err)
+	}
+	kubeletKeyDER, err := x509.MarshalECPrivateKey(kubeletKey)
+	if err != nil {
+		return nil, fmt.Errorf("marshal the kubelet's key: %w", err)
+	}
+
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("generate service-account key: %w", err)
@@ -110,6 +136,8 @@ func generatePKI(dir string) (*pki, error) {
 		{p.caCert, pemBlock("CERTIFICATE", caDER)},
 		{p.serverCert, pemBlock("CERTIFICATE", srvDER)},
 		{p.serverKey, pemBlock("EC PRIVATE KEY", srvKeyDER)},
+		{p.kubeletCert, pemBlock("CERTIFICATE", kubeletDER)},
+		{p.kubeletKey, pemBlock("EC PRIVATE KEY", kubeletKeyDER)},
 		{p.saKey, pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey))},
 		// token,user,uid,"groups": system:masters bypasses RBAC entirely.
 		{p.tokenFile, fmt.Appendf(nil, "%s,admin,admin,\"system:masters\"\n", p.adminToken)},

@@ -71,7 +71,7 @@ func (l layout) start(name, bin string, args ...string) (*child, error) {
 }
 
 // ownedPID returns the PID recorded for name if that process is still alive
-// and is one of ours: argv[0] is the localcluster or kwok binary and some
+// and is one of ours: argv[0] is the localcluster, kwok or containerd binary and some
 // argument lies inside this state dir. A recycled PID, or the same component
 // of another cluster, never matches. It returns 0 when there is nothing to
 // stop, and an error only for unreadable state.
@@ -101,7 +101,7 @@ func (l layout) owns(pid int) bool {
 	}
 	argv := strings.Split(string(bytes.TrimRight(raw, "\x00")), "\x00")
 	switch filepath.Base(argv[0]) {
-	case "localcluster", "kwok":
+	case "localcluster", "kwok", "containerd":
 	default:
 		return false
 	}

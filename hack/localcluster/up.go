@@ -26,7 +26,7 @@ import (
 // componentOrder lists the components in start order; `down` stops them in
 // reverse.
 func componentOrder() []string {
-	return []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+	return []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "containerd", "kubelet"}
 }
 
 // controllers are those a kubeadm cluster runs that matter to workloads, RBAC and
@@ -69,6 +69,8 @@ type upOptions struct {
 	dir        string
 	kwok       string
 	kwokStages string
+	node       bool
+	nodeImages []string
 	timeout    time.Duration
 }
 
@@ -78,16 +80,28 @@ func runUp(args []string) error {
 	fs.StringVar(&o.dir, "dir", ".local", "state directory (certs, etcd data, logs, pids, kubeconfig)")
 	fs.StringVar(&o.kwok, "kwok", "", "path to the kwok binary; empty starts no kwok")
 	fs.StringVar(&o.kwokStages, "kwok-stages", "", "path to kwok's stage config (required with --kwok)")
+	fs.BoolVar(&o.node, "node", false, "also start a node that runs containers: containerd and a kubelet (needs root and `make node-deps`)")
+	images := fs.String("node-images", "", "with --node: OCI archives (comma-separated) to load into the node's containerd; the pause image ("+pauseImage+") must be one")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the cluster to become ready")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *images != "" {
+		o.nodeImages = strings.Split(*images, ",")
+	}
+	if len(o.nodeImages) > 0 && !o.node {
+		return errors.New("--node-images needs --node")
 	}
 	if o.kwok != "" && o.kwokStages == "" {
 		return errors.New("--kwok-stages is required with --kwok")
 	}
 	// Absolute paths: they end up in child arguments (which `down` matches
 	// against) and children must not depend on our working directory.
-	for _, p := range []*string{&o.dir, &o.kwok, &o.kwokStages} {
+	paths := []*string{&o.dir, &o.kwok, &o.kwokStages}
+	for i := range o.nodeImages {
+		paths = append(paths, &o.nodeImages[i])
+	}
+	for _, p := range paths {
 		if *p == "" {
 			continue
 		}
@@ -97,7 +111,7 @@ func runUp(args []string) error {
 		}
 		*p = abs
 	}
-	for _, p := range []string{o.kwok, o.kwokStages} {
+	for _, p := range append([]string{o.kwok, o.kwokStages}, o.nodeImages...) {
 		if p == "" {
 			continue
 		}
@@ -109,6 +123,11 @@ func runUp(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	l := layout{dir: o.dir}
+	if o.node {
+		if err := checkNodeTools(); err != nil {
+			return err
+		}
+	}
 
 	if healthy(ctx, l, o) {
 		fmt.Printf("cluster in %s is already up; kubeconfig: %s\n", l.dir, l.kubeconfig())
@@ -119,7 +138,7 @@ func runUp(args []string) error {
 	if err := stopAll(l); err != nil {
 		return fmt.Errorf("clean up previous cluster: %w", err)
 	}
-	for _, p := range []string{l.etcdData(), l.pki(), l.kubeconfig()} {
+	for _, p := range []string{l.etcdData(), l.pki(), l.kubeconfig(), l.node()} {
 		if err := os.RemoveAll(p); err != nil {
 			return fmt.Errorf("remove stale state: %w", err)
 		}
@@ -141,7 +160,7 @@ func runUp(args []string) error {
 // processes running and its API server ready.
 func healthy(ctx context.Context, l layout, o upOptions) bool {
 	for _, name := range componentOrder() {
-		if name == "kwok" && o.kwok == "" {
+		if (name == "kwok" && o.kwok == "") || ((name == "containerd" || name == "kubelet") && !o.node) {
 			continue
 		}
 		if pid, err := l.ownedPID(name); err != nil || pid == 0 {
@@ -236,7 +255,9 @@ func start(ctx context.Context, l layout, o upOptions) error {
 		"--tls-cert-file="+creds.serverCert,
 		"--tls-private-key-file="+creds.serverKey,
 		"--token-auth-file="+creds.tokenFile,
-		"--authorization-mode=RBAC",
+		// Node: the kubelet's own rights, by its certificate's name.
+		"--authorization-mode=Node,RBAC",
+		"--client-ca-file="+creds.caCert,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+creds.saKey,
 		"--service-account-signing-key-file="+creds.saKey,
@@ -244,7 +265,7 @@ func start(ctx context.Context, l layout, o upOptions) error {
 	); err != nil {
 		return err
 	}
-	if err := writeKubeconfig(l.kubeconfig(), "https://127.0.0.1:"+strconv.Itoa(apiPort), creds); err != nil {
+	if err := writeKubeconfig(l.kubeconfig(), "https://127.0.0.1:"+strconv.Itoa(apiPort), creds.caCert, &clientcmdapi.AuthInfo{Token: creds.adminToken}); err != nil {
 		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig())
@@ -294,9 +315,21 @@ func start(ctx context.Context, l layout, o upOptions) error {
 		return err
 	}
 
-	if o.kwok == "" {
-		return nil
+	if o.kwok != "" {
+		if err := startKwok(ctx, o, l, cs, run, waitFor); err != nil {
+			return err
+		}
 	}
+	if o.node {
+		return startNode(ctx, l, self, creds, "https://127.0.0.1:"+strconv.Itoa(apiPort), apiPort, o.nodeImages, run, waitFor, cs)
+	}
+	return nil
+}
+
+// startKwok starts kwok for the nodes annotated kwokNodeAnnotation and waits until such a
+// node can take Pods.
+func startKwok(ctx context.Context, o upOptions, l layout, cs kubernetes.Interface,
+	run func(name, bin string, args ...string) error, waitFor func(string, func(context.Context) bool) error) error {
 	if err := run("kwok", o.kwok,
 		"--kubeconfig="+l.kubeconfig(),
 		"--config="+o.kwokStages,
@@ -351,9 +384,19 @@ func nodeSchedulable(n *corev1.Node) bool {
 	return false
 }
 
-// stopAll stops every recorded component, last started first.
+// stopAll stops every recorded component, last started first; the node's Pods, mounts
+// and network go with the node.
 func stopAll(l layout) error {
 	var errs []error
+	stop := func(name string) error {
+		if err := l.stop(name, 15*time.Second); err != nil {
+			return fmt.Errorf("stop %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := stopNode(context.Background(), l, stop); err != nil {
+		errs = append(errs, err)
+	}
 	names := componentOrder()
 	slices.Reverse(names)
 	for _, name := range names {
@@ -364,15 +407,16 @@ func stopAll(l layout) error {
 	return errors.Join(errs...)
 }
 
-func writeKubeconfig(path, server string, creds *pki) error {
-	ca, err := os.ReadFile(creds.caCert)
+// writeKubeconfig writes a kubeconfig for server, trusting caFile, as auth.
+func writeKubeconfig(path, server, caFile string, auth *clientcmdapi.AuthInfo) error {
+	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		return fmt.Errorf("read CA: %w", err)
 	}
 	const name = "localcluster"
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: creds.adminToken}
+	kc.AuthInfos[name] = auth
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {

@@ -93,12 +93,8 @@ func TestDeployManifestsServerDryRun(t *testing.T) {
 // release namespace stepwise-system.
 func helmTemplate(t *testing.T, args ...string) string {
 	t.Helper()
-	helm := os.Getenv("HELM")
-	if helm == "" {
-		found, _ := filepath.Glob(filepath.Join("..", "..", "bin", "helm-*"))
-		require.NotEmpty(t, found, "no Helm: run make helm")
-		helm = found[len(found)-1]
-	}
+	helm, err := cluster.Helm()
+	require.NoError(t, err)
 	cmd := exec.CommandContext(t.Context(), helm, append([]string{"template", "stepwise", filepath.Join("..", "..", "charts", "stepwise"),
 		"--namespace", deployNamespace}, args...)...)
 	out, err := cmd.Output()

@@ -71,6 +71,10 @@ type Options struct {
 	// KeepStateDir leaves the cluster's state directory (logs, etcd data) in
 	// place after Stop, for debugging.
 	KeepStateDir bool
+	// Node adds a node that runs containers (localcluster up --node: Debian's containerd
+	// and a kubelet; root, `make node-tools`). Its Pods' logs are in Dir/logs/pods. One
+	// such cluster runs on a machine at a time.
+	Node bool
 }
 
 // Cluster is a running local control plane.
@@ -116,6 +120,13 @@ func StartCluster(ctx context.Context, opts Options) (*Cluster, error) {
 	c := &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), root: root, bin: lc, keepDir: opts.KeepStateDir}
 
 	up := exec.CommandContext(ctx, lc, "up", "--dir", dir, "--kwok", kwok, "--kwok-stages", stages)
+	if opts.Node {
+		pause := filepath.Join(bin, "images", "localcluster-pause.tar")
+		if _, err := os.Stat(pause); err != nil {
+			return nil, fmt.Errorf("%s is missing; run `make node-tools` first: %w", pause, err)
+		}
+		up.Args = append(up.Args, "--node", "--node-images", pause)
+	}
 	if deadline, ok := ctx.Deadline(); ok {
 		up.Args = append(up.Args, "--timeout", time.Until(deadline).Round(time.Second).String())
 	}
@@ -136,6 +147,31 @@ func StartCluster(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, errors.Join(fmt.Errorf("create clientset: %w", err), c.Stop())
 	}
 	return c, nil
+}
+
+// Root is the repository's root directory.
+func (c *Cluster) Root() string { return c.root }
+
+// LoadImages loads OCI archives into the node's containerd (a cluster started with
+// Options.Node): what pushing them to a registry the node pulls from would do.
+func (c *Cluster) LoadImages(ctx context.Context, archives ...string) error {
+	out, err := exec.CommandContext(ctx, c.bin, append([]string{"load-image", "--dir", c.Dir}, archives...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("localcluster load-image: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Helm is the pinned Helm: $HELM (the Makefile exports it) or bin/helm-VERSION.
+func (c *Cluster) Helm() (string, error) {
+	if path := os.Getenv("HELM"); path != "" {
+		return path, nil
+	}
+	found, _ := filepath.Glob(filepath.Join(c.root, "bin", "helm-*"))
+	if len(found) == 0 {
+		return "", errors.New("no Helm in bin/: run make helm")
+	}
+	return found[len(found)-1], nil
 }
 
 // startWatchdog starts a detached `localcluster down --wait-for-pid <us>`.

@@ -1,0 +1,117 @@
+// Package node installs Stepwise as its users do, on a node that runs containers: the
+// local control plane with a kubelet on Debian's containerd (localcluster up --node), the
+// operator's and a plugin's images built by hack/images.sh and loaded into the node as a
+// registry would serve them, and the README's commands run as they are written.
+package node
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepwise-dev/stepwise/test/e2e/framework"
+)
+
+var (
+	cluster *framework.Cluster
+	// first is what the README's install uses; second, the same code with another
+	// version, is what the upgrade brings.
+	first, second images
+)
+
+// registry is where the images are as the README's $REGISTRY: loading an archive named
+// localhost/NAME:TAG into the node is what pushing it to a registry would be.
+const registry = "localhost"
+
+// images are the archives of one tag: the operator's, without plugins (they come from
+// their own images), and the example plugin's, with its binary's SHA-256.
+type images struct {
+	tag           string
+	operator      string
+	examplePlugin string
+	exampleSHA256 string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := framework.StartCluster(ctx, framework.Options{Node: true})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "start a local cluster with a node: %v\n", err)
+		return 1
+	}
+	cluster = c
+	code := func() int {
+		stage, err := os.MkdirTemp("", "stepwise-node-images-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "make a directory for the images: %v\n", err)
+			return 1
+		}
+		defer func() { _ = os.RemoveAll(stage) }()
+		for _, im := range []*images{&first, &second} {
+			tag := "e2e-1"
+			if im == &second {
+				tag = "e2e-2"
+			}
+			if *im, err = buildImages(ctx, c.Root(), stage, tag); err != nil {
+				fmt.Fprintf(os.Stderr, "build the images: %v\n", err)
+				return 1
+			}
+			if err := c.LoadImages(ctx, im.operator, im.examplePlugin); err != nil {
+				fmt.Fprintf(os.Stderr, "load the images into the node: %v\n", err)
+				return 1
+			}
+		}
+		return m.Run()
+	}()
+	if code != 0 {
+		c.KeepLogs("node")
+	}
+	if err := c.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stop local cluster: %v\n", err)
+	}
+	return code
+}
+
+// buildImages runs hack/images.sh as `make images IMAGE_REPO=localhost IMAGE_TAG=tag`
+// would, for the example plugin, with an operator's image that has no plugin of its own
+// and a version of tag (so two tags are two images).
+func buildImages(ctx context.Context, root, stage, tag string) (images, error) {
+	out := filepath.Join(stage, tag)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "images.sh"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"IMAGE_REPO="+registry, "IMAGE_TAG="+tag, "STEPWISE_VERSION="+tag,
+		"PLUGINS=example", "OPERATOR_PLUGINS=",
+		"IMAGES_DIR="+out, "LOCALBIN="+filepath.Join(stage, "bin"))
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		return images{}, fmt.Errorf("hack/images.sh: %w\n%s", err, output)
+	}
+	im := images{
+		tag:           tag,
+		operator:      filepath.Join(out, "stepwise-operator.tar"),
+		examplePlugin: filepath.Join(out, "stepwise-plugin-example.tar"),
+	}
+	// "stepwise-plugin-example: binary sha256 HEX", as the script prints it for the installer.
+	sc := bufio.NewScanner(strings.NewReader(string(output)))
+	for sc.Scan() {
+		if sum, ok := strings.CutPrefix(sc.Text(), "stepwise-plugin-example: binary sha256 "); ok {
+			im.exampleSHA256 = strings.TrimSpace(sum)
+		}
+	}
+	if len(im.exampleSHA256) != 64 {
+		return images{}, fmt.Errorf("hack/images.sh printed no SHA-256 of the example plugin:\n%s", output)
+	}
+	return im, nil
+}
