@@ -54,6 +54,29 @@ func (ps *pipelineSync) summarize() {
 	}
 	st.Phase, st.CurrentStep = r.phase, r.current
 	ps.setReady(r.status, r.reason, r.message)
+	ps.setProgress(r)
+}
+
+// setProgress sets Reconciling or Stalled beside Ready, or neither, as kstatus reads them:
+// a GitOps apply waiting on the pipeline ends when it succeeded (Current) or failed
+// (Failed) and waits while it runs, retries, is suspended or waits for a person or its
+// template (InProgress).
+func (ps *pipelineSync) setProgress(r readiness) {
+	stalled := r.status != metav1.ConditionTrue &&
+		(r.phase == v1alpha1.PipelineFailed || r.reason == v1alpha1.ReasonTeardownFailed || r.reason == v1alpha1.ReasonUndecodable)
+	reconciling := r.status != metav1.ConditionTrue && !stalled
+	for _, c := range []struct {
+		kind string
+		set  bool
+	}{{v1alpha1.ConditionStalled, stalled}, {v1alpha1.ConditionReconciling, reconciling}} {
+		if !c.set {
+			// Removed rather than False: a finished pipeline, the many a cluster keeps,
+			// stores neither.
+			meta.RemoveStatusCondition(&ps.status.Conditions, c.kind)
+			continue
+		}
+		ps.setCondition(&ps.status.Conditions, c.kind, metav1.ConditionTrue, r.reason, r.message)
+	}
 }
 
 // readiness is what summarize derives: the pipeline's phase, current step and Ready
@@ -162,19 +185,18 @@ func withMessage(prefix, message string) string {
 
 // setReady sets the pipeline's Ready condition.
 func (ps *pipelineSync) setReady(status metav1.ConditionStatus, reason, message string) {
-	ps.setCondition(&ps.status.Conditions, status, reason, message)
+	ps.setCondition(&ps.status.Conditions, v1alpha1.ConditionReady, status, reason, message)
 }
 
 // setStepCondition sets a step's Ready condition.
 func (ps *pipelineSync) setStepCondition(s *v1alpha1.StepStatus, status metav1.ConditionStatus, reason, message string) {
-	ps.setCondition(&s.Conditions, status, reason, message)
+	ps.setCondition(&s.Conditions, v1alpha1.ConditionReady, status, reason, message)
 }
 
-// setCondition sets a Ready condition; its transition time changes only when its status
-// flips.
-func (ps *pipelineSync) setCondition(conditions *[]metav1.Condition, status metav1.ConditionStatus, reason, message string) {
+// setCondition sets a condition; its transition time changes only when its status flips.
+func (ps *pipelineSync) setCondition(conditions *[]metav1.Condition, kind string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(conditions, metav1.Condition{
-		Type:               v1alpha1.ConditionReady,
+		Type:               kind,
 		Status:             status,
 		Reason:             reason,
 		Message:            contract.Truncate(message, v1alpha1.MaxStepMessageLength),

@@ -48,14 +48,22 @@ func (c *Controller) syncUndecodable(ctx context.Context, p *v1alpha1.Pipeline, 
 	status := p.Status.DeepCopy()
 	status.ObservedGeneration = p.Generation
 	status.Phase = v1alpha1.PipelineFailed
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type:               v1alpha1.ConditionReady,
-		Status:             metav1.ConditionFalse,
-		Reason:             v1alpha1.ReasonUndecodable,
-		Message:            contract.Truncate(message, v1alpha1.MaxStepMessageLength),
-		ObservedGeneration: p.Generation,
-		LastTransitionTime: metav1.NewTime(c.clock.Now()),
-	})
+	// Ready False and, for GitOps tools (kstatus), Stalled: nothing happens until a person
+	// fixes the object.
+	meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionReconciling)
+	for _, cond := range []struct {
+		kind  string
+		value metav1.ConditionStatus
+	}{{v1alpha1.ConditionReady, metav1.ConditionFalse}, {v1alpha1.ConditionStalled, metav1.ConditionTrue}} {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+			Type:               cond.kind,
+			Status:             cond.value,
+			Reason:             v1alpha1.ReasonUndecodable,
+			Message:            contract.Truncate(message, v1alpha1.MaxStepMessageLength),
+			ObservedGeneration: p.Generation,
+			LastTransitionTime: metav1.NewTime(c.clock.Now()),
+		})
+	}
 	if equality.Semantic.DeepEqual(&p.Status, status) {
 		return 0, nil
 	}

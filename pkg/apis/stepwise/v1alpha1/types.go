@@ -306,6 +306,14 @@ const (
 // ConditionReady is the condition type of both the pipeline and its steps.
 const ConditionReady = "Ready"
 
+// Conditions beside Ready that GitOps tools read (kstatus: Flux, kpt): Reconciling True
+// while a pipeline runs or waits to, Stalled True while it has failed and waits for a
+// person; neither once it succeeded. Their reason and message are Ready's.
+const (
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
 // PipelineStatus is what the operator observed and did.
 type PipelineStatus struct {
 	// ObservedGeneration is the spec generation the status describes.
