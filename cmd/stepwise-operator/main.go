@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/tools/leaderelection"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
 	buildversion "github.com/stepwise-dev/stepwise/internal/version"
@@ -42,6 +43,11 @@ func main() {
 		os.Exit(0)
 	}
 	if err := opts.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	// Before any goroutine logs: the format and verbosity are global to klog.
+	if err := logsapi.ValidateAndApply(opts.logging, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

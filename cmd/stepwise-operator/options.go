@@ -13,7 +13,9 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/klog/v2"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	// --logging-format=json: component-base's JSON logger, as Kubernetes' own components.
+	_ "k8s.io/component-base/logs/json/register"
 
 	buildversion "github.com/stepwise-dev/stepwise/internal/version"
 	"github.com/stepwise-dev/stepwise/pkg/fairqueue"
@@ -70,14 +72,18 @@ type options struct {
 
 	// version: print the version and exit.
 	version bool
+
+	// logging is component-base's: --logging-format (text or json), -v, --vmodule.
+	logging *logsapi.LoggingConfiguration
 }
 
-// parse parses args into o, with klog's flags, on fs (main's exits on a bad flag and on -h).
+// parse parses args into o, with the logging flags of component-base, on fs (main's exits on a bad flag and on -h).
 // With --version it prints the version to out and returns true, before validate or
 // anything else: the caller exits 0.
 func (o *options) parse(fs *flag.FlagSet, args []string, out io.Writer) (bool, error) {
 	o.addFlags(fs)
-	klog.InitFlags(fs)
+	o.logging = logsapi.NewLoggingConfiguration()
+	logsapi.AddGoFlags(o.logging, fs)
 	if err := fs.Parse(args); err != nil {
 		return false, err
 	}

@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/klog/v2"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	// The JSON format adds its flags, as in the operator.
+	_ "k8s.io/component-base/logs/json/register"
 )
 
 // operatorPkg is the operator's main package, relative to the module's root.
@@ -28,7 +30,7 @@ type flagDoc struct {
 }
 
 // renderFlags builds the operator, asks it for its usage (-h) and lists its flags: its own,
-// then klog's.
+// then the logging flags of component-base.
 func renderFlags(root string) ([]byte, error) {
 	usage, err := operatorUsage(root)
 	if err != nil {
@@ -38,10 +40,10 @@ func renderFlags(root string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	klogNames := klogFlags()
+	loggingNames := loggingFlags()
 	var own, logging []flagDoc
 	for _, f := range flags {
-		if klogNames[f.Name] {
+		if loggingNames[f.Name] {
 			logging = append(logging, f)
 		} else {
 			own = append(own, f)
@@ -58,8 +60,10 @@ func renderFlags(root string) ([]byte, error) {
 	b.WriteString("A flag is given as `-name value`, `--name value` or `--name=value`; a bool flag alone is true " +
 		"(`--leader-elect=false` turns one off).\n\n")
 	writeFlags(&b, own)
-	b.WriteString("\n## Logging (klog)\n\n")
-	b.WriteString("The operator logs with klog and takes its flags; `-v` sets the verbosity.\n\n")
+	b.WriteString("\n## Logging\n\n")
+	b.WriteString("The operator logs with klog, configured as Kubernetes' own components are (component-base): " +
+		"`-v` sets the verbosity, `--logging-format=json` writes a JSON object per line, with the pipeline, step, " +
+		"executor and hook of each line about a pipeline as keys.\n\n")
 	writeFlags(&b, logging)
 	return b.Bytes(), nil
 }
@@ -160,10 +164,10 @@ func splitDefault(usage, typ string) (string, string) {
 	return usage[:i], def
 }
 
-// klogFlags are the names of the flags klog.InitFlags registers.
-func klogFlags() map[string]bool {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
+// loggingFlags are the names of the flags component-base's logging configuration adds.
+func loggingFlags() map[string]bool {
+	fs := flag.NewFlagSet("logging", flag.ContinueOnError)
+	logsapi.AddGoFlags(logsapi.NewLoggingConfiguration(), fs)
 	names := map[string]bool{}
 	fs.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
 	return names

@@ -63,10 +63,12 @@ func TestParseDefaultsRefusesWhatItDoesNotKnow(t *testing.T) {
 	assert.ErrorContains(t, err, "something else")
 }
 
-func TestKlogFlagsAreTold(t *testing.T) {
-	names := klogFlags()
+func TestLoggingFlagsAreTold(t *testing.T) {
+	names := loggingFlags()
 	assert.True(t, names["v"])
 	assert.True(t, names["vmodule"])
+	assert.True(t, names["logging-format"])
+	assert.True(t, names["log-json-split-stream"], "the JSON format's own flags are logging flags")
 	assert.False(t, names["workers"])
 }
 

@@ -252,8 +252,9 @@ func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 	return o, nil
 }
 
-// servingRE finds the addresses the operator logs once its endpoints listen.
-var servingRE = regexp.MustCompile(`"Serving" endpoint="(metrics|health)" address="([^"]+)"`)
+// servingRE finds the addresses the operator logs once its endpoints listen, in the text
+// format (`"Serving" endpoint="metrics" address="..."`) or JSON (`"msg":"Serving","endpoint":"metrics",...`).
+var servingRE = regexp.MustCompile(`"Serving"[ ,]"?endpoint"?[=:]"(metrics|health)"[ ,]"?address"?[=:]"([^"]+)"`)
 
 // WaitReady reads the endpoints' addresses from the log, then waits until /readyz answers
 // OK: the operator's caches have synced. It fails at once if the operator exits.
