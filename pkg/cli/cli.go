@@ -148,6 +148,7 @@ Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch), the plan 
 	cmd.Flags().Bool("version", false, "Print the version of kubectl stepwise and exit.")
 	cmd.AddCommand(
 		newStatusCommand(o),
+		newWhyCommand(o),
 		newWatchCommand(o),
 		newRetryCommand(o),
 		newRerunCommand(o),

@@ -55,6 +55,7 @@ func (ps *pipelineSync) summarize() {
 	st.Phase, st.CurrentStep = r.phase, r.current
 	ps.setReady(r.status, r.reason, r.message)
 	ps.setProgress(r)
+	st.BlockedBy = ps.blockers(r)
 }
 
 // setProgress sets Reconciling or Stalled beside Ready, or neither, as kstatus reads them:

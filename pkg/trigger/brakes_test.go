@@ -121,11 +121,19 @@ func TestPauseStartsNothingAndSaysWho(t *testing.T) {
 	assert.Equal(t, "paused by alice (INC-42): nothing starts; 0 running go on, 1 waiting (kubectl stepwise triggers resume retire)", ready.Message)
 	require.NotNil(t, got.Status.Paused)
 	assert.Equal(t, pausedAt.Unix(), got.Status.Paused.Since.Unix(), "since the trigger first saw it")
+	require.Len(t, got.Status.BlockedBy, 1, "what holds it back, as data")
+	blocker := got.Status.BlockedBy[0]
+	assert.Equal(t, v1alpha1.BlockerPaused, blocker.Kind)
+	assert.Equal(t, "alice", blocker.Name)
+	assert.Equal(t, "kubectl stepwise triggers resume retire -n ns", blocker.Unblock)
+	require.NotNil(t, blocker.Since)
+	assert.Equal(t, pausedAt.Unix(), blocker.Since.Unix(), "since the trigger first saw it, not the last sync")
 
 	f.updateTrigger("retire", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Pause = nil })
 	f.sync("retire")
 	f.pipelineFor("retire", n2)
 	assert.Nil(t, f.trigger("retire").Status.Paused)
+	assert.Empty(t, f.trigger("retire").Status.BlockedBy)
 }
 
 // TestCooldownSpacesTheStarts: with a cooldown, one pipeline starts per cooldown however

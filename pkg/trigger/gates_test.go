@@ -91,6 +91,11 @@ func TestAGateThatDoesNotHoldStartsNothing(t *testing.T) {
 	require.Len(t, got.Status.Gates, 1)
 	assert.False(t, got.Status.Gates[0].Holds)
 	assert.Equal(t, []string{"ns/retirer"}, sa.as, "listed as the trigger's ServiceAccount")
+	require.Len(t, got.Status.BlockedBy, 1)
+	assert.Equal(t, v1alpha1.BlockerGate, got.Status.BlockedBy[0].Kind)
+	assert.Equal(t, "web-ready", got.Status.BlockedBy[0].Name)
+	assert.Contains(t, got.Status.BlockedBy[0].Unblock, "the condition is false over 20 nodes")
+	assert.Equal(t, &got.Status.Gates[0].Since, got.Status.BlockedBy[0].Since, "since the gate stopped holding")
 	assert.Equal(t, 1, lists(f))
 
 	f.clock.Step(gateRecheck / 2)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
@@ -43,24 +44,30 @@ func (ts *triggerSync) collectPipelines(ctx context.Context) error {
 }
 
 // budgetsBlocking are the PodDisruptionBudgets the current step of a pipeline says it
-// waits on (node.drain names those refusing its evictions), as namespace/name, sorted,
+// waits on (node.drain names those refusing its evictions), sorted by namespace and name,
 // each once; none when the pipeline is not blocked on one.
-func budgetsBlocking(p *v1alpha1.Pipeline) []string {
+func budgetsBlocking(p *v1alpha1.Pipeline) []v1alpha1.BlockingObject {
 	if p.Status.CurrentStep == "" {
 		return nil
 	}
-	var out []string
+	var out []v1alpha1.BlockingObject
 	for _, s := range p.Status.Steps {
 		if s.Name != p.Status.CurrentStep {
 			continue
 		}
 		for _, b := range s.BlockedBy {
-			name := b.Namespace + "/" + b.Name
-			if b.Kind == v1alpha1.KindPodDisruptionBudget && !slices.Contains(out, name) {
-				out = append(out, name)
+			if b.Kind == v1alpha1.KindPodDisruptionBudget && !slices.Contains(out, b) {
+				out = append(out, b)
 			}
 		}
 	}
-	slices.Sort(out)
+	sortObjects(out)
 	return out
+}
+
+// sortObjects sorts blocking objects by namespace, then name.
+func sortObjects(objs []v1alpha1.BlockingObject) {
+	slices.SortFunc(objs, func(a, b v1alpha1.BlockingObject) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
 }

@@ -37,7 +37,7 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 		LastTransitionTime: metav1.NewTime(ts.c.clock.Now()).Rfc3339Copy(),
 	}
 	if ts.problem != nil {
-		s.Matched, s.Running, s.Waiting, s.Succeeded, s.Failed, s.AwaitingApproval, s.Queue = 0, 0, 0, 0, 0, 0, nil
+		s.Matched, s.Running, s.Waiting, s.Succeeded, s.Failed, s.AwaitingApproval, s.Queue, s.BlockedBy = 0, 0, 0, 0, 0, 0, nil, nil
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ts.problem.reason, ts.problem.message
 		meta.SetStatusCondition(&s.Conditions, ready)
 		return *s
@@ -74,10 +74,17 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	s.FailureBudgetLeft = max(rules.FailureBudget(trig)-int32(len(ts.brakes.failures)), 0)
 
 	ready.Status = metav1.ConditionTrue
+	// blockers is the same state as Ready's reason, as data (kubectl stepwise why).
+	var blockers []v1alpha1.Blocker
+	block := func(kind, name, unblock string, since *metav1.Time) {
+		blockers = append(blockers, v1alpha1.Blocker{Kind: kind, Name: name, Unblock: truncate(unblock, 512), Since: since})
+	}
+	resume := fmt.Sprintf("kubectl stepwise triggers resume %s -n %s", trig.Name, trig.Namespace)
 	switch budgets, blocked := ts.blocked(); {
 	case ts.templateMissing:
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonTemplateNotFound
 		ready.Message = fmt.Sprintf("PipelineTemplate %s/%s does not exist: nothing starts until it does", trig.Namespace, trig.Spec.TemplateRef.Name)
+		block(v1alpha1.BlockerTemplate, trig.Spec.TemplateRef.Name, "create the PipelineTemplate "+trig.Namespace+"/"+trig.Spec.TemplateRef.Name, nil)
 	case ts.brakes.paused != nil:
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonPaused
 		ready.Message = "paused by " + ts.brakes.paused.By
@@ -85,45 +92,71 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 			ready.Message += " (" + ts.brakes.paused.Reason + ")"
 		}
 		ready.Message += fmt.Sprintf(": nothing starts; %d running go on, %d waiting (kubectl stepwise triggers resume %s)", running, s.Waiting, trig.Name)
+		block(v1alpha1.BlockerPaused, ts.brakes.paused.By, resume, nil)
 	case ts.budgetSpent():
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonFailureBudgetSpent
 		ready.Message = ts.failuresMessage()
+		block(v1alpha1.BlockerFailureBudget, "", "a person looks at the failures, then "+resume, nil)
 	case ts.brakes.gateStop != nil:
 		stop := ts.brakes.gateStop
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonGateDeadlineExceeded
 		ready.Message = fmt.Sprintf("gate %s has not held since %s, past its deadline: %s; nothing starts until a person resumes the trigger (kubectl stepwise triggers resume %s)",
 			stop.Gate, stop.Since.UTC().Format(time.RFC3339), stop.Message, trig.Name)
+		block(v1alpha1.BlockerGate, stop.Gate, "the gate holds again, then "+resume, &stop.Since)
 	case ts.budgetMissing:
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonNodeBudgetNotFound
 		ready.Message = fmt.Sprintf("NodeBudget %s does not exist: nothing starts until it does", trig.Spec.NodeBudgetRef.Name)
+		block(v1alpha1.BlockerNodeBudget, trig.Spec.NodeBudgetRef.Name, "create the NodeBudget "+trig.Spec.NodeBudgetRef.Name, nil)
 	case trig.Spec.Suspend:
 		ready.Reason = v1alpha1.TriggerReasonSuspended
 		ready.Message = fmt.Sprintf("suspended: nothing starts; %d running, %d waiting", running, s.Waiting)
+		block(v1alpha1.BlockerSuspended, "", "set spec.suspend to false", nil)
 	case ts.windowClosed:
 		ready.Reason = v1alpha1.TriggerReasonOutsideWindow
 		ready.Message = fmt.Sprintf("outside the maintenance window: nothing starts until %s; %d running, %d waiting",
 			ts.nextWindow.UTC().Format(time.RFC3339), running, s.Waiting)
+		block(v1alpha1.BlockerWindow, "", "the next maintenance window opens at "+ts.nextWindow.UTC().Format(time.RFC3339), nil)
 	case ts.coolingDown() && s.Waiting > 0:
 		ready.Reason = v1alpha1.TriggerReasonCoolingDown
 		ready.Message = fmt.Sprintf("cooling down: the next start is at %s; %d running, %d waiting",
 			ts.brakes.coolUntil.UTC().Format(time.RFC3339), running, s.Waiting)
+		block(v1alpha1.BlockerCoolDown, "", "the next start is at "+ts.brakes.coolUntil.UTC().Format(time.RFC3339), nil)
 	case ts.gates.checked && !ts.gates.open:
 		ready.Reason = v1alpha1.TriggerReasonGateClosed
 		ready.Message = ts.gatesMessage() + fmt.Sprintf("; %d running, %d waiting", running, s.Waiting)
+		for _, g := range s.Gates {
+			if !g.Holds {
+				block(v1alpha1.BlockerGate, g.Name, "the gate holds: "+g.Message, &g.Since)
+			}
+		}
 	case ts.nodeBudget != nil && ts.nodeBudget.full:
 		ready.Reason = v1alpha1.TriggerReasonNodeBudgetFull
 		ready.Message = ts.budgetMessage() + fmt.Sprintf("; %d running, %d waiting", running, s.Waiting)
+		block(v1alpha1.BlockerNodeBudget, trig.Spec.NodeBudgetRef.Name, "nodes of the NodeBudget's selector back in service: "+ts.budgetMessage(), nil)
 	case blocked:
 		ready.Reason = v1alpha1.TriggerReasonBlocked
 		ready.Message = fmt.Sprintf("%s on %s %s", count(int(running), "running pipeline waits", "running pipelines wait"),
-			plural(len(budgets), "PodDisruptionBudget", "PodDisruptionBudgets"), strings.Join(budgets, ", "))
+			plural(len(budgets), "PodDisruptionBudget", "PodDisruptionBudgets"), strings.Join(objectNames(budgets), ", "))
 		if s.Waiting > 0 {
 			ready.Message += "; " + count(int(s.Waiting), "object waits", "objects wait")
+		}
+		for _, b := range budgets {
+			blockers = append(blockers, v1alpha1.Blocker{Kind: b.Kind, Namespace: b.Namespace, Name: b.Name,
+				Unblock: fmt.Sprintf("the PodDisruptionBudget %s/%s allows a disruption to the pipelines' drains (kubectl get pdb %s -n %s)",
+					b.Namespace, b.Name, b.Name, b.Namespace)})
 		}
 	default:
 		ready.Reason = v1alpha1.TriggerReasonActive
 		ready.Message = fmt.Sprintf("%d running (concurrency %d), %d waiting", running, rules.Concurrency(ts.trig), s.Waiting)
+		if s.Waiting > 0 && int(running) >= rules.Concurrency(ts.trig) {
+			block(v1alpha1.BlockerConcurrency, "", fmt.Sprintf("one of the %d running pipelines finishes (spec.concurrency %d)", running, rules.Concurrency(ts.trig)), nil)
+		}
 	}
+	if len(blockers) > v1alpha1.MaxBlockers {
+		blockers = blockers[:v1alpha1.MaxBlockers]
+	}
+	v1alpha1.KeepBlockerSince(blockers, trig.Status.BlockedBy, &metav1.Time{Time: ts.c.clock.Now().UTC().Truncate(time.Second)})
+	s.BlockedBy = blockers
 	if len(ts.objectErrors) > 0 {
 		first := ts.objectErrors[0]
 		what := "cannot start"
@@ -146,8 +179,8 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 // blocked tells whether every running pipeline waits on a PodDisruptionBudget and every
 // waiting object waits for them (the budget is full, and none waits on its params), and
 // which budgets they wait on.
-func (ts *triggerSync) blocked() ([]string, bool) {
-	var budgets []string
+func (ts *triggerSync) blocked() ([]v1alpha1.BlockingObject, bool) {
+	var budgets []v1alpha1.BlockingObject
 	running := 0
 	for _, p := range ts.pipelines {
 		if p.Finished() {
@@ -167,8 +200,17 @@ func (ts *triggerSync) blocked() ([]string, bool) {
 	if running == 0 || len(ts.objectErrors) > 0 || (len(ts.waiting) > 0 && running < rules.Concurrency(ts.trig)) {
 		return nil, false
 	}
-	slices.Sort(budgets)
+	sortObjects(budgets)
 	return budgets, true
+}
+
+// objectNames are the objects as namespace/name.
+func objectNames(objs []v1alpha1.BlockingObject) []string {
+	names := make([]string, len(objs))
+	for i, o := range objs {
+		names[i] = o.Namespace + "/" + o.Name
+	}
+	return names
 }
 
 // writeStatus writes the status through the status subresource when it changed.

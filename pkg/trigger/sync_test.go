@@ -665,6 +665,11 @@ func TestBlockedByPodDisruptionBudgets(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, ready.Status)
 	assert.Equal(t, v1alpha1.TriggerReasonBlocked, ready.Reason)
 	assert.Equal(t, "3 running pipelines wait on PodDisruptionBudgets apps/web-pdb, db/db-pdb; 5 objects wait", ready.Message)
+	var blockers []string
+	for _, b := range f.trigger("retire").Status.BlockedBy {
+		blockers = append(blockers, b.Kind+" "+b.Namespace+"/"+b.Name)
+	}
+	assert.Equal(t, []string{"PodDisruptionBudget apps/web-pdb", "PodDisruptionBudget db/db-pdb"}, blockers, "as data, not only in the message")
 }
 
 func TestBudgetsBlocking(t *testing.T) {
@@ -675,13 +680,13 @@ func TestBudgetsBlocking(t *testing.T) {
 		name    string
 		current string
 		steps   []v1alpha1.StepStatus
-		want    []string
+		want    []v1alpha1.BlockingObject
 	}{
 		{name: "the drain's blockers", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
-			BlockedBy: []v1alpha1.BlockingObject{pdb("apps", "web-pdb")}}}, want: []string{"apps/web-pdb"}},
+			BlockedBy: []v1alpha1.BlockingObject{pdb("apps", "web-pdb")}}}, want: []v1alpha1.BlockingObject{pdb("apps", "web-pdb")}},
 		{name: "budgets once each, sorted", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
 			BlockedBy: []v1alpha1.BlockingObject{pdb("b", "x"), pdb("a", "y"), pdb("b", "x")}}},
-			want: []string{"a/y", "b/x"}},
+			want: []v1alpha1.BlockingObject{pdb("a", "y"), pdb("b", "x")}},
 		{name: "other kinds are not budgets", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",
 			BlockedBy: []v1alpha1.BlockingObject{{Kind: "Node", Name: "n1"}}}}},
 		{name: "a message naming a budget is only a message", current: "drain", steps: []v1alpha1.StepStatus{{Name: "drain",

@@ -126,6 +126,10 @@ func TestAStepWaitsForAPersonsApproval(t *testing.T) {
 	assert.Equal(t, v1alpha1.StepSucceeded, stepOf(p, "cordon").Phase)
 	assert.Equal(t, v1alpha1.ReasonAwaitingApproval, meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady).Reason)
 	waitEvent(t, ns, "retire", v1alpha1.ReasonAwaitingApproval, "kubectl stepwise approve retire terminate")
+	code, out, errOut := stepwiseCLI(t, cluster.Kubeconfig, "why", "retire", "-n", ns)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `Approval\s+terminate\s+-\s+\S+ ago\s+1 more approval\(s\): kubectl stepwise approve retire terminate -n `+ns, out)
+	t.Logf("kubectl stepwise why retire (awaiting approval):\n%s", out)
 
 	// No one may rewrite who created it, not even a cluster admin.
 	_, err = stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Patch(ctx, "retire", types.MergePatchType,

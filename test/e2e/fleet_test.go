@@ -366,6 +366,13 @@ func TestTriggerTearsDownARetirementBlockedByAPodDisruptionBudget(t *testing.T) 
 	ready := meta.FindStatusCondition(blocked.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Equal(t, "1 running pipeline waits on PodDisruptionBudget "+ns+"/web-pdb; 1 object waits", ready.Message)
 	assert.Equal(t, []string{free}, blocked.Status.Queue)
+	require.Len(t, blocked.Status.BlockedBy, 1, "as data")
+	assert.Equal(t, v1alpha1.KindPodDisruptionBudget, blocked.Status.BlockedBy[0].Kind)
+	assert.Equal(t, ns+"/web-pdb", blocked.Status.BlockedBy[0].Namespace+"/"+blocked.Status.BlockedBy[0].Name)
+	code, out, errOut := stepwiseCLI(t, cluster.Kubeconfig, "why", "retire", "-n", ns)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `PodDisruptionBudget\s+`+ns+`/web-pdb\s+\S+ ago\s+the PodDisruptionBudget`, out)
+	t.Logf("kubectl stepwise why retire (a trigger):\n%s", out)
 
 	// The drain times out: what ran is torn down, the slot goes to the next node.
 	done := waitTrigger(t, ns, "retire", 2*time.Minute, func(tr *v1alpha1.PipelineTrigger) bool {

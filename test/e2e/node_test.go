@@ -130,6 +130,17 @@ func TestNodeRetirementWaitsForThePDB(t *testing.T) {
 	assert.Contains(t, blocked.Status.Steps[1].Message, "pods left")
 	assert.Equal(t, []v1alpha1.BlockingObject{{Kind: v1alpha1.KindPodDisruptionBudget, Namespace: ns, Name: "web-pdb"}},
 		blocked.Status.Steps[1].BlockedBy, "the drain names the budget as data")
+	// The pipeline says so too, with since when and what would let it go on, and kubectl
+	// stepwise why prints it.
+	blocked = waitPipeline(t, ns, "retire", 30*time.Second, func(p *v1alpha1.Pipeline) bool { return len(p.Status.BlockedBy) == 1 })
+	b := blocked.Status.BlockedBy[0]
+	assert.Equal(t, v1alpha1.Blocker{Kind: v1alpha1.KindPodDisruptionBudget, Namespace: ns, Name: "web-pdb", Step: "drain", Since: b.Since,
+		Unblock: "the PodDisruptionBudget " + ns + "/web-pdb allows a disruption: more of its pods healthy, or a lower minAvailable (kubectl get pdb web-pdb -n " + ns + ")"}, b)
+	require.NotNil(t, b.Since)
+	code, out, errOut := stepwiseCLI(t, cluster.Kubeconfig, "why", "retire", "-n", ns)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `PodDisruptionBudget\s+drain\s+`+ns+`/web-pdb\s+\S+ ago\s+the PodDisruptionBudget`, out)
+	t.Logf("kubectl stepwise why retire:\n%s", out)
 	n, err := cluster.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.True(t, n.Spec.Unschedulable, "cordoned")

@@ -42,6 +42,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.ApprovalSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Backoff"):
 		return &stepwisev1alpha1.BackoffApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Blocker"):
+		return &stepwisev1alpha1.BlockerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BlockingObject"):
 		return &stepwisev1alpha1.BlockingObjectApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FailureRecord"):

@@ -461,6 +461,13 @@ type PipelineTriggerStatus struct {
 	// until a person resumes the trigger.
 	// +optional
 	GateStop *TriggerGateStop `json:"gateStop,omitempty"`
+	// BlockedBy is what keeps the trigger from starting pipelines now (paused, its failure
+	// budget spent, a gate, the NodeBudget, the window, its concurrency, PodDisruptionBudgets
+	// its pipelines wait on), since when and what would let it go on. kubectl stepwise why
+	// reads it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	BlockedBy []Blocker `json:"blockedBy,omitempty"`
 	// Conditions; "Ready" is True when the trigger can act (its template and resource are
 	// usable and its ServiceAccount may list and watch the resource).
 	// +optional

@@ -363,6 +363,13 @@ type PipelineStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// BlockedBy is what holds the pipeline back now (a PodDisruptionBudget refusing its
+	// drain, an approval, a failed step, a blocked teardown), since when and what would let
+	// it go on; empty while it runs freely and once it is done. kubectl stepwise why reads it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	BlockedBy []Blocker `json:"blockedBy,omitempty"`
+
 	// Steps holds one entry for each step of the spec, in spec order.
 	// +optional
 	// +listType=atomic

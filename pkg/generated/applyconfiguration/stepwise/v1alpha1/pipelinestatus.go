@@ -50,6 +50,10 @@ type PipelineStatusApplyConfiguration struct {
 	CompletionTime *v1.Time `json:"completionTime,omitempty"`
 	// Conditions of the pipeline; "Ready" is True once every step succeeded.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	// BlockedBy is what holds the pipeline back now (a PodDisruptionBudget refusing its
+	// drain, an approval, a failed step, a blocked teardown), since when and what would let
+	// it go on; empty while it runs freely and once it is done. kubectl stepwise why reads it.
+	BlockedBy []BlockerApplyConfiguration `json:"blockedBy,omitempty"`
 	// Steps holds one entry for each step of the spec, in spec order.
 	Steps []StepStatusApplyConfiguration `json:"steps,omitempty"`
 	// Template is the PipelineTemplate as the pipeline found it when it started: its steps
@@ -145,6 +149,19 @@ func (b *PipelineStatusApplyConfiguration) WithConditions(values ...*metav1.Cond
 			panic("nil value passed to WithConditions")
 		}
 		b.Conditions = append(b.Conditions, *values[i])
+	}
+	return b
+}
+
+// WithBlockedBy adds the given value to the BlockedBy field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the BlockedBy field.
+func (b *PipelineStatusApplyConfiguration) WithBlockedBy(values ...*BlockerApplyConfiguration) *PipelineStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithBlockedBy")
+		}
+		b.BlockedBy = append(b.BlockedBy, *values[i])
 	}
 	return b
 }

@@ -69,6 +69,11 @@ type PipelineTriggerStatusApplyConfiguration struct {
 	// GateStop, set, is the gate that did not hold past its deadline: nothing starts
 	// until a person resumes the trigger.
 	GateStop *TriggerGateStopApplyConfiguration `json:"gateStop,omitempty"`
+	// BlockedBy is what keeps the trigger from starting pipelines now (paused, its failure
+	// budget spent, a gate, the NodeBudget, the window, its concurrency, PodDisruptionBudgets
+	// its pipelines wait on), since when and what would let it go on. kubectl stepwise why
+	// reads it.
+	BlockedBy []BlockerApplyConfiguration `json:"blockedBy,omitempty"`
 	// Conditions; "Ready" is True when the trigger can act (its template and resource are
 	// usable and its ServiceAccount may list and watch the resource).
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
@@ -225,6 +230,19 @@ func (b *PipelineTriggerStatusApplyConfiguration) WithGates(values ...*TriggerGa
 // If called multiple times, the GateStop field is set to the value of the last call.
 func (b *PipelineTriggerStatusApplyConfiguration) WithGateStop(value *TriggerGateStopApplyConfiguration) *PipelineTriggerStatusApplyConfiguration {
 	b.GateStop = value
+	return b
+}
+
+// WithBlockedBy adds the given value to the BlockedBy field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the BlockedBy field.
+func (b *PipelineTriggerStatusApplyConfiguration) WithBlockedBy(values ...*BlockerApplyConfiguration) *PipelineTriggerStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithBlockedBy")
+		}
+		b.BlockedBy = append(b.BlockedBy, *values[i])
+	}
 	return b
 }
 
