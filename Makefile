@@ -117,8 +117,10 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informer
 	rm -f charts/stepwise/crds/*.yaml && cp crd/*.yaml charts/stepwise/crds/ # Helm installs a chart's crds/ first
 
 .PHONY: reference
-reference: ## Regenerate the reference pages in docs/reference (the operator's flags, the built-in executors, reasons and Events) from the code.
+reference: ## Regenerate the reference pages in docs/reference (the operator's flags, the built-in executors, metrics, reasons and Events), the Grafana dashboard in deploy/grafana and the alert rules the chart ships from the code.
 	go run ./hack/gen-reference -out docs/reference
+	go run ./hack/gen-grafana -o deploy/grafana/stepwise-dashboard.json
+	go run ./hack/gen-rules -o charts/stepwise/files/prometheus-rules.yaml
 
 .PHONY: proto
 proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code of the plugin protocol (pkg/plugin/proto).
@@ -130,7 +132,7 @@ proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code o
 # take the other core. Output is grouped per target.
 .PHONY: test
 test: ## Everything CI runs: lint, verify generated files, unit and e2e tests with -race.
-	$(MAKE) --no-print-directory -j2 --output-sync=target localcluster-tools build lint verify chromium node-tools $(HELM)
+	$(MAKE) --no-print-directory -j2 --output-sync=target localcluster-tools build lint verify chromium node-tools prometheus $(HELM)
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: unit
@@ -138,7 +140,7 @@ unit: ## Unit tests only (no control plane needed).
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 
 .PHONY: e2e
-e2e: build localcluster-tools node-tools chromium $(HELM) ## End-to-end tests on a local control plane started for the run.
+e2e: build localcluster-tools node-tools chromium prometheus $(HELM) ## End-to-end tests on a local control plane started for the run.
 	go test $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: dashboard-bench
@@ -167,7 +169,7 @@ hostile: build localcluster-tools ## Hostile-object suite, long run (minutes): 3
 	go test $(GO_TEST_FLAGS) -v -timeout 40m -run TestHostileObjects ./test/e2e/hostile/ -args -hostile.count=3000 -hostile.random $(HOSTILE_ARGS)
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) verify-proto $(HELM) ## Fail when generated code, the CRD, the plugin protocol or the reference pages are stale, the chart does not lint, or the two Go modules drift apart.
+verify: $(CONTROLLER_GEN) verify-proto $(HELM) ## Fail when generated code, the CRD, the plugin protocol, the reference pages, the Grafana dashboard or the alert rules are stale, the chart does not lint, or the two Go modules drift apart.
 	hack/verify-codegen.sh
 	$(HELM) lint --strict charts/stepwise
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/verify-crd.sh
@@ -217,15 +219,17 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 # apt-get runs only when chromium or protoc is missing, and as root (or through sudo).
 .PHONY: chromium
 chromium: ## Install Debian's chromium, for the dashboard's browser tests, when it is missing.
-	@command -v $(CHROMIUM) >/dev/null || { \
-	  sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+	@command -v $(CHROMIUM) >/dev/null || hack/apt-install.sh chromium
+
+# The alert rules' promtool tests and the e2e test whose alert fires use Debian's
+# prometheus package (promtool and the server), installed when missing.
+.PHONY: prometheus
+prometheus: ## Install Debian's prometheus (promtool and the server, for the alert rules' tests) when it is missing.
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || hack/apt-install.sh prometheus
 
 .PHONY: protoc
 protoc: ## Install protoc from Debian's protobuf-compiler package when it is missing.
-	@command -v $(PROTOC) >/dev/null || { \
-	  sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq protobuf-compiler; }
+	@command -v $(PROTOC) >/dev/null || hack/apt-install.sh protobuf-compiler
 
 $(PROTOC_GEN_GO): | $(LOCALBIN)
 	go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stepwise-dev/stepwise/pkg/alerts"
 )
 
 // The chart (charts/stepwise) and the kustomization (deploy/) install the same objects:
@@ -218,6 +221,17 @@ func TestTheChartsValues(t *testing.T) {
 				sm := objs["ServiceMonitor/stepwise-system/stepwise-operator"]
 				require.NotNil(t, sm)
 				assert.Equal(t, "prom", sm.GetLabels()["release"])
+			}},
+		{name: "a PrometheusRule of the rules pkg/alerts makes", set: []string{"metrics.prometheusRule.enabled=true", "metrics.prometheusRule.labels.release=prom"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				rule := objs["PrometheusRule/stepwise-system/stepwise-operator"]
+				require.NotNil(t, rule)
+				assert.Equal(t, "prom", rule.GetLabels()["release"])
+				data, err := json.Marshal(alerts.Rules(alerts.Default()))
+				require.NoError(t, err)
+				var want map[string]any
+				require.NoError(t, json.Unmarshal(data, &want))
+				assert.Equal(t, want, rule.Object["spec"], "the spec is the rule file")
 			}},
 		{name: "no mutating policy on an older cluster", set: []string{"admission.mutatingPolicy=false"},
 			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {

@@ -84,8 +84,7 @@ $(NODE_PAUSE_IMAGE): $(LOCALCLUSTER_MK_DIR)/localcluster/pause/main.go $(wildcar
 node-deps: ## Install Debian's containerd, runc, CNI plugins and iptables for the node that runs containers, when missing.
 	@missing=; for c in containerd ctr runc iptables ip; do command -v $$c >/dev/null || missing=1; done; \
 	[ -x /usr/lib/cni/bridge ] || missing=1; \
-	[ -z "$$missing" ] || { sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $(NODE_PACKAGES) >/dev/null; }
+	[ -z "$$missing" ] || $(LOCALCLUSTER_MK_DIR)/apt-install.sh $(NODE_PACKAGES)
 
 .PHONY: node-tools
 node-tools: localcluster-tools node-deps $(NODE_PAUSE_IMAGE) ## Everything localcluster up --node needs: the binaries, Debian's packages and the pause image.

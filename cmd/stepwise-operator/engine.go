@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -77,6 +78,16 @@ func (e *engine) run(ctx, lead context.Context) error {
 	if err != nil {
 		return err
 	}
+	// State metrics: the leader's caches, read at each scrape (a standby exports none).
+	metrics.NewState(e.metrics, metrics.StateSource{
+		Pipelines: factory.Stepwise().V1alpha1().Pipelines().Lister(),
+		Triggers:  factory.Stepwise().V1alpha1().PipelineTriggers().Lister(),
+		KnownExecutor: func(name string) bool {
+			_, ok := e.executors.Get(name)
+			return ok
+		},
+		Now: time.Now,
+	})
 	rbacFactory := e.newRBACInformers()
 	triggers, err := e.newTriggers(ctx, factory, rbacFactory, mapper, clients, queueMetrics, faults, undecodable.triggers)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // loadExecutors registers the built-in executors (and the test ones when enabled), then
 // starts the plugins and registers theirs. The caller closes the host, which kills the
 // plugin processes, even when an error is returned.
-func loadExecutors(ctx context.Context, opts *options) (*executor.Registry, *host.Host, error) {
+func loadExecutors(ctx context.Context, opts *options, restarts host.RestartRecorder) (*executor.Registry, *host.Host, error) {
 	registry := executor.NewRegistry()
 	if err := registry.Register(builtinExecutors()...); err != nil {
 		return nil, nil, fmt.Errorf("register built-in executors: %w", err)
@@ -43,7 +43,7 @@ func loadExecutors(ctx context.Context, opts *options) (*executor.Registry, *hos
 		Dir: opts.pluginDir, Checksums: opts.pluginChecksums,
 		InstalledDir: opts.installedPluginDir, InstalledChecksums: opts.installedPluginChecksums,
 		Env: env, EnvFor: envFor, MemoryLimit: memoryLimit,
-		Reattach: reattach,
+		Reattach: reattach, Restarts: restarts,
 	})
 	if err := plugins.Load(ctx, registry); err != nil {
 		return nil, plugins, fmt.Errorf("load plugins: %w", err)

@@ -20,6 +20,7 @@ import (
 
 	buildversion "github.com/stepwise-dev/stepwise/internal/version"
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
+	"github.com/stepwise-dev/stepwise/pkg/metrics"
 
 	// The image has no zoneinfo: maintenance windows name IANA time zones.
 	_ "time/tzdata"
@@ -73,7 +74,7 @@ func run(ctx context.Context, opts *options) error {
 		return err
 	}
 	// Plugins start before the engine, and are killed when the operator stops.
-	registry, plugins, err := loadExecutors(ctx, opts)
+	registry, plugins, err := loadExecutors(ctx, opts, metrics.NewPluginRestarts(reg))
 	if plugins != nil {
 		defer plugins.Close()
 	}

@@ -43,6 +43,7 @@ var pages = []page{
 	{"operator-flags.md", renderFlags},
 	{"executors.md", renderExecutors},
 	{"reasons.md", renderReasons},
+	{"metrics.md", renderMetrics},
 }
 
 func run(root, out string) error {

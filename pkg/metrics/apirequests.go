@@ -17,12 +17,7 @@ type APIRequests struct {
 
 // NewAPIRequests creates the counter and registers it with reg.
 func NewAPIRequests(reg prometheus.Registerer) *APIRequests {
-	a := &APIRequests{total: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "stepwise",
-		Name:      "api_requests_total",
-		Help: "Requests to the Kubernetes API server by verb (get, list, watch, create, update, patch, " +
-			"delete, deletecollection), resource (with its subresource, e.g. pipelines/status) and HTTP code.",
-	}, []string{"verb", "resource", "code"})}
+	a := &APIRequests{total: definition(APIRequestsName).counterVec()}
 	reg.MustRegister(a.total)
 	return a
 }

@@ -12,16 +12,8 @@ type Faults struct {
 // NewFaults creates the fault counters and registers them with reg.
 func NewFaults(reg prometheus.Registerer) *Faults {
 	f := &Faults{
-		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "stepwise",
-			Name:      "sync_panics_total",
-			Help:      "Syncs that panicked and were recovered (the object is retried with backoff), by kind (pipeline, trigger).",
-		}, []string{"kind"}),
-		undecodable: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "stepwise",
-			Name:      "undecodable_objects_total",
-			Help:      "Objects read from the API server that could not be decoded and were kept aside, by resource.",
-		}, []string{"resource"}),
+		panics:      definition(SyncPanicsName).counterVec(),
+		undecodable: definition(UndecodableName).counterVec(),
 	}
 	reg.MustRegister(f.panics, f.undecodable)
 	return f
@@ -41,4 +33,21 @@ func (f *Faults) Undecodable(resource string) {
 		return
 	}
 	f.undecodable.WithLabelValues(resource).Inc()
+}
+
+// PluginRestarts counts plugin processes that died and are started again.
+type PluginRestarts struct {
+	total *prometheus.CounterVec
+}
+
+// NewPluginRestarts creates the counter and registers it with reg.
+func NewPluginRestarts(reg prometheus.Registerer) *PluginRestarts {
+	r := &PluginRestarts{total: definition(PluginRestartsName).counterVec()}
+	reg.MustRegister(r.total)
+	return r
+}
+
+// PluginRestarted records that plugin died (cause) and will be started again.
+func (r *PluginRestarts) PluginRestarted(plugin, cause string) {
+	r.total.WithLabelValues(plugin, cause).Inc()
 }

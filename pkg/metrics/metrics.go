@@ -25,23 +25,9 @@ type Metrics struct {
 // New creates the engine's metrics and registers them with reg.
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		hookDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "stepwise",
-			Name:      "hook_duration_seconds",
-			Help:      "Duration of one call of an executor's hook, by executor, hook and result (done, wait, error).",
-			Buckets:   prometheus.ExponentialBuckets(0.0005, 4, 10),
-		}, []string{"executor", "hook", "result"}),
-		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "stepwise",
-			Name:      "step_duration_seconds",
-			Help:      "Time from a step's start to its success or failure, by executor and result (succeeded, failed).",
-			Buckets:   prometheus.ExponentialBuckets(0.01, 4, 10),
-		}, []string{"executor", "result"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "stepwise",
-			Name:      "hook_retries_total",
-			Help:      "Retries scheduled after a hook failed, by executor and hook.",
-		}, []string{"executor", "hook"}),
+		hookDuration: definition(HookDurationName).histogramVec(),
+		stepDuration: definition(StepDurationName).histogramVec(),
+		retries:      definition(HookRetriesName).counterVec(),
 	}
 	reg.MustRegister(m.hookDuration, m.stepDuration, m.retries)
 	return m

@@ -22,34 +22,14 @@ var _ workqueue.MetricsProvider = (*WorkqueueProvider)(nil)
 
 // NewWorkqueueProvider creates the workqueue metrics and registers them with reg.
 func NewWorkqueueProvider(reg prometheus.Registerer) *WorkqueueProvider {
-	name := []string{"name"}
-	buckets := prometheus.ExponentialBuckets(10e-9, 10, 12)
 	p := &WorkqueueProvider{
-		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: "workqueue", Name: "depth", Help: "Current depth of the workqueue.",
-		}, name),
-		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "workqueue", Name: "adds_total", Help: "Adds handled by the workqueue.",
-		}, name),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "workqueue", Name: "queue_duration_seconds",
-			Help: "Seconds an item stays in the workqueue before being requested.", Buckets: buckets,
-		}, name),
-		workDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "workqueue", Name: "work_duration_seconds",
-			Help: "Seconds processing an item from the workqueue takes.", Buckets: buckets,
-		}, name),
-		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: "workqueue", Name: "unfinished_work_seconds",
-			Help: "Seconds of work in progress that has not been observed by work_duration.",
-		}, name),
-		longestRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: "workqueue", Name: "longest_running_processor_seconds",
-			Help: "Seconds the longest running processor of the workqueue has been running.",
-		}, name),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "workqueue", Name: "retries_total", Help: "Retries handled by the workqueue.",
-		}, name),
+		depth:          definition(WorkqueueDepthName).gaugeVec(),
+		adds:           definition(WorkqueueAddsName).counterVec(),
+		latency:        definition(WorkqueueLatencyName).histogramVec(),
+		workDuration:   definition(WorkqueueWorkName).histogramVec(),
+		unfinished:     definition(WorkqueueUnfinished).gaugeVec(),
+		longestRunning: definition(WorkqueueLongestName).gaugeVec(),
+		retries:        definition(WorkqueueRetriesName).counterVec(),
 	}
 	reg.MustRegister(p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries)
 	return p

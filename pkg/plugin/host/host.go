@@ -70,7 +70,21 @@ type Options struct {
 	// starting the executable, checks no checksum, and never kills them. For development
 	// only.
 	Reattach map[string]*plugin.ReattachConfig
+	// Restarts, when set, counts the plugin processes that died and are started again.
+	Restarts RestartRecorder
 }
+
+// RestartRecorder counts plugin processes that died, by plugin and cause
+// (RestartExited, RestartOutOfMemory).
+type RestartRecorder interface {
+	PluginRestarted(plugin, cause string)
+}
+
+// Causes of a plugin's restart.
+const (
+	RestartExited      = "exited"
+	RestartOutOfMemory = "out_of_memory"
+)
 
 // Host owns the plugin processes.
 type Host struct {

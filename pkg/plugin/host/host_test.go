@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -255,7 +256,11 @@ func waitForFile(t *testing.T, path string) int {
 }
 
 func TestPluginKilledMidHookIsRestarted(t *testing.T) {
-	h, reg := startHost(t, klog.Background(), pluginDir(t, []string{"stepwise-plugin-test"}, nil))
+	restarts := &countRestarts{}
+	h := New(klog.Background(), Options{Dir: pluginDir(t, []string{"stepwise-plugin-test"}, nil), Restarts: restarts})
+	t.Cleanup(h.Close)
+	reg := executor.NewRegistry()
+	require.NoError(t, h.Load(context.Background(), reg))
 	block := get(t, reg, "test.block")
 	started := filepath.Join(t.TempDir(), "started")
 
@@ -289,6 +294,25 @@ func TestPluginKilledMidHookIsRestarted(t *testing.T) {
 	newPID := h.PIDs()["stepwise-plugin-test"]
 	assert.NotZero(t, newPID)
 	assert.NotEqual(t, pid, newPID)
+	assert.Equal(t, []string{"stepwise-plugin-test/" + RestartExited}, restarts.get(), "the restart is counted")
+}
+
+// countRestarts records the restarts a host reports, as plugin/cause.
+type countRestarts struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (c *countRestarts) PluginRestarted(plugin, cause string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = append(c.seen, plugin+"/"+cause)
+}
+
+func (c *countRestarts) get() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.seen)
 }
 
 func TestHangingPluginReturnsAtTheDeadline(t *testing.T) {

@@ -88,9 +88,11 @@ func TestPluginStartsUnderItsMemoryLimit(t *testing.T) {
 // (retryable) naming the plugin and why it died, another plugin goes on, and the next call
 // starts it again, under its limit again.
 func TestPluginOverItsMemoryLimitDiesAlone(t *testing.T) {
+	restarts := &countRestarts{}
 	h := New(klog.Background(), Options{
 		Dir:         pluginDir(t, []string{"stepwise-plugin-test", "stepwise-plugin-example"}, nil),
 		MemoryLimit: 128 << 20,
+		Restarts:    restarts,
 	})
 	t.Cleanup(h.Close)
 	reg := executor.NewRegistry()
@@ -134,6 +136,7 @@ func TestPluginOverItsMemoryLimitDiesAlone(t *testing.T) {
 	res, err = get(t, reg, "test.echo").Create(context.Background(), request(contract.HookCreate, nil))
 	require.NoError(t, err)
 	assert.True(t, res.Done)
+	assert.Equal(t, []string{"stepwise-plugin-test/" + RestartOutOfMemory}, restarts.get(), "counted once, with its cause")
 	pid := h.PIDs()["stepwise-plugin-test"]
 	require.NotZero(t, pid)
 	assert.NotEqual(t, pids["stepwise-plugin-test"], pid)

@@ -73,6 +73,13 @@ func (p *process) conn() (*client.Client, error) {
 // died when that is known, so that the next call starts a new one. p.mu is held.
 func (p *process) drop() {
 	p.death = deathCause(p.oom, p.host.opts.MemoryLimit)
+	if r := p.host.opts.Restarts; r != nil {
+		cause := RestartExited
+		if p.oom != nil && p.oom.seen.Load() {
+			cause = RestartOutOfMemory
+		}
+		r.PluginRestarted(p.name, cause)
+	}
 	p.client.Kill()
 	p.client, p.oom = nil, nil
 	p.failed()
