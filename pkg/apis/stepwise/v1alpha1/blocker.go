@@ -84,3 +84,15 @@ func KeepBlockerSince(blockers, before []Blocker, now *metav1.Time) {
 		}
 	}
 }
+
+// KnownBlockerKind tells whether kind is one the engine or the trigger writes, or
+// KindPodDisruptionBudget; an executor may name any other.
+func KnownBlockerKind(kind string) bool {
+	switch kind {
+	case KindPodDisruptionBudget, BlockerApproval, BlockerSuspended, BlockerTemplate, BlockerTeardown, BlockerRetry,
+		BlockerStepFailed, BlockerPaused, BlockerFailureBudget, BlockerGate, BlockerNodeBudget, BlockerWindow,
+		BlockerCoolDown, BlockerConcurrency:
+		return true
+	}
+	return false
+}
