@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"go.opentelemetry.io/otel/trace"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,8 @@ type engine struct {
 	metrics   *prometheus.Registry
 	// ready is set once the informer caches have synced.
 	ready *atomic.Bool
+	// tracer traces pipelines; nil when --otlp-endpoint is not set.
+	tracer trace.Tracer
 }
 
 // run starts the informers and the controller, and returns once they have stopped. When
@@ -63,6 +66,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 		Recorder:             e.recorder,
 		Namespaces:           namespaces.Lister(),
 		Metrics:              metrics.New(e.metrics),
+		Tracer:               e.tracer,
 		Faults:               faults,
 		UndecodablePipelines: undecodable.pipelines,
 		UndecodableTemplates: undecodable.templates,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 
 	"k8s.io/klog/v2"
 
@@ -16,7 +17,7 @@ import (
 // loadExecutors registers the built-in executors (and the test ones when enabled), then
 // starts the plugins and registers theirs. The caller closes the host, which kills the
 // plugin processes, even when an error is returned.
-func loadExecutors(ctx context.Context, opts *options, restarts host.RestartRecorder) (*executor.Registry, *host.Host, error) {
+func loadExecutors(ctx context.Context, opts *options, restarts host.RestartRecorder, tp trace.TracerProvider) (*executor.Registry, *host.Host, error) {
 	registry := executor.NewRegistry()
 	if err := registry.Register(builtinExecutors()...); err != nil {
 		return nil, nil, fmt.Errorf("register built-in executors: %w", err)
@@ -43,7 +44,7 @@ func loadExecutors(ctx context.Context, opts *options, restarts host.RestartReco
 		Dir: opts.pluginDir, Checksums: opts.pluginChecksums,
 		InstalledDir: opts.installedPluginDir, InstalledChecksums: opts.installedPluginChecksums,
 		Env: env, EnvFor: envFor, MemoryLimit: memoryLimit,
-		Reattach: reattach, Restarts: restarts,
+		Reattach: reattach, Restarts: restarts, TracerProvider: tp,
 	})
 	if err := plugins.Load(ctx, registry); err != nil {
 		return nil, plugins, fmt.Errorf("load plugins: %w", err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	buildversion "github.com/stepwise-dev/stepwise/internal/version"
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
+	"github.com/stepwise-dev/stepwise/pkg/tracing"
 
 	// The image has no zoneinfo: maintenance windows name IANA time zones.
 	_ "time/tzdata"
@@ -73,8 +75,21 @@ func run(ctx context.Context, opts *options) error {
 	if err != nil {
 		return err
 	}
+	tp, stopTracing, err := tracing.NewProvider(ctx, opts.tracing())
+	if err != nil {
+		return err
+	}
+	defer func() { // flushes the last spans, for a while
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(flushCtx)
+	}()
+	var traced trace.TracerProvider // nil: no spans are even started
+	if opts.otlpEndpoint != "" {
+		traced = tp
+	}
 	// Plugins start before the engine, and are killed when the operator stops.
-	registry, plugins, err := loadExecutors(ctx, opts, metrics.NewPluginRestarts(reg))
+	registry, plugins, err := loadExecutors(ctx, opts, metrics.NewPluginRestarts(reg), traced)
 	if plugins != nil {
 		defer plugins.Close()
 	}
@@ -99,7 +114,7 @@ func run(ctx context.Context, opts *options) error {
 		return err
 	}
 
-	e := &engine{opts: opts, clients: clients, executors: registry, recorder: recorder, metrics: reg, ready: &ready}
+	e := &engine{opts: opts, clients: clients, executors: registry, recorder: recorder, metrics: reg, ready: &ready, tracer: tracerOf(traced)}
 	if !opts.leaderElect {
 		// Alone, it never has to stop at once: hooks always get the grace period.
 		return e.run(ctx, context.WithoutCancel(ctx))
@@ -110,4 +125,12 @@ func run(ctx context.Context, opts *options) error {
 		return err
 	}
 	return le.run(ctx, e.run)
+}
+
+// tracerOf is the engine's tracer of tp; nil when it does not trace.
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return nil
+	}
+	return tp.Tracer("github.com/stepwise-dev/stepwise/pkg/controller")
 }

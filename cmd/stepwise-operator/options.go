@@ -22,6 +22,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
+	"github.com/stepwise-dev/stepwise/pkg/tracing"
 	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
@@ -63,6 +64,11 @@ type options struct {
 	pluginMemoryLimit     string
 	// gateAllowedCIDRs are the internal ranges health gates may query (Prometheus).
 	gateAllowedCIDRs string
+
+	// tracing: OTLP export of the pipelines' traces, off without an endpoint.
+	otlpEndpoint     string
+	otlpInsecure     bool
+	traceSampleRatio float64
 
 	namespace   string
 	catalogName string
@@ -134,6 +140,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		o.pluginReattach[name] = file
 		return nil
 	})
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector (OTLP over gRPC, host:port) to send the pipelines' traces to: a span per pipeline, step, hook call and plugin call, carried into plugins and on in their HTTP requests (W3C traceparent); the plugins send theirs there too. Empty: no tracing, at no cost.")
+	fs.BoolVar(&o.otlpInsecure, "otlp-insecure", false, "Send traces to --otlp-endpoint in plaintext (a collector on loopback or beside the operator) rather than over TLS.")
+	fs.Float64Var(&o.traceSampleRatio, "trace-sample-ratio", 1, "The share of pipelines whose traces are sent, 0 to 1; a pipeline's trace is kept or dropped whole.")
 	fs.StringVar(&o.gateAllowedCIDRs, "gate-allowed-cidrs", "", "Comma-separated CIDRs that triggers' Prometheus health gates may query although they are loopback, private or otherwise internal (refused by default, after DNS resolution, as for plugins), e.g. the Service CIDR where Prometheus runs. Plugins are not given them.")
 	fs.Func("plugin-allowed-cidrs-for", "Repeatable: PLUGIN=CIDR[,CIDR...] adds CIDRs to --plugin-allowed-cidrs for the plugin PLUGIN only (its executable's name, with or without the stepwise-plugin- prefix), e.g. vsphere=10.20.0.0/16 lets the vSphere plugin reach an on-premises vCenter without letting every tenant's webhook reach it. A name no plugin has is logged when the plugins start.", func(v string) error {
 		o.pluginAllowedCIDRsFor = append(o.pluginAllowedCIDRsFor, v)
@@ -148,6 +157,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 
 func (o *options) validate() error {
 	var errs []error
+	if o.traceSampleRatio < 0 || o.traceSampleRatio > 1 {
+		errs = append(errs, fmt.Errorf("--trace-sample-ratio must be between 0 and 1, got %g", o.traceSampleRatio))
+	}
 	if o.workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.workers))
 	}
@@ -300,8 +312,13 @@ func (o *options) allowedCIDRsFor() (map[string][]string, error) {
 
 // pluginEnv is the environment of every plugin and what it is for one plugin: the CIDRs
 // of --plugin-allowed-cidrs, and those of --plugin-allowed-cidrs-for added for that plugin.
+// tracing is the export of traces the flags ask for.
+func (o *options) tracing() tracing.Options {
+	return tracing.Options{Endpoint: o.otlpEndpoint, Insecure: o.otlpInsecure, SampleRatio: o.traceSampleRatio, ServiceName: "stepwise-operator"}
+}
+
 func (o *options) pluginEnv() (env []string, envFor map[string][]string, err error) {
-	env = []string{egress.EnvAllowedCIDRs + "=" + o.pluginAllowedCIDRs}
+	env = append([]string{egress.EnvAllowedCIDRs + "=" + o.pluginAllowedCIDRs}, tracing.Env(o.tracing())...)
 	extra, err := o.allowedCIDRsFor()
 	if err != nil {
 		return nil, nil, fmt.Errorf("--plugin-allowed-cidrs-for: %w", err)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"sync"
 	"time"
 
@@ -68,6 +69,9 @@ type Config struct {
 	Namespaces corelisters.NamespaceLister
 	// Optional.
 	Metrics *metrics.Metrics
+	// Tracer, when set, traces pipelines: a span per hook call, step and pipeline
+	// (pkg/tracing); nil traces nothing.
+	Tracer trace.Tracer
 	// Faults counts syncs that panicked.
 	Faults *metrics.Faults
 	// UndecodablePipelines and UndecodableTemplates tell which objects the informers
@@ -113,6 +117,7 @@ type Controller struct {
 	namespaces corelisters.NamespaceLister
 	templates  listers.PipelineTemplateLister
 	metrics    *metrics.Metrics
+	tracer     trace.Tracer
 	faults     *metrics.Faults
 	// undecodable and undecodableTemplates may be nil.
 	undecodable          lenient.DecodeErrors
@@ -145,6 +150,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		clients:              cfg.Clients,
 		namespaces:           cfg.Namespaces,
 		metrics:              cfg.Metrics,
+		tracer:               cfg.Tracer,
 		faults:               cfg.Faults,
 		undecodable:          cfg.UndecodablePipelines,
 		undecodableTemplates: cfg.UndecodableTemplates,

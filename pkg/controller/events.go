@@ -33,4 +33,5 @@ func (ps *pipelineSync) emitEvents() {
 		}
 	}
 	ps.events, ps.started = nil, nil
+	ps.exportSpans()
 }

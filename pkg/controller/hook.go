@@ -89,11 +89,13 @@ func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.Ta
 // the log never see them.
 func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor, req *executor.Request, deadline time.Time) (contract.Result, error) {
 	start := time.Now()
+	ctx, endSpan := ps.startHookSpan(ctx, exec, req)
 	res, err := guarded(ctx, exec, deadline, ps.c.hookCallTimeout, func(ctx context.Context) (contract.Result, error) {
 		return executor.RunHook(ctx, exec, req)
 	})
 	redact := req.Redactor()
 	res, err = redact.Result(res), redact.Error(err)
+	endSpan(err) // redacted: a Secret's value reaches no span
 	result := metrics.HookDone
 	switch {
 	case err != nil:

@@ -1,20 +1,18 @@
 package controller
 
 import (
-	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	lua "github.com/yuin/gopher-lua"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
+	"github.com/stepwise-dev/stepwise/internal/argocdtest"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
@@ -92,50 +90,10 @@ func TestKstatusWaitsForAnEditToBeObserved(t *testing.T) {
 	assert.Equal(t, "Progressing", argoHealthOf(t, p))
 }
 
-// argoHealthOf runs Argo CD's health check of deploy/argocd on p, as Argo CD does: the
-// object as the Lua table obj, the script's result's status.
+// argoHealthOf runs Argo CD's health check of deploy/argocd on p.
 func argoHealthOf(t *testing.T, p *v1alpha1.Pipeline) string {
 	t.Helper()
-	script, err := os.ReadFile(filepath.Join("..", "..", "deploy", "argocd", "pipeline-health.lua"))
+	health, err := argocdtest.Health(filepath.Join("..", "..", "deploy", "argocd", "pipeline-health.lua"), p)
 	require.NoError(t, err)
-	data, err := json.Marshal(p)
-	require.NoError(t, err)
-	var obj any
-	require.NoError(t, json.Unmarshal(data, &obj))
-	L := lua.NewState(lua.Options{SkipOpenLibs: false})
-	defer L.Close()
-	L.SetGlobal("obj", toLua(L, obj))
-	fn, err := L.LoadString(string(script))
-	require.NoError(t, err)
-	L.Push(fn)
-	require.NoError(t, L.PCall(0, 1, nil))
-	hs, ok := L.Get(-1).(*lua.LTable)
-	require.True(t, ok, "the script returns a table")
-	return lua.LVAsString(hs.RawGetString("status"))
-}
-
-// toLua converts decoded JSON to Lua values: objects and arrays to tables (arrays from 1).
-func toLua(L *lua.LState, v any) lua.LValue {
-	switch v := v.(type) {
-	case map[string]any:
-		t := L.NewTable()
-		for k, e := range v {
-			t.RawSetString(k, toLua(L, e))
-		}
-		return t
-	case []any:
-		t := L.NewTable()
-		for _, e := range v {
-			t.Append(toLua(L, e))
-		}
-		return t
-	case string:
-		return lua.LString(v)
-	case float64:
-		return lua.LNumber(v)
-	case bool:
-		return lua.LBool(v)
-	default:
-		return lua.LNil
-	}
+	return health
 }

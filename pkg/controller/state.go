@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"hash/fnv"
 	"slices"
@@ -23,6 +24,9 @@ type pipelineSync struct {
 	steps  []v1alpha1.Step
 	params map[string]string
 	events []event
+	// spans are the spans of steps and of the pipeline that ended in this sync, exported
+	// once the status that ends them is written.
+	spans []func(context.Context)
 	// started indexes, by step name, the StepStarted events of this sync in events: a step
 	// that starts and succeeds in the same sync gets only its StepSucceeded event, which
 	// keeps Events (writes too) down to one a step for instant steps.

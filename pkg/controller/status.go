@@ -44,9 +44,14 @@ func (ps *pipelineSync) summarize() {
 	switch r.phase {
 	case v1alpha1.PipelinePlanned:
 		st.CompletionTime = ps.timeNow()
+	case v1alpha1.PipelineFailed:
+		if st.Phase != v1alpha1.PipelineFailed {
+			ps.pipelineEnded(r.phase, r.message)
+		}
 	case v1alpha1.PipelineSucceeded:
 		if st.Phase != v1alpha1.PipelineSucceeded {
 			ps.normalEvent(v1alpha1.ReasonSucceeded, "All %d steps succeeded", len(st.Steps))
+			ps.pipelineEnded(r.phase, r.message)
 		}
 		if st.CompletionTime == nil {
 			st.CompletionTime = ps.timeNow()

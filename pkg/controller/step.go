@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -243,6 +244,7 @@ func (ps *pipelineSync) completeStep(s *v1alpha1.StepStatus, step *v1alpha1.Step
 		}
 		ps.normalEvent("StepSucceeded", "Step %q succeeded (%s)", s.Name, s.Executor)
 		ps.c.metrics.ObserveStep(step.Executor, "succeeded", s.CompletionTime.Sub(s.StartTime.Time))
+		ps.stepEnded(s, nil)
 	} else {
 		s.Created = nil // gone with the teardown
 		ps.setStepCondition(s, metav1.ConditionFalse, string(v1alpha1.StepDeleted), "torn down")
@@ -285,6 +287,7 @@ func (ps *pipelineSync) failStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d 
 		if s.StartTime != nil {
 			ps.c.metrics.ObserveStep(step.Executor, "failed", s.CompletionTime.Sub(s.StartTime.Time))
 		}
+		ps.stepEnded(s, errors.New(s.Message))
 	} else {
 		ps.warningEvent("TeardownFailed", "Teardown of step %q failed: %s", s.Name, s.Message)
 	}

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"runtime/debug"
 	"slices"
@@ -48,6 +49,11 @@ func runPlan(ctx context.Context, e Executor, req *Request, logs io.Writer) (Pla
 func guarded[T any](ctx context.Context, e Executor, req *Request, logs io.Writer, redactor Redactor,
 	params func([]Parameter, *Request) (map[string]string, error), f func(context.Context, *Request) (T, error)) (out T, err error) {
 	logger := newHookLogger(logs, redactor, e.Name(), req)
+	// The call's span (the operator's trace, carried over gRPC): the hook's log lines name
+	// its trace, and sdkhttp's requests carry it on.
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		logger = logger.With("trace_id", sc.TraceID().String())
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			// The error goes to the step's status; the stack only to the log.

@@ -18,7 +18,7 @@ import (
 // serving. The hooks' Logger lines, and go-plugin's own from level Warn, go to logs.
 func ServeInProcess(ctx context.Context, logs io.Writer, executors ...Executor) (*plugin.ReattachConfig, <-chan struct{}, error) {
 	logs = newSyncWriter(logs)
-	config := serveConfig(NewServerWithLogs(logs, executors...))
+	config := serveConfig(NewServerWithLogs(logs, executors...), nil)
 	config.Logger = hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Warn, Output: logs, JSONFormat: true})
 	reattach := make(chan *plugin.ReattachConfig, 1)
 	stopped := make(chan struct{})

@@ -63,15 +63,19 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
+	"github.com/stepwise-dev/stepwise/pkg/tracing"
 )
 
 // The contract's types under the names plugin authors know; each is the contract's own.
@@ -201,15 +205,28 @@ func Serve(executors ...Executor) {
 		}
 		return
 	}
-	plugin.Serve(serveConfig(NewServerWithLogs(stderr, executors...)))
+	// The operator passes its OTLP endpoint when it traces (tracing.Env).
+	var tp trace.TracerProvider
+	if o := tracing.FromEnv(os.Getenv, filepath.Base(os.Args[0])); o.Endpoint != "" {
+		provider, shutdown, err := tracing.NewProvider(context.Background(), o)
+		if err != nil {
+			// Traces are never worth not serving: the plugin serves untraced.
+			_, _ = fmt.Fprintf(stderr, "stepwise plugin: tracing off: %v\n", err)
+		} else {
+			tp = provider
+			defer func() { _ = shutdown(context.Background()) }()
+		}
+	}
+	plugin.Serve(serveConfig(NewServerWithLogs(stderr, executors...), tp))
 }
 
-// serveConfig is go-plugin's configuration of a plugin serving server.
-func serveConfig(server proto.ExecutorServer) *plugin.ServeConfig {
+// serveConfig is go-plugin's configuration of a plugin serving server; tp, when set,
+// continues the operator's traces in the calls.
+func serveConfig(server proto.ExecutorServer, tp trace.TracerProvider) *plugin.ServeConfig {
 	return &plugin.ServeConfig{
 		HandshakeConfig:  proto.Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{proto.Latest: proto.PluginSet(server)},
-		GRPCServer:       newGRPCServer,
+		GRPCServer:       func(opts []grpc.ServerOption) *grpc.Server { return newGRPCServer(opts, tp) },
 		// go-plugin's own chatter at DEBUG (its address, mTLS) is of no use in the
 		// operator's log, where the plugin's lines show at the default level.
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: stderr, JSONFormat: true}),
@@ -217,12 +234,18 @@ func serveConfig(server proto.ExecutorServer) *plugin.ServeConfig {
 }
 
 // newGRPCServer bounds what the plugin receives and sends to the protocol's limit, which
-// the codec keeps every answer under.
-func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
-	return grpc.NewServer(append(opts,
+// the codec keeps every answer under, and with tp makes each call a span of the caller's
+// trace.
+func newGRPCServer(opts []grpc.ServerOption, tp trace.TracerProvider) *grpc.Server {
+	opts = append(opts,
 		grpc.MaxRecvMsgSize(proto.MaxGRPCMessageSize),
 		grpc.MaxSendMsgSize(proto.MaxGRPCMessageSize),
-	)...)
+	)
+	if tp != nil {
+		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
+			otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(tracing.Propagator()))))
+	}
+	return grpc.NewServer(opts...)
 }
 
 // NewServer returns the gRPC implementation of the protocol for the executors, whose

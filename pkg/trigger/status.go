@@ -40,6 +40,7 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 		s.Matched, s.Running, s.Waiting, s.Succeeded, s.Failed, s.AwaitingApproval, s.Queue, s.BlockedBy = 0, 0, 0, 0, 0, 0, nil, nil
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ts.problem.reason, ts.problem.message
 		meta.SetStatusCondition(&s.Conditions, ready)
+		setStalled(&s.Conditions, ready)
 		return *s
 	}
 
@@ -173,7 +174,23 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	}
 	ready.Message = truncate(ready.Message, maxMessage)
 	meta.SetStatusCondition(&s.Conditions, ready)
+	setStalled(&s.Conditions, ready)
 	return *s
+}
+
+// setStalled sets Stalled beside Ready, as kstatus reads it (Flux, kpt): a trigger that
+// cannot act, or has stopped until a person acts (Ready False: paused, its failure budget
+// spent, a gate past its deadline, its template or resource wrong), is Failed; one that
+// acts, waiting for its window or its budget included, is Current once its generation is
+// observed. Removed, not False, when it does not hold.
+func setStalled(conditions *[]metav1.Condition, ready metav1.Condition) {
+	if ready.Status == metav1.ConditionTrue {
+		meta.RemoveStatusCondition(conditions, v1alpha1.ConditionStalled)
+		return
+	}
+	stalled := ready
+	stalled.Type, stalled.Status = v1alpha1.ConditionStalled, metav1.ConditionTrue
+	meta.SetStatusCondition(conditions, stalled)
 }
 
 // blocked tells whether every running pipeline waits on a PodDisruptionBudget and every

@@ -9,6 +9,7 @@ package client
 
 import (
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"os/exec"
 	"time"
@@ -40,6 +41,9 @@ type Options struct {
 	// Restarts says that the owner starts the plugin again on the next call: the errors of
 	// the calls its death or a lost connection failed say so.
 	Restarts bool
+	// TracerProvider, when set, traces each call (a client span) and carries its trace
+	// context to the plugin (W3C traceparent in the gRPC metadata).
+	TracerProvider trace.TracerProvider
 }
 
 // Client is a connection to one plugin process and the executors it serves.

@@ -5,9 +5,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
+	"github.com/stepwise-dev/stepwise/pkg/tracing"
 )
 
 // This file is go-plugin's configuration of every client of a Stepwise plugin, the
@@ -51,7 +54,7 @@ func baseConfig(opts Options) *plugin.ClientConfig {
 		HandshakeConfig:  proto.Handshake,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		// Set after go-plugin's own (unbounded) call options, so these win.
-		GRPCDialOptions: dialOptions(),
+		GRPCDialOptions: dialOptions(opts.TracerProvider),
 		Logger:          logger,
 		SyncStdout:      opts.Stdout,
 		SyncStderr:      opts.Stderr,
@@ -60,10 +63,15 @@ func baseConfig(opts Options) *plugin.ClientConfig {
 }
 
 // dialOptions bound what a client sends and receives to the protocol's limit, which the
-// codec keeps every request under and the SDK every answer.
-func dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithDefaultCallOptions(
+// codec keeps every request under and the SDK every answer, and trace the calls with tp.
+func dialOptions(tp trace.TracerProvider) []grpc.DialOption {
+	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(
 		grpc.MaxCallRecvMsgSize(proto.MaxGRPCMessageSize),
 		grpc.MaxCallSendMsgSize(proto.MaxGRPCMessageSize),
 	)}
+	if tp != nil {
+		opts = append(opts, grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+			otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(tracing.Propagator()))))
+	}
+	return opts
 }

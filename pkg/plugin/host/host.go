@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"maps"
 	"os"
 	"path/filepath"
@@ -72,6 +73,10 @@ type Options struct {
 	Reattach map[string]*plugin.ReattachConfig
 	// Restarts, when set, counts the plugin processes that died and are started again.
 	Restarts RestartRecorder
+	// TracerProvider, when set, traces the calls into plugins and carries their trace
+	// context over (the plugins export their own spans when given the OTLP endpoint in
+	// Env).
+	TracerProvider trace.TracerProvider
 }
 
 // RestartRecorder counts plugin processes that died, by plugin and cause

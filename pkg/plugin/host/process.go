@@ -144,7 +144,7 @@ func (p *process) start() error {
 
 // attach connects to a plugin a developer started. p.mu is held.
 func (p *process) attach() error {
-	c, err := client.Attach(p.reattach, client.Options{Name: p.name, Logger: newLogger(p.logger), Restarts: true})
+	c, err := client.Attach(p.reattach, client.Options{Name: p.name, Logger: newLogger(p.logger), Restarts: true, TracerProvider: p.host.opts.TracerProvider})
 	if err != nil {
 		return err
 	}
@@ -157,6 +157,9 @@ func (p *process) attach() error {
 // twice, so EnvFor's wins over Env's.
 func (p *process) command(exe string) *exec.Cmd {
 	cmd := exec.Command(exe) //nolint:gosec // the host's private copy of a plugin, checked against its SHA-256
+	// Its own name as argv[0], not the copy's (NAME-RANDOM): what it calls itself in its
+	// logs and traces.
+	cmd.Args[0] = p.name
 	cmd.Env = slices.Concat(p.host.opts.Env, p.host.opts.EnvFor[p.name], memoryEnv(p.host.opts.MemoryLimit))
 	return cmd
 }
@@ -174,9 +177,10 @@ func (p *process) clientOptions(oom *oomWatch) client.Options {
 		Stdout: newLineLogger(p.logger, "stdout"),
 		Stderr: newLineLogger(p.logger, "stderr"),
 		// The runtime's dying words go to the process's own stderr, which go-plugin reads.
-		ProcessStderr: oom,
-		DeathCause:    func() string { return deathCause(oom, p.host.opts.MemoryLimit) },
-		Restarts:      true,
+		ProcessStderr:  oom,
+		DeathCause:     func() string { return deathCause(oom, p.host.opts.MemoryLimit) },
+		Restarts:       true,
+		TracerProvider: p.host.opts.TracerProvider,
 	}
 }
 
