@@ -52,7 +52,9 @@ type config struct {
 	// fairnessHang and fairnessSlow are tenant A's pipelines in the fairness phase.
 	fairnessHang, fairnessSlow int
 	namespaceShare             int
-	timeout                    time.Duration
+	// trace: the operator sends its traces to a span counter (--otlp-endpoint).
+	trace   bool
+	timeout time.Duration
 	out                        string
 }
 
@@ -75,6 +77,7 @@ func main() {
 	fs.IntVar(&cfg.fairnessHang, "fairness-hang", 8, "Fairness phase: tenant A's pipelines whose hook hangs (0 with -fairness-slow 0 skips the phase).")
 	fs.IntVar(&cfg.fairnessSlow, "fairness-slow", 1000, "Fairness phase: tenant A's pipelines whose hook is slow (500 ms) and fails, retried.")
 	fs.IntVar(&cfg.namespaceShare, "max-workers-per-namespace", 0, "The operator's --max-workers-per-namespace (0: its default, half of -workers); -workers lets one namespace hold every worker, for a before/after comparison.")
+	fs.BoolVar(&cfg.trace, "trace", false, "Run the operator with tracing on (--otlp-endpoint), sending its spans to a receiver that counts them, to measure what tracing costs.")
 	fs.BoolVar(&cfg.keep, "keep", false, "Keep the control plane's state directory (logs) after the run.")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "Deadline of the whole run.")
 	fs.StringVar(&cfg.out, "out", "bin/bench-results.json", "Where to write the results as JSON.")
@@ -113,6 +116,9 @@ type bench struct {
 	op      *operator
 	probe   *probe
 	res     *results
+	// spans counts the operator's spans in a -trace run.
+	spans        *spanCounter
+	spansAddress string
 }
 
 // run runs every phase and always returns what it measured, with the first error.
@@ -174,6 +180,13 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 	}
 
 	b := &bench{cfg: cfg, cluster: cluster, client: client, tracker: t, res: res}
+	defer func() {
+		if b.spans != nil {
+			res.Spans = b.spans.spans.Load()
+			log("Spans received from the operator and its plugins: %d", res.Spans)
+			b.spans.server.Stop()
+		}
+	}()
 	if err := b.startOperator(ctx); err != nil {
 		return res, err
 	}
@@ -269,6 +282,16 @@ func (b *bench) startOperator(ctx context.Context) error {
 			return fmt.Errorf("the plugin phase needs %s/SHA256SUMS; run `make plugins` or pass -plugin=false: %w", dir, err)
 		}
 		args = append(args, "--plugin-dir="+dir)
+	}
+	if b.cfg.trace {
+		if b.spans == nil {
+			spans, address, err := startSpanCounter()
+			if err != nil {
+				return err
+			}
+			b.spans, b.spansAddress = spans, address
+		}
+		args = append(args, "--otlp-endpoint="+b.spansAddress, "--otlp-insecure")
 	}
 	if b.cfg.triggerObjects > 0 {
 		// For the whole run, so that one operator serves every phase: the operator watches

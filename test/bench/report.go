@@ -27,6 +27,8 @@ type results struct {
 	Idle        *idleResult     `json:"idle,omitempty"`
 	Restart     *restartResult  `json:"restart,omitempty"`
 	Fairness    *fairnessResult `json:"fairness,omitempty"`
+	// Spans the operator and its plugins sent in a -trace run.
+	Spans int64 `json:"spans,omitempty"`
 	// ReadsAfterSync counts the operator's GET and LIST requests from its caches' sync to
 	// the end of the idle phase.
 	ReadsAfterSync       float64            `json:"readsAfterSync"`
