@@ -55,7 +55,7 @@ type config struct {
 	// trace: the operator sends its traces to a span counter (--otlp-endpoint).
 	trace   bool
 	timeout time.Duration
-	out                        string
+	out     string
 }
 
 func main() {
