@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	"github.com/stepwise-dev/stepwise/test/e2e/framework"
 )
 
 func stepwiseClient(t *testing.T) clientset.Interface {
@@ -57,17 +59,9 @@ func recordStep(name string, with map[string]string) v1alpha1.Step {
 func waitPipeline(t *testing.T, ns, name string, timeout time.Duration, cond func(*v1alpha1.Pipeline) bool) *v1alpha1.Pipeline {
 	t.Helper()
 	client := stepwiseClient(t)
-	var last *v1alpha1.Pipeline
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		p, err := client.StepwiseV1alpha1().Pipelines(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = p
-		return cond(p), nil
-	})
-	require.NoError(t, err, "pipeline %s/%s; last status: %+v; operator log: %s", ns, name, pipelineStatus(last), operator.Log)
-	return last
+	return framework.PollObject(t, timeout, func(ctx context.Context) (*v1alpha1.Pipeline, error) {
+		return client.StepwiseV1alpha1().Pipelines(ns).Get(ctx, name, metav1.GetOptions{})
+	}, cond, pipelineStatus, fmt.Sprintf("pipeline %s/%s (operator log: %s)", ns, name, operator.Log))
 }
 
 func pipelineStatus(p *v1alpha1.Pipeline) any {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/test/e2e/framework"
 )
 
 // retireTemplate is a template of test.record steps: "retire" waits at its gate until the
@@ -75,21 +76,9 @@ func labelForRetirement(t *testing.T, node string) {
 func waitTrigger(t *testing.T, ns, name string, timeout time.Duration, cond func(*v1alpha1.PipelineTrigger) bool) *v1alpha1.PipelineTrigger {
 	t.Helper()
 	client := stepwiseClient(t)
-	var last *v1alpha1.PipelineTrigger
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		trig, err := client.StepwiseV1alpha1().PipelineTriggers(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = trig
-		return cond(trig), nil
-	})
-	var status any
-	if last != nil {
-		status = last.Status
-	}
-	require.NoError(t, err, "trigger %s/%s; last status: %+v; operator log: %s", ns, name, status, operator.Log)
-	return last
+	return framework.PollObject(t, timeout, func(ctx context.Context) (*v1alpha1.PipelineTrigger, error) {
+		return client.StepwiseV1alpha1().PipelineTriggers(ns).Get(ctx, name, metav1.GetOptions{})
+	}, cond, func(tr *v1alpha1.PipelineTrigger) any { return tr.Status }, fmt.Sprintf("trigger %s/%s (operator log: %s)", ns, name, operator.Log))
 }
 
 // triggerPipelines lists the pipelines of trigger ns/name.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	"github.com/stepwise-dev/stepwise/test/e2e/framework"
 )
 
 // The steps of every pipeline of the suite: three that record each hook they run (test.record),
@@ -315,18 +316,8 @@ func reruns(lines, want []string) int {
 		if h == gatePoll {
 			continue
 		}
-		if c := countOf(lines, h); c > 1 {
+		if c := framework.Count(lines, h); c > 1 {
 			n += c - 1
-		}
-	}
-	return n
-}
-
-func countOf(lines []string, s string) int {
-	n := 0
-	for _, l := range lines {
-		if l == s {
-			n++
 		}
 	}
 	return n

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	"github.com/stepwise-dev/stepwise/test/e2e/framework"
 )
 
 const (
@@ -159,9 +160,9 @@ func anUpgradeWithPipelinesInFlight(t *testing.T) {
 		calls := strings.Split(cm.Data["calls"], "\n")
 		for _, once := range []string{"before/PreCreate", "before/Create", "before/PostCreate", "hold/PreCreate", "hold/PostCreate",
 			"after/PreCreate", "after/Create", "after/PostCreate"} {
-			assert.Equal(t, 1, count(calls, once), "%s: %s ran once (calls: %v)", name, once, calls)
+			assert.Equal(t, 1, framework.Count(calls, once), "%s: %s ran once (calls: %v)", name, once, calls)
 		}
-		assert.Positive(t, count(calls, "hold/Create"), "%s: the gated Create ran (it records every look at its gate)", name)
+		assert.Positive(t, framework.Count(calls, "hold/Create"), "%s: the gated Create ran (it records every look at its gate)", name)
 	}
 }
 
@@ -244,17 +245,9 @@ func succeeded(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.Pi
 func waitForPipeline(t *testing.T, ns, name string, timeout time.Duration, cond func(*v1alpha1.Pipeline) bool) *v1alpha1.Pipeline {
 	t.Helper()
 	client := stepwise(t)
-	var last *v1alpha1.Pipeline
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		p, err := client.StepwiseV1alpha1().Pipelines(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = p
-		return cond(p), nil
-	})
-	require.NoError(t, err, "pipeline %s/%s; last status: %+v (the operator's logs: %s)", ns, name, statusOf(last), filepath.Join(cluster.Dir, "logs", "pods"))
-	return last
+	return framework.PollObject(t, timeout, func(ctx context.Context) (*v1alpha1.Pipeline, error) {
+		return client.StepwiseV1alpha1().Pipelines(ns).Get(ctx, name, metav1.GetOptions{})
+	}, cond, statusOf, fmt.Sprintf("pipeline %s/%s (the operator's logs: %s)", ns, name, filepath.Join(cluster.Dir, "logs", "pods")))
 }
 
 func statusOf(p *v1alpha1.Pipeline) any {
@@ -320,14 +313,4 @@ func podNames(pods []corev1.Pod) []string {
 		names = append(names, p.Name)
 	}
 	return names
-}
-
-func count(lines []string, line string) int {
-	n := 0
-	for _, l := range lines {
-		if l == line {
-			n++
-		}
-	}
-	return n
 }
