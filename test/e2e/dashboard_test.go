@@ -328,6 +328,9 @@ func TestDashboardApprovesAndRejectsAStep(t *testing.T) {
 	within(t, b, time.Minute, chromedp.Navigate(url+"#/pipelines/"+ns+"/approved"),
 		chromedp.WaitVisible(chromedp.CSS(approve)))
 	eventually(t, b, 30*time.Second, status+`.includes('Waiting for 1 approval')`, "the step says what it waits for")
+	blockedBy := `document.querySelector('` + byTestID("pipeline-blocked-by") + `').textContent`
+	eventually(t, b, 30*time.Second, blockedBy+`.includes('Approval (step release)') && `+blockedBy+`.includes('kubectl stepwise approve approved release')`,
+		"the header says what holds the pipeline back, from status.blockedBy")
 	screenshot(t, b, "dashboard-approval.png")
 	within(t, b, time.Minute,
 		chromedp.SendKeys(chromedp.CSS(comment), "CHG-1234 approved"),

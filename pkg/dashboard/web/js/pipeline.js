@@ -150,6 +150,15 @@ export function mount(root, route) {
       ['Started', timeEl(status.startTime)],
       ['Duration', Number.isFinite(start) ? fmtDuration((Number.isFinite(end) ? end : Date.now()) - start) + (Number.isFinite(end) ? '' : ' so far') : '—'],
     ];
+    // What holds it back, as the operator wrote it (status.blockedBy; kubectl stepwise why).
+    const blocked = status.blockedBy || [];
+    if (blocked.length) rows.splice(1, 0, ['Blocked by', h('ul', {class: 'blockers', 'data-testid': 'pipeline-blocked-by'},
+      blocked.map((b) => h('li', {dataset: {kind: b.kind || ''}},
+        h('strong', {text: b.kind || '?'}),
+        b.name ? ` ${b.namespace ? b.namespace + '/' : ''}${b.name}` : '',
+        b.step ? ` (step ${b.step})` : '',
+        b.since ? [' since ', timeEl(b.since)] : '',
+        b.unblock ? h('div', {class: 'small', text: b.unblock}) : '')))]);
     if (spec.serviceAccountName) rows.push(['Service account', spec.serviceAccountName]);
     head.replaceChildren(
       h('div', {class: 'tags'}, tags),
