@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -167,6 +168,40 @@ func export(ctx context.Context, tracer trace.Tracer, name string, start, end ti
 	}
 	span.End(trace.WithTimestamp(end))
 }
+
+// Transport makes each request through rt a client span of the request context's trace,
+// and carries that trace on in the traceparent header. The span names the method and the
+// host only, never the path or the query, where a Secret's value may be (a webhook's
+// token): a trace goes to a collector, which is no place for it. Without a recording span
+// in the context it adds nothing.
+func Transport(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		parent := trace.SpanFromContext(req.Context())
+		if !parent.SpanContext().IsValid() {
+			return rt.RoundTrip(req)
+		}
+		ctx, span := parent.TracerProvider().Tracer("github.com/stepwise-dev/stepwise/pkg/tracing").Start(req.Context(),
+			"HTTP "+req.Method, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("http.request.method", req.Method), attribute.String("server.address", req.URL.Host)))
+		defer span.End()
+		req = req.Clone(ctx)
+		Propagator().Inject(ctx, propagation.HeaderCarrier(req.Header))
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			span.SetStatus(codes.Error, "the request failed")
+			return resp, err
+		}
+		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+		if resp.StatusCode >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(resp.StatusCode))
+		}
+		return resp, nil
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // fixedKey carries the IDs a span must have (a step's or a pipeline's, derived) to the
 // ID generator.

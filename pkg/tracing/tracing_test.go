@@ -3,6 +3,8 @@ package tracing
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +75,45 @@ func TestNoEndpointNoProvider(t *testing.T) {
 	_, span := tp.Tracer("x").Start(context.Background(), "y")
 	assert.False(t, span.IsRecording())
 	assert.False(t, trace.SpanContextFromContext(context.Background()).IsValid())
+}
+
+// A request in a traced hook is a client span of its trace, and carries the trace on; the
+// span names the method and host, never the path or query, where a Secret may be.
+func TestTransportCarriesTheTraceAndNoURL(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("traceparent"))
+	}))
+	defer srv.Close()
+	recorder := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))
+	client := &http.Client{Transport: Transport(http.DefaultTransport)}
+
+	ctx, hook := tp.Tracer("test").Start(context.Background(), "hook Create")
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/hooks/s3cr3t?token=s3cr3t", nil)
+	require.NoError(t, err)
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	hook.End()
+
+	spans := recorder.Ended()
+	require.Len(t, spans, 2)
+	call := spans[0]
+	assert.Equal(t, "HTTP POST", call.Name())
+	assert.Equal(t, hook.SpanContext().SpanID(), call.Parent().SpanID())
+	for _, a := range call.Attributes() {
+		assert.NotContains(t, a.Value.String(), "s3cr3t", "attribute %s", a.Key)
+	}
+	require.Len(t, got, 1)
+	assert.Equal(t, "00-"+call.SpanContext().TraceID().String()+"-"+call.SpanContext().SpanID().String()+"-01", got[0])
+
+	// Untraced: nothing added.
+	req, err = http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	resp, err = client.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Empty(t, got[1])
+	assert.Len(t, recorder.Ended(), 2)
 }

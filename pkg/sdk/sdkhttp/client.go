@@ -3,8 +3,6 @@ package sdkhttp
 import (
 	"net/http"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/tracing"
 )
@@ -27,13 +25,13 @@ func Client() *http.Client {
 // ClientFor is Client with the given policy rather than the environment's: the operator's
 // own queries (a trigger's health gates) under its own flag.
 //
-// A request made with a hook's context continues its trace: a client span, when the
-// context's span is recorded (the operator traces), and its traceparent header, so that
-// the endpoint can join the pipeline's trace. Without a span it adds nothing.
+// A request made with a hook's context continues its trace when the operator traces: a
+// client span naming the method and host only, and the traceparent header, so that the
+// endpoint can join the pipeline's trace (tracing.Transport). Without a span it adds
+// nothing.
 func ClientFor(policy *egress.Policy) *http.Client {
 	return &http.Client{
-		Transport: otelhttp.NewTransport(egress.LimitResponses(policy.Transport(nil), egress.MaxResponseBytes),
-			otelhttp.WithPropagators(tracing.Propagator())),
+		Transport:     tracing.Transport(egress.LimitResponses(policy.Transport(nil), egress.MaxResponseBytes)),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
