@@ -50,8 +50,7 @@ func (ps *pipelineSync) summarize() {
 		}
 	case v1alpha1.PipelineSucceeded:
 		if st.Phase != v1alpha1.PipelineSucceeded {
-			ps.normalEvent(v1alpha1.ReasonSucceeded, "All %d steps succeeded", len(st.Steps))
-			ps.pipelineEnded(r.phase, r.message)
+			ps.pipelineEnded(r.phase, r.message) // no Event: the status says it
 		}
 		if st.CompletionTime == nil {
 			st.CompletionTime = ps.timeNow()

@@ -238,11 +238,13 @@ func (ps *pipelineSync) completeStep(s *v1alpha1.StepStatus, step *v1alpha1.Step
 	s.HookStartTime = nil
 	if d.creating() {
 		ps.setStepCondition(s, metav1.ConditionTrue, "Completed", s.Message)
+		// A success is in the status; an Event is for what a person must see (a failure, a
+		// wait, a blocked teardown). A step that started and succeeded in one sync has no
+		// Event at all, and the happy path writes none.
 		if i, ok := ps.started[s.Name]; ok {
 			ps.events[i].reason = "" // dropped by emitEvents
 			delete(ps.started, s.Name)
 		}
-		ps.normalEvent("StepSucceeded", "Step %q succeeded (%s)", s.Name, s.Executor)
 		ps.c.metrics.ObserveStep(step.Executor, "succeeded", s.CompletionTime.Sub(s.StartTime.Time))
 		ps.stepEnded(s, nil)
 	} else {
