@@ -124,7 +124,7 @@ func TestReasonsPage(t *testing.T) {
 		"ReasonTornDownAfterFailure":    v1alpha1.ReasonTornDownAfterFailure,
 		"TriggerReasonActive":           v1alpha1.TriggerReasonActive,
 		"TriggerReasonForbidden":        v1alpha1.TriggerReasonForbidden,
-		"TriggerReasonPipelineCreated":  v1alpha1.TriggerReasonPipelineCreated,
+		"TriggerReasonWaiting":          v1alpha1.TriggerReasonWaiting,
 		"ReasonHookCallTimeout":         contract.ReasonHookCallTimeout,
 		"ReasonInvalidParameter":        contract.ReasonInvalidParameter,
 		"ReasonTearingDownAfterFailure": v1alpha1.ReasonTearingDownAfterFailure,
@@ -138,8 +138,8 @@ func TestReasonsPage(t *testing.T) {
 	assert.Contains(t, text, "| `StepStarted` | Normal | `Step %q started (%s)` | step.go |")
 	assert.Contains(t, text, "| `StepFailed` | Warning | `Step %q failed: %s` | step.go |")
 	assert.Contains(t, text, "| `SpecChangeRefused` | Warning |")
-	assert.Contains(t, text, "| `Waiting` | Normal | `%s waits: the trigger is suspended` | create.go |")
-	assert.Contains(t, text, "| `PipelineCreated` | Normal | `created pipeline %s for %s` | create.go |")
+	assert.Contains(t, text, "| `Waiting` | Normal | `objects wait: the trigger is suspended; first %s` | create.go |")
+	assert.Contains(t, text, "| `Waiting` | Warning | `%s waits: %v` | create.go |")
 	assert.NotContains(t, text, "emitEvents")
 }
 

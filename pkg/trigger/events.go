@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -17,6 +18,9 @@ import (
 type memory struct {
 	// waiting are the objects whose Waiting Event was recorded, while they wait.
 	waiting map[types.UID]bool
+	// held are the kinds of blocker (v1alpha1.Blocker*) whose Waiting Event was recorded,
+	// while they hold objects back.
+	held map[string]bool
 	// changed are the pipelines whose "immutable" ObjectChanged Event was recorded, with
 	// the digest of the params it was for.
 	changed map[types.UID]string
@@ -35,7 +39,7 @@ func (c *Controller) memoryOf(key cache.ObjectName) *memory {
 	defer c.mu.Unlock()
 	m, ok := c.memories[key]
 	if !ok {
-		m = &memory{waiting: map[types.UID]bool{}, changed: map[types.UID]string{}, deleted: map[types.UID]bool{}}
+		m = &memory{waiting: map[types.UID]bool{}, held: map[string]bool{}, changed: map[types.UID]string{}, deleted: map[types.UID]bool{}}
 		c.memories[key] = m
 	}
 	return m
@@ -62,6 +66,11 @@ func (m *memory) prune(ts *triggerSync) {
 			delete(m.waiting, uid)
 		}
 	}
+	for kind := range m.held {
+		if !ts.held[kind] {
+			delete(m.held, kind)
+		}
+	}
 	live := map[types.UID]bool{}
 	for _, p := range ts.pipelines {
 		if p.DeletionTimestamp == nil {
@@ -85,6 +94,21 @@ func (ts *triggerSync) event(eventType, reason, format string, args ...any) {
 	if ts.c.recorder != nil {
 		ts.c.recorder.Event(ts.trig, eventType, reason, fmt.Sprintf(format, args...))
 	}
+}
+
+// reportHeld records that objects wait for what holds every object of the trigger back
+// (a budget, a window, a brake), once while it holds: the status' blockedBy says it for
+// as long as it lasts.
+func (ts *triggerSync) reportHeld(kind, format string, args ...any) {
+	if ts.held == nil {
+		ts.held = map[string]bool{}
+	}
+	ts.held[kind] = true
+	if ts.mem.held[kind] {
+		return
+	}
+	ts.mem.held[kind] = true
+	ts.event(corev1.EventTypeNormal, v1alpha1.TriggerReasonWaiting, format, args...)
 }
 
 // reportWaiting records that an object waits, once while it waits.

@@ -54,6 +54,8 @@ type triggerSync struct {
 	byObject  map[types.UID]*v1alpha1.Pipeline
 	// waiting are the matching objects without a pipeline once the sync is done, in order.
 	waiting []*unstructured.Unstructured
+	// held are the kinds of blocker (v1alpha1.Blocker*) that held objects back.
+	held map[string]bool
 	// objectErrors are the objects that cannot start: their params do not resolve, or
 	// the API server refused their pipeline.
 	objectErrors []objectError

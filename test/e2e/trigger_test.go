@@ -201,9 +201,9 @@ func TestTriggerRetiresLabelledNodesTwoAtATime(t *testing.T) {
 		for _, e := range events.Items {
 			counts[e.Reason] += max(e.Count, 1)
 		}
-		return counts[v1alpha1.TriggerReasonPipelineCreated] == 5 && counts[v1alpha1.TriggerReasonWaiting] == 3, nil
+		return counts[v1alpha1.TriggerReasonWaiting] == 1, nil
 	})
-	assert.NoError(t, err, "5 PipelineCreated and 3 Waiting Events")
+	assert.NoError(t, err, "one Waiting Event for the objects the concurrency held back (and none per pipeline created)")
 
 	// Every sync of this trigger went through: no API error, no refused write (the log is
 	// the operator's, shared with the other tests: only this trigger's lines count).

@@ -105,10 +105,10 @@ const (
 
 // Reasons of the Events recorded on a trigger.
 const (
-	// TriggerReasonPipelineCreated: a pipeline was created for an object.
-	TriggerReasonPipelineCreated = "PipelineCreated"
-	// TriggerReasonWaiting: an object waits for a place in the budget, for the trigger to
-	// be resumed, or (a Warning) for a field its params refer to. Recorded once per object.
+	// TriggerReasonWaiting: objects wait for a place in the budget, for the window, for
+	// the trigger to be resumed (once while that holds them back), or (a Warning, once per
+	// object) for a field its params refer to or for the API server to admit its pipeline.
+	// A pipeline's creation has no Event: the pipeline and the status' counts say it.
 	TriggerReasonWaiting = "Waiting"
 	// TriggerReasonObjectChanged: an object's params changed; its pipeline runs again
 	// (Rerun) or keeps its params (Immutable).
