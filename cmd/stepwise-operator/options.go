@@ -44,8 +44,10 @@ type options struct {
 	renewDeadline        time.Duration
 	retryPeriod          time.Duration
 
-	metricsAddr   string
-	healthAddr    string
+	metricsAddr string
+	healthAddr  string
+	// profiling serves Go's /debug/pprof on the metrics endpoint.
+	profiling     bool
 	shutdownGrace time.Duration
 	hookCall      time.Duration
 
@@ -117,6 +119,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader election is tried.")
 
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint. Empty or 0 turns it off.")
+	fs.BoolVar(&o.profiling, "profiling", false, "Serve Go's profiles (/debug/pprof/: heap, CPU, goroutines) on the metrics endpoint. Off by default: that endpoint has no authentication, and a CPU profile costs while it runs.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints. Empty or 0 turns them off.")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 30*time.Second, "On SIGTERM, how long running hooks may take to finish before they are cancelled.")
 	fs.DurationVar(&o.hookCall, "hook-call-timeout", 30*time.Second, "The longest one call of a hook may take, whatever its step's timeout: a call that does not answer fails (retryable, reason HookCallTimeout) and frees its worker. Executors return Wait for long work. 0: no bound but the step's timeout.")

@@ -456,7 +456,8 @@ func (b *bench) idlePhase(ctx context.Context, created int, spec pipelineSpec) e
 	idle.RSSMiB = mib(st.RSSBytes)
 	idle.PeakRSSMiB = mib(st.PeakBytes)
 	idle.HeapInuseMiB = mib(after.heapBytes)
-	return nil
+	idle.HeapTop, err = b.op.heapProfile(ctx, b.profilePath("idle"), heapTopLines)
+	return err
 }
 
 // restartPhase replaces the operator by a new one and measures it catching up with the
@@ -487,7 +488,8 @@ func (b *bench) restartPhase(ctx context.Context) error {
 	rr.RSSMiB = mib(st.RSSBytes)
 	rr.PeakRSSMiB = mib(st.PeakBytes)
 	rr.HeapInuseMiB = mib(after.heapBytes)
-	return nil
+	rr.HeapTop, err = b.op.heapProfile(ctx, b.profilePath("restart"), heapTopLines)
+	return err
 }
 
 func perPipeline(m map[string]float64, n float64) map[string]float64 {
@@ -506,6 +508,15 @@ func filter(m map[string]float64, keep func(string) bool) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// heapTopLines is how much of `go tool pprof -top` the results keep: its header and the
+// largest allocation sites.
+const heapTopLines = 20
+
+// profilePath is where a phase's heap profile is saved: beside the JSON results.
+func (b *bench) profilePath(phase string) string {
+	return strings.TrimSuffix(b.cfg.out, ".json") + "-heap-" + phase + ".pb.gz"
 }
 
 func mib(bytes float64) float64 { return bytes / (1 << 20) }

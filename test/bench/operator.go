@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,7 +29,7 @@ type operator struct {
 // startOperator starts bin/stepwise-operator as the e2e tests do, logging as little as in
 // production so the log costs the measurement nothing, and waits until its caches synced.
 func startOperator(ctx context.Context, cluster *framework.Cluster, extraArgs ...string) (*operator, error) {
-	op, err := cluster.StartOperator(append([]string{"-v=0"}, extraArgs...)...)
+	op, err := cluster.StartOperator(append([]string{"-v=0", "--profiling"}, extraArgs...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -175,4 +177,36 @@ func (o *operator) stop() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// heapProfile saves the operator's heap profile (--profiling) to path, after a GC so that
+// it shows what is live, and returns the top of its in-use space as `go tool pprof -top`
+// prints it.
+func (o *operator) heapProfile(ctx context.Context, path string, lines int) ([]string, error) {
+	url := strings.TrimSuffix(o.MetricsURL, "/metrics") + "/debug/pprof/heap?gc=1"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := o.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read heap profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read heap profile: %s", resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read heap profile: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return nil, fmt.Errorf("save heap profile: %w", err)
+	}
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-sample_index=inuse_space", path).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go tool pprof -top %s: %w", path, err)
+	}
+	top := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return top[:min(len(top), lines)], nil
 }

@@ -124,6 +124,8 @@ type idleResult struct {
 	RSSMiB           float64            `json:"rssMiB"`
 	PeakRSSMiB       float64            `json:"peakRssMiB"`
 	HeapInuseMiB     float64            `json:"heapInuseMiB"`
+	// HeapTop is the top of the heap profile taken at the end (go tool pprof -top).
+	HeapTop []string `json:"heapTop,omitempty"`
 }
 
 // restartResult is a new operator catching up with the finished pipelines.
@@ -137,6 +139,7 @@ type restartResult struct {
 	RSSMiB         float64            `json:"rssMiB"`
 	PeakRSSMiB     float64            `json:"peakRssMiB"`
 	HeapInuseMiB   float64            `json:"heapInuseMiB"`
+	HeapTop        []string           `json:"heapTop,omitempty"`
 }
 
 // target is one of the issue's goals and what was measured against it.
@@ -301,6 +304,7 @@ func printTable(out io.Writer, r *results) {
 		pf("API requests\t%s\n", formatMap(i.Requests, "%.0f"))
 		pf("operator CPU s\t%.2f\n", i.CPUSeconds)
 		pf("operator RSS / peak / Go heap in use (MiB)\t%.0f / %.0f / %.0f\n", i.RSSMiB, i.PeakRSSMiB, i.HeapInuseMiB)
+		printHeapTop(pf, i.HeapTop)
 	}
 	if rr := r.Restart; rr != nil {
 		pf("\n")
@@ -311,6 +315,7 @@ func printTable(out io.Writer, r *results) {
 		pf("API requests\t%s\n", formatMap(rr.Requests, "%.0f"))
 		pf("operator CPU s\t%.2f\n", rr.CPUSeconds)
 		pf("operator RSS / peak / Go heap in use (MiB)\t%.0f / %.0f / %.0f\n", rr.RSSMiB, rr.PeakRSSMiB, rr.HeapInuseMiB)
+		printHeapTop(pf, rr.HeapTop)
 	}
 
 	if f := r.Fairness; f != nil {
@@ -377,4 +382,15 @@ func printTrigger(pf func(string, ...any), t *triggerResult) {
 		s.Matched, s.Running, s.Waiting, s.Succeeded, s.Failed)
 	pf("requests/pipeline (client)\t%s\n", formatMap(t.OperatorRequestsPerPipeline, "%.2f"))
 	pf("requests/pipeline (server)\t%s\n", formatMap(t.ServerRequestsPerPipeline, "%.2f"))
+}
+
+// printHeapTop prints the top of a heap profile, indented.
+func printHeapTop(pf func(string, ...any), top []string) {
+	if len(top) == 0 {
+		return
+	}
+	pf("heap profile (go tool pprof -top -sample_index=inuse_space):\n")
+	for _, line := range top {
+		pf("    %s\n", line)
+	}
 }
