@@ -86,13 +86,6 @@ func (lw *listWatch[T, PT]) request(opts *metav1.ListOptions) *rest.Request {
 	return req
 }
 
-// rawList is a list whose items are left undecoded.
-type rawList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata"`
-	Items           []json.RawMessage `json:"items"`
-}
-
 // List and Watch complete cache.ListerWatcher; the reflector calls the context forms.
 func (lw *listWatch[T, PT]) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return lw.ListWithContext(context.Background(), opts)
@@ -102,23 +95,79 @@ func (lw *listWatch[T, PT]) Watch(opts metav1.ListOptions) (watch.Interface, err
 	return lw.WatchWithContext(context.Background(), opts)
 }
 
+// ListWithContext decodes the list as it streams in, item by item: a list of 100,000
+// objects is hundreds of megabytes of JSON, which neither the body nor a copy of each
+// item need hold at once.
 func (lw *listWatch[T, PT]) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	body, err := lw.request(&opts).Do(ctx).Raw()
+	body, err := lw.request(&opts).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var list rawList
-	if err := json.Unmarshal(body, &list); err != nil {
+	defer func() { _ = body.Close() }()
+	out, err := lw.decodeList(json.NewDecoder(body))
+	if err != nil {
 		return nil, fmt.Errorf("decode list of %s: %w", lw.cfg.Resource, err)
 	}
-	out := &metav1.List{ListMeta: list.ListMeta, Items: make([]runtime.RawExtension, 0, len(list.Items))}
-	for _, raw := range list.Items {
-		obj, ok := lw.decode(raw)
-		if ok {
+	return out, nil
+}
+
+// decodeList reads a list object from dec: its metadata, and its items one at a time.
+func (lw *listWatch[T, PT]) decodeList(dec *json.Decoder) (*metav1.List, error) {
+	out := &metav1.List{}
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch key {
+		case "metadata":
+			if err := dec.Decode(&out.ListMeta); err != nil {
+				return nil, fmt.Errorf("list metadata: %w", err)
+			}
+		case "items":
+			if err := lw.decodeItems(dec, out); err != nil {
+				return nil, err
+			}
+		default: // apiVersion, kind
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, expectDelim(dec, '}')
+}
+
+func (lw *listWatch[T, PT]) decodeItems(dec *json.Decoder, out *metav1.List) error {
+	if tok, err := dec.Token(); err != nil || tok == nil {
+		return err // null: no items
+	} else if tok != json.Delim('[') {
+		return fmt.Errorf("items: want an array, got %v", tok)
+	}
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("item %d: %w", len(out.Items), err)
+		}
+		if obj, ok := lw.decode(raw); ok {
 			out.Items = append(out.Items, runtime.RawExtension{Object: obj})
 		}
 	}
-	return out, nil
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != want {
+		return fmt.Errorf("want %v, got %v", want, tok)
+	}
+	return nil
 }
 
 func (lw *listWatch[T, PT]) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {

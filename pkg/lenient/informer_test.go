@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,6 +187,44 @@ func TestDecodeKeepsWhatDecodes(t *testing.T) {
 			assert.Equal(t, "p", obj.Name)
 			assert.Len(t, obj.Spec.Steps, tt.wantSteps)
 			assert.Len(t, obj.Status.Steps, tt.wantStatus)
+		})
+	}
+}
+
+// TestListIsDecodedAsItStreams: the list's metadata and items are read in whatever order
+// the fields come, an item that is not even an object is left out, and a body cut short
+// is an error (the reflector lists again), never a list with fewer items.
+func TestListIsDecodedAsItStreams(t *testing.T) {
+	fine := pipelineJSON("team-b", "fine", "uid-fine", "6", "1h")
+	for _, tt := range []struct {
+		name    string
+		body    string
+		wantRV  string
+		wantLen int
+		wantErr string
+	}{
+		{name: "metadata first", body: `{"kind":"PipelineList","metadata":{"resourceVersion":"10"},"items":[` + fine + `,` + fine + `]}`, wantRV: "10", wantLen: 2},
+		{name: "items first", body: `{"items":[` + fine + `],"apiVersion":"stepwise.dev/v1alpha1","metadata":{"resourceVersion":"11","continue":""}}`, wantRV: "11", wantLen: 1},
+		{name: "null items", body: `{"metadata":{"resourceVersion":"12"},"items":null}`, wantRV: "12"},
+		{name: "an item not an object", body: `{"metadata":{"resourceVersion":"13"},"items":[42,` + fine + `]}`, wantRV: "13", wantLen: 1},
+		{name: "cut short", body: `{"metadata":{"resourceVersion":"14"},"items":[` + fine + `,{"metadata":`, wantErr: "unexpected EOF"},
+		{name: "not a list", body: `[1,2]`, wantErr: "want {"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			logger, _ := ktesting.NewTestContext(t)
+			lw := &listWatch[v1alpha1.Pipeline, *v1alpha1.Pipeline]{cfg: Config{Resource: "pipelines", Logger: logger}, undecodable: NewUndecodable()}
+			list, err := lw.decodeList(json.NewDecoder(strings.NewReader(tt.body)))
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantRV, list.ResourceVersion)
+			require.Len(t, list.Items, tt.wantLen)
+			for _, item := range list.Items {
+				assert.Equal(t, "fine", item.Object.(*v1alpha1.Pipeline).Name)
+			}
 		})
 	}
 }
