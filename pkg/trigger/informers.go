@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
@@ -38,20 +40,39 @@ type objectInformers struct {
 	// started are the informers running.
 	started map[schema.GroupVersionResource]*objectInformer
 	// watchers are the triggers that watch each resource, and watching what each trigger
-	// watches.
+	// watches and the fields it reads.
 	watchers map[schema.GroupVersionResource]map[cache.ObjectName]bool
-	watching map[cache.ObjectName]target
+	watching map[cache.ObjectName]watched
+	// replaced is when the informer of a kind was last replaced by one keeping more
+	// fields: a replacement lists the kind again, so one starts at most every
+	// replaceInterval, however often triggers come with new fields.
+	replaced map[schema.GroupVersionResource]time.Time
 	// running counts the informers' goroutines, which shutdown waits for.
 	running sync.WaitGroup
+}
+
+// watched is what a trigger watches: its kind, and the fields it reads.
+type watched struct {
+	target
+	paths [][]string
 }
 
 // objectInformer is the informer of one kind, with what stops it.
 type objectInformer struct {
 	informers.GenericInformer
+	// kept is what it keeps of each object.
+	kept keptFields
+	// next keeps more fields, for a trigger that reads fields this one drops; it takes
+	// this one's place once it has synced, and this one serves the other triggers until
+	// then.
+	next *objectInformer
 	// release stops it; idle is the timer that will, once no trigger watches the kind.
 	release func()
 	idle    clock.Timer
 }
+
+// replaceInterval is the least time between two replacements of the informer of a kind.
+const replaceInterval = 30 * time.Second
 
 // defaultReleaseAfter is how long an informer no trigger watches keeps running.
 const defaultReleaseAfter = 10 * time.Minute
@@ -68,7 +89,8 @@ func newObjectInformers(client dynamic.Interface, resync, releaseAfter time.Dura
 		enqueue:      enqueue,
 		started:      map[schema.GroupVersionResource]*objectInformer{},
 		watchers:     map[schema.GroupVersionResource]map[cache.ObjectName]bool{},
-		watching:     map[cache.ObjectName]target{},
+		watching:     map[cache.ObjectName]watched{},
+		replaced:     map[schema.GroupVersionResource]time.Time{},
 	}
 }
 
@@ -82,15 +104,18 @@ func (o *objectInformers) setStop(stop <-chan struct{}) {
 // shutdown waits for the informers to stop, once their stop channel is closed.
 func (o *objectInformers) shutdown() { o.running.Wait() }
 
-// watch records that the trigger key watches t, makes and starts the informer of t's
-// resource on first use, and returns its lister and whether it has synced.
-func (o *objectInformers) watch(key cache.ObjectName, t target) (cache.GenericLister, bool, error) {
+// watch records that the trigger key watches t and reads paths of its objects, makes and
+// starts the informer of t's resource on first use, and returns its lister and whether it
+// has synced. An informer that drops some of paths is replaced by one that keeps them
+// too; until the replacement has synced the trigger gets "not synced", for a cache
+// without the fields it reads would show objects without them.
+func (o *objectInformers) watch(key cache.ObjectName, t target, paths [][]string) (cache.GenericLister, bool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if old, ok := o.watching[key]; ok && old.gvr != t.gvr {
 		o.forget(key, old.gvr)
 	}
-	o.watching[key] = t
+	o.watching[key] = watched{target: t, paths: paths}
 	if o.watchers[t.gvr] == nil {
 		o.watchers[t.gvr] = map[cache.ObjectName]bool{}
 	}
@@ -99,26 +124,60 @@ func (o *objectInformers) watch(key cache.ObjectName, t target) (cache.GenericLi
 	inf, ok := o.started[t.gvr]
 	if !ok {
 		var err error
-		if inf, err = o.start(t.gvr); err != nil {
+		if inf, err = o.start(t.gvr, o.pathsOf(t.gvr)); err != nil {
 			return nil, false, err
 		}
+		o.started[t.gvr] = inf
 	}
 	if inf.idle != nil {
 		inf.idle.Stop()
 		inf.idle = nil
 	}
-	return inf.Lister(), inf.Informer().HasSynced(), nil
+	if next := inf.next; next != nil && next.Informer().HasSynced() {
+		inf.release()
+		inf, next.idle = next, nil
+		o.started[t.gvr] = inf
+	}
+	if inf.kept.tree.coversAll(paths) {
+		return inf.Lister(), inf.Informer().HasSynced(), nil
+	}
+	if inf.next == nil || !inf.next.kept.tree.coversAll(paths) {
+		if last, ok := o.replaced[t.gvr]; ok && o.clock.Since(last) < replaceInterval {
+			return inf.Lister(), false, nil // the trigger comes back (cacheSyncRetry)
+		}
+		next, err := o.start(t.gvr, o.pathsOf(t.gvr))
+		if err != nil {
+			return nil, false, err
+		}
+		if inf.next != nil {
+			inf.next.release()
+		}
+		inf.next = next
+		o.replaced[t.gvr] = o.clock.Now()
+	}
+	return inf.next.Lister(), false, nil
 }
 
-// start makes and runs the informer of gvr, until the controller stops or it is released.
-func (o *objectInformers) start(gvr schema.GroupVersionResource) (*objectInformer, error) {
+// pathsOf gathers the fields the triggers watching gvr read.
+func (o *objectInformers) pathsOf(gvr schema.GroupVersionResource) [][]string {
+	var out [][]string
+	for key := range o.watchers[gvr] {
+		out = append(out, o.watching[key].paths...)
+	}
+	return out
+}
+
+// start makes and runs an informer of gvr that keeps what triggers reading paths read,
+// until the controller stops or it is released.
+func (o *objectInformers) start(gvr schema.GroupVersionResource, paths [][]string) (*objectInformer, error) {
 	if o.stop == nil {
 		return nil, errors.New("the trigger controller is not running")
 	}
+	kept := keptFieldsOf(gvr, paths)
 	generic := dynamicinformer.NewFilteredDynamicInformer(o.client, gvr, metav1.NamespaceAll, o.resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
 	informer := generic.Informer()
-	if err := informer.SetTransform(trimObject); err != nil {
+	if err := informer.SetTransform(kept.transform); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr.GroupResource(), err)
 	}
 	if _, err := informer.AddEventHandler(o.handler(gvr)); err != nil {
@@ -139,9 +198,7 @@ func (o *objectInformers) start(gvr schema.GroupVersionResource) (*objectInforme
 		defer o.running.Done()
 		informer.Run(stop)
 	}()
-	inf := &objectInformer{GenericInformer: generic, release: sync.OnceFunc(func() { close(released) })}
-	o.started[gvr] = inf
-	return inf, nil
+	return &objectInformer{GenericInformer: generic, kept: kept, release: sync.OnceFunc(func() { close(released) })}, nil
 }
 
 // unwatch records that the trigger key watches nothing (it is gone, or may not act).
@@ -174,7 +231,11 @@ func (o *objectInformers) releaseIfIdle(gvr schema.GroupVersionResource, inf *ob
 	}
 	delete(o.started, gvr)
 	delete(o.watchers, gvr)
+	delete(o.replaced, gvr)
 	inf.release()
+	if inf.next != nil {
+		inf.next.release()
+	}
 }
 
 // informer returns the informer of gvr, nil when none runs.
@@ -203,15 +264,30 @@ func (o *objectInformers) handler(gvr schema.GroupVersionResource) cache.Resourc
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { o.enqueueWatchers(gvr, obj) },
 		UpdateFunc: func(oldObj, newObj any) {
-			// A resync brings nothing new: the triggers have their own.
+			// A resync brings nothing new: the triggers have their own. Nor does a change
+			// of fields the cache drops (a Node's heartbeat, its images).
 			if before, after := accessor(oldObj), accessor(newObj); before != nil && after != nil &&
-				before.GetResourceVersion() == after.GetResourceVersion() {
+				before.GetResourceVersion() == after.GetResourceVersion() || sameButVersion(oldObj, newObj) {
 				return
 			}
 			o.enqueueWatchers(gvr, newObj)
 		},
 		DeleteFunc: func(obj any) { o.enqueueWatchers(gvr, obj) },
 	}
+}
+
+// sameButVersion tells whether two cached copies of an object differ in their
+// resourceVersion alone.
+func sameButVersion(oldObj, newObj any) bool {
+	before, ok1 := oldObj.(*unstructured.Unstructured)
+	after, ok2 := newObj.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return false
+	}
+	a, b := before.DeepCopy(), after.DeepCopy()
+	a.SetResourceVersion("")
+	b.SetResourceVersion("")
+	return equality.Semantic.DeepEqual(a.Object, b.Object)
 }
 
 func accessor(obj any) metaObject {
@@ -248,11 +324,14 @@ func (o *objectInformers) enqueueWatchers(gvr schema.GroupVersionResource, obj a
 	}
 }
 
-// trimObject drops from the cached objects what a trigger never reads and that is often
-// the largest part of them: metadata.managedFields.
-func trimObject(obj any) (any, error) {
+// transform is the informer's transform: an object is kept as the fields say, without
+// metadata.managedFields, which no trigger reads and is often the largest part of it.
+func (k keptFields) transform(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		k.prune(u)
 	}
 	return obj, nil
 }

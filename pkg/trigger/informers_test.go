@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
@@ -213,4 +214,58 @@ func TestAnInformerNoTriggerWatchesIsReleased(t *testing.T) {
 	second := f.c.objects.informer(nodesGVR)
 	require.NotNil(t, second)
 	assert.NotSame(t, first, second, "a new informer for a trigger that watches the kind again")
+}
+
+// TestATriggerReadingFieldsTheCacheDropsGetsAnInformerKeepingThem: the informer of a kind
+// keeps the fields its triggers read. A trigger that reads one it drops waits (it would see
+// objects without it) while a replacement keeping it lists the kind; the first informer
+// serves the other triggers until the replacement has synced and takes its place. A
+// replacement starts at most every replaceInterval.
+func TestATriggerReadingFieldsTheCacheDropsGetsAnInformerKeepingThem(t *testing.T) {
+	node := newNode("n1", 0, retiring)
+	node.Object["spec"].(map[string]any)["podCIDR"] = "10.0.0.0/24"
+	second := newTrigger()
+	second.Name, second.UID = "by-cidr", "trigger-uid-2"
+	second.Spec.Params = map[string]string{"cidr": "$(object.spec.podCIDR)"}
+	third := newTrigger()
+	third.Name, third.UID = "by-id", "trigger-uid-3"
+	third.Spec.Params = map[string]string{"id": "$(object.spec.providerID)"}
+	f := newFixture(t, objs(newTrigger(), second, third, newTemplate("retire-node"), node))
+
+	f.sync("retire")
+	first := f.c.objects.informer(nodesGVR)
+	require.NotNil(t, first)
+	cached, ok, err := first.Informer().GetIndexer().GetByKey("n1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Empty(t, cached.(*unstructured.Unstructured).Object["spec"], "metadata.name is all the first trigger reads (and a Node's taints, which n1 has none of)")
+
+	replacement := func() *objectInformer {
+		f.c.objects.mu.Lock()
+		defer f.c.objects.mu.Unlock()
+		return f.c.objects.started[nodesGVR].next
+	}
+	requeue := f.syncWithoutRefresh("by-cidr")
+	assert.Positive(t, requeue)
+	assert.NotContains(t, f.pipelineNames(), rules.PipelineName("by-cidr", "n1", node.GetUID()), "no pipeline from a cache without spec.podCIDR")
+	assert.Same(t, first, f.c.objects.informer(nodesGVR), "the first informer serves retire meanwhile")
+	next := replacement()
+	require.NotNil(t, next)
+	require.True(t, cache.WaitForCacheSync(f.ctx.Done(), next.Informer().HasSynced))
+
+	f.sync("by-cidr")
+	assert.NotSame(t, first, f.c.objects.informer(nodesGVR), "the replacement took its place")
+	assert.Equal(t, "10.0.0.0/24", f.pipelineFor("by-cidr", node).Spec.Params["cidr"])
+	require.Eventually(t, first.Informer().IsStopped, 10*time.Second, 10*time.Millisecond, "the first informer stopped")
+
+	// Another field within replaceInterval: the trigger waits for the interval.
+	f.syncWithoutRefresh("by-id")
+	assert.Nil(t, replacement(), "no second replacement within the interval")
+	f.clock.Step(replaceInterval)
+	f.syncWithoutRefresh("by-id")
+	require.NotNil(t, replacement())
+	require.True(t, cache.WaitForCacheSync(f.ctx.Done(), replacement().Informer().HasSynced))
+	f.sync("by-id")
+	assert.Equal(t, "cloud://n1", f.pipelineFor("by-id", node).Spec.Params["id"])
+	assert.Equal(t, "10.0.0.0/24", f.pipelineFor("by-cidr", node).Spec.Params["cidr"], "kept for the triggers before")
 }

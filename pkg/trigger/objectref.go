@@ -24,3 +24,6 @@ func parseParams(params map[string]string) (boundParams, error) {
 func (b boundParams) bind(obj *unstructured.Unstructured) (map[string]string, error) {
 	return b.params.Bind(obj)
 }
+
+// paths are the fields the params refer to.
+func (b boundParams) paths() [][]string { return b.params.Paths() }

@@ -157,7 +157,7 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 		return requeue, nil
 	}
 
-	lister, synced, err := c.objects.watch(ts.key, t)
+	lister, synced, err := c.objects.watch(ts.key, t, slices.Concat(matcher.Paths(), params.paths()))
 	if err != nil {
 		return 0, err
 	}

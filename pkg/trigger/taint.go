@@ -148,7 +148,7 @@ func (c *Controller) finalizeTaints(ctx context.Context, key cache.ObjectName, t
 	t, prob := c.resources.resolve(trig.Spec.Resource)
 	if prob == nil {
 		ts.target = t
-		lister, synced, err := c.objects.watch(key, t)
+		lister, synced, err := c.objects.watch(key, t, nil) // taints and metadata: kept of every Node
 		if err != nil {
 			return 0, err
 		}

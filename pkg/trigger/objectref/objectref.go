@@ -194,6 +194,19 @@ func unexpected(s string, i int) error {
 	return fmt.Errorf("unexpected %q at %d", string(r), i)
 }
 
+// Paths are the fields the params refer to: what an object must keep for them to bind.
+func (b Params) Paths() [][]string {
+	var out [][]string
+	for _, v := range b {
+		for _, part := range v.parts {
+			if part.ref != nil {
+				out = append(out, part.ref.path)
+			}
+		}
+	}
+	return out
+}
+
 // Bind resolves the params against obj. The error names the first parameter, in name
 // order, that cannot be resolved, and the reference.
 func (b Params) Bind(obj *unstructured.Unstructured) (map[string]string, error) {

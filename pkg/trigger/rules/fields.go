@@ -48,6 +48,15 @@ func ParseMatchFields(reqs []v1alpha1.FieldRequirement) (FieldMatcher, error) {
 	return out, nil
 }
 
+// Paths are the fields the requirements read.
+func (m FieldMatcher) Paths() [][]string {
+	out := make([][]string, 0, len(m))
+	for _, r := range m {
+		out = append(out, r.path)
+	}
+	return out
+}
+
 // Matches tells whether obj meets every requirement. A field that is not a string, number
 // or bool is in no set of values.
 func (m FieldMatcher) Matches(obj *unstructured.Unstructured) bool {

@@ -37,6 +37,10 @@ func ParseMatcher(trig *v1alpha1.PipelineTrigger) (*Matcher, error) {
 // decides.
 func (m *Matcher) Selector() labels.Selector { return m.selector }
 
+// Paths are the fields matchFields reads (the selector reads labels, which every cached
+// object keeps).
+func (m *Matcher) Paths() [][]string { return m.fields.Paths() }
+
 // Matches tells whether obj's labels and fields match. Call it on objects that are
 // Eligible.
 func (m *Matcher) Matches(obj *unstructured.Unstructured) bool {
