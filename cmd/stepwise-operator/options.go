@@ -124,7 +124,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 30*time.Second, "On SIGTERM, how long running hooks may take to finish before they are cancelled.")
 	fs.DurationVar(&o.hookCall, "hook-call-timeout", 30*time.Second, "The longest one call of a hook may take, whatever its step's timeout: a call that does not answer fails (retryable, reason HookCallTimeout) and frees its worker. Executors return Wait for long work. 0: no bound but the step's timeout.")
 
-	fs.BoolVar(&o.enableTestExecutors, "enable-test-executors", false, "Register test.noop, test.record and test.sleep, executors for tests, demos and benchmarks.")
+	fs.BoolVar(&o.enableTestExecutors, "enable-test-executors", false, "Register test.noop, test.record, test.sleep and test.wait, executors for tests, demos and benchmarks.")
 
 	fs.StringVar(&o.pluginDir, "plugin-dir", "", "Directory of out-of-process executor plugins (executables named stepwise-plugin-*), started once and reused. Empty: no plugins.")
 	fs.StringVar(&o.namespace, "namespace", "", "The operator's own namespace, where it publishes its executor catalogue and, unless --leader-elect-namespace says otherwise, keeps its Lease. Default: POD_NAMESPACE, else stepwise-system.")

@@ -12,6 +12,9 @@
 //   - test.sleep's Create sleeps for its parameter duration (or until its call is
 //     cancelled), then succeeds or fails as its parameter fail asks: a tenant whose hooks
 //     are slow or hang.
+//   - test.wait's Create is done once its parameter duration has passed since its first
+//     call, asking to be called again until then: a step that takes time without holding
+//     a worker, as one polling a remote operation.
 //
 // test.noop declares no parameter, so it takes any: tests and benchmarks give it what they
 // need to exercise the engine.
@@ -21,5 +24,5 @@ import "github.com/stepwise-dev/stepwise/pkg/executor"
 
 // Executors returns the test executors.
 func Executors() []executor.TaskExecutor {
-	return []executor.TaskExecutor{Noop{}, Record{}, Sleep{}}
+	return []executor.TaskExecutor{Noop{}, Record{}, Sleep{}, Wait{}}
 }

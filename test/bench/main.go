@@ -48,6 +48,8 @@ type config struct {
 	idleDuration            time.Duration
 	triggerObjects          int
 	triggerConcurrency      int
+	triggerStep             time.Duration
+	triggerNodes            int
 	plugin, restart, keep   bool
 	// fairnessHang and fairnessSlow are tenant A's pipelines in the fairness phase.
 	fairnessHang, fairnessSlow int
@@ -72,6 +74,8 @@ func main() {
 	fs.DurationVar(&cfg.idleDuration, "idle-duration", 60*time.Second, "How long the idle phase watches the operator.")
 	fs.IntVar(&cfg.triggerObjects, "trigger-objects", 1000, "ConfigMaps a PipelineTrigger starts a pipeline of -k no-op steps for, in the trigger phase; 0 skips it.")
 	fs.IntVar(&cfg.triggerConcurrency, "trigger-concurrency", 50, "The trigger's spec.concurrency: its pipelines unfinished at once (1-1000).")
+	fs.IntVar(&cfg.triggerNodes, "trigger-nodes", 0, "Nodes (kwok, each with 30 images and a kubelet's status) that a suspended PipelineTrigger on Nodes counts, in the node phase, first of all: what their cache costs the operator; 0 skips it.")
+	fs.DurationVar(&cfg.triggerStep, "trigger-step", 0, "In the trigger phase, the first step is a test.wait of this duration (a step that takes time without holding a worker); 0: every step is an instant test.noop.")
 	fs.BoolVar(&cfg.plugin, "plugin", true, "Run the plugin phase (needs bin/plugins from `make plugins`).")
 	fs.BoolVar(&cfg.restart, "restart", true, "After the idle phase, restart the operator and measure it catching up with the finished pipelines.")
 	fs.IntVar(&cfg.fairnessHang, "fairness-hang", 8, "Fairness phase: tenant A's pipelines whose hook hangs (0 with -fairness-slow 0 skips the phase).")
@@ -83,9 +87,9 @@ func main() {
 	fs.StringVar(&cfg.out, "out", "bin/bench-results.json", "Where to write the results as JSON.")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if cfg.n < 1 || cfg.k < 1 || cfg.workers < 1 || cfg.creators < 1 || cfg.latencySamples < 0 || cfg.idle < 0 ||
-		cfg.triggerObjects < 0 || cfg.triggerConcurrency < 1 || cfg.triggerConcurrency > 1000 ||
+		cfg.triggerObjects < 0 || cfg.triggerConcurrency < 1 || cfg.triggerConcurrency > 1000 || cfg.triggerStep < 0 || cfg.triggerNodes < 0 ||
 		cfg.fairnessHang < 0 || cfg.fairnessSlow < 0 || cfg.namespaceShare < 0 {
-		fmt.Fprintln(os.Stderr, "-n, -k, -workers and -creators must be at least 1; -latency-samples, -idle, -trigger-objects, -fairness-hang, -fairness-slow and -max-workers-per-namespace not negative; -trigger-concurrency 1-1000")
+		fmt.Fprintln(os.Stderr, "-n, -k, -workers and -creators must be at least 1; -latency-samples, -idle, -trigger-objects, -fairness-hang, -fairness-slow, -max-workers-per-namespace, -trigger-step and -trigger-nodes not negative; -trigger-concurrency 1-1000")
 		os.Exit(2)
 	}
 
@@ -197,6 +201,13 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 		return res, err
 	}
 
+	if cfg.triggerNodes > 0 {
+		log("Nodes: a suspended PipelineTrigger on %d Nodes", cfg.triggerNodes)
+		if err := b.nodePhase(ctx); err != nil {
+			return res, err
+		}
+	}
+
 	log("Run: %d pipelines of %d no-op steps", cfg.n, cfg.k)
 	noop := pipelineSpec{steps: cfg.k, pluginStep: -1}
 	r, err := b.pipelineRun(ctx, "noop", names("noop", 0, cfg.n), noop)
@@ -293,7 +304,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 		}
 		args = append(args, "--otlp-endpoint="+b.spansAddress, "--otlp-insecure")
 	}
-	if b.cfg.triggerObjects > 0 {
+	if b.cfg.triggerObjects > 0 || b.cfg.triggerNodes > 0 {
 		// For the whole run, so that one operator serves every phase: the operator watches
 		// a kind only once a trigger on it may act, so the other phases do not see it.
 		args = append(args, "--trigger-resources="+triggerResources)

@@ -32,7 +32,7 @@ const (
 	// triggerSelector labels the ConfigMaps the trigger matches.
 	triggerSelectorKey, triggerSelectorValue = "bench-trigger", "yes"
 	// triggerResources is the operator's --trigger-resources while the phase runs.
-	triggerResources = "configmaps"
+	triggerResources = "configmaps,nodes"
 )
 
 // triggerResult is one PipelineTrigger draining a backlog: a pipeline for each of the
@@ -41,6 +41,11 @@ type triggerResult struct {
 	Objects     int `json:"objects"`
 	Concurrency int `json:"concurrency"`
 	Steps       int `json:"steps"`
+	// StepSeconds is how long the first step takes (-trigger-step; 0: instant), and
+	// IdealDrainSeconds what draining takes at exactly the budget: objects × step ÷
+	// concurrency.
+	StepSeconds       float64 `json:"stepSeconds,omitempty"`
+	IdealDrainSeconds float64 `json:"idealDrainSeconds,omitempty"`
 	// DrainSeconds runs from the trigger's create call to the benchmark's watch seeing
 	// every pipeline Succeeded and the trigger's status saying so (Succeeded = objects,
 	// Running = Waiting = 0). FirstPipelineSeconds and LastSucceededSeconds are the first
@@ -92,7 +97,8 @@ type triggerResult struct {
 // idle phase.
 func (b *bench) triggerPhase(ctx context.Context) error {
 	n, c := b.cfg.triggerObjects, b.cfg.triggerConcurrency
-	r := &triggerResult{Objects: n, Concurrency: c, Steps: b.cfg.k}
+	r := &triggerResult{Objects: n, Concurrency: c, Steps: b.cfg.k, StepSeconds: b.cfg.triggerStep.Seconds(),
+		IdealDrainSeconds: float64(n) * b.cfg.triggerStep.Seconds() / float64(c)}
 	b.res.Trigger = r
 	if err := b.setUpTrigger(ctx); err != nil {
 		return err
@@ -116,7 +122,8 @@ func (b *bench) triggerPhase(ctx context.Context) error {
 	}
 
 	// A deadline that only a broken run misses: at least 5 pipelines a second.
-	drainCtx, cancel := context.WithTimeout(ctx, 2*time.Minute+time.Duration(n)*200*time.Millisecond)
+	drainCtx, cancel := context.WithTimeout(ctx, 2*time.Minute+time.Duration(n)*200*time.Millisecond+
+		2*time.Duration(n)*b.cfg.triggerStep/time.Duration(c))
 	defer cancel()
 	w, err := watchTrigger(drainCtx, b.client, namespace, triggerName, n, c)
 	if err != nil {
@@ -212,7 +219,7 @@ func (b *bench) setUpTrigger(ctx context.Context) error {
 		return fmt.Errorf("create role binding %s: %w", triggerSA, err)
 	}
 	if _, err := b.client.StepwiseV1alpha1().PipelineTemplates(namespace).Create(ctx,
-		benchTemplate(b.cfg.k), metav1.CreateOptions{}); err != nil {
+		benchTemplate(b.cfg.k, b.cfg.triggerStep), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create template %s: %w", triggerTemplate, err)
 	}
 	logf("Trigger: creating %d ConfigMaps", b.cfg.triggerObjects)
@@ -247,14 +254,19 @@ func wrap(what string, err error) error {
 	return nil
 }
 
-// benchTemplate is k test.noop steps with one declared param, which the trigger gives.
-func benchTemplate(k int) *v1alpha1.PipelineTemplate {
+// benchTemplate is k test.noop steps with one declared param, which the trigger gives; with
+// a step duration, the first is a test.wait of that duration.
+func benchTemplate(k int, step time.Duration) *v1alpha1.PipelineTemplate {
 	t := &v1alpha1.PipelineTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: triggerTemplate, Namespace: namespace},
 		Spec:       v1alpha1.PipelineTemplateSpec{Params: []v1alpha1.TemplateParam{{Name: triggerParam, Required: true}}},
 	}
 	for i := range k {
-		t.Spec.Steps = append(t.Spec.Steps, v1alpha1.Step{Name: fmt.Sprintf("s%d", i), Executor: "test.noop"})
+		s := v1alpha1.Step{Name: fmt.Sprintf("s%d", i), Executor: "test.noop"}
+		if i == 0 && step > 0 {
+			s.Executor, s.With = "test.wait", map[string]string{"duration": step.String()}
+		}
+		t.Spec.Steps = append(t.Spec.Steps, s)
 	}
 	return t
 }
