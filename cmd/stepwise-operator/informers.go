@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/controller"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
@@ -29,6 +30,7 @@ func useLenientInformers(factory informers.SharedInformerFactory, client version
 		return lenient.Config{
 			Client: client.StepwiseV1alpha1().RESTClient(), Resource: resource, Resync: resync,
 			ParameterCodec: scheme.ParameterCodec, Undecodable: record, Faults: faults, Logger: logger,
+			Transform: controller.TrimForCache,
 		}
 	}
 	factory.InformerFor(&v1alpha1.Pipeline{}, func(_ versioned.Interface, resync time.Duration) cache.SharedIndexInformer {

@@ -43,7 +43,11 @@ type Config struct {
 	Undecodable *Undecodable
 	// Faults counts undecodable objects; optional.
 	Faults FaultCounter
-	Logger klog.Logger
+	// Transform, when set, is applied to each object as soon as it is decoded (it must be
+	// the informer's transform, or what that does again does nothing): a list of 100,000
+	// objects is then never held in memory as decoded, only as the cache keeps them.
+	Transform cache.TransformFunc
+	Logger    klog.Logger
 }
 
 // NewInformer returns a shared informer of T, indexed by namespace as the generated
@@ -194,6 +198,12 @@ func (lw *listWatch[T, PT]) decode(raw []byte) (PT, bool) {
 			lw.cfg.Faults.Undecodable(lw.cfg.Resource)
 		}
 		return nil, false
+	}
+	if lw.cfg.Transform != nil {
+		transformed, err := lw.cfg.Transform(obj)
+		if t, ok := transformed.(PT); err == nil && ok {
+			obj = t
+		}
 	}
 	if decodeErr == nil {
 		lw.undecodable.forget(obj.GetUID())

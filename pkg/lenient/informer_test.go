@@ -228,3 +228,30 @@ func TestListIsDecodedAsItStreams(t *testing.T) {
 		})
 	}
 }
+
+// TestTheTransformRunsAsEachObjectIsDecoded: a list's items come out transformed, so that a
+// long list is never held in memory as decoded (the stand-in of an object that does not
+// decode too).
+func TestTheTransformRunsAsEachObjectIsDecoded(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	withManaged := `{"apiVersion":"stepwise.dev/v1alpha1","kind":"Pipeline","metadata":{"namespace":"a","name":"m","uid":"u",` +
+		`"managedFields":[{"manager":"kubectl"}]},"spec":{"steps":[{"name":"a","executor":"test.noop","timeout":"99999999999h"}]}}`
+	lw := &listWatch[v1alpha1.Pipeline, *v1alpha1.Pipeline]{undecodable: NewUndecodable(), cfg: Config{
+		Resource: "pipelines", Logger: logger,
+		Transform: func(obj any) (any, error) {
+			obj.(*v1alpha1.Pipeline).ManagedFields = nil
+			obj.(*v1alpha1.Pipeline).Labels = map[string]string{"transformed": "yes"}
+			return obj, nil
+		},
+	}}
+	body := `{"metadata":{"resourceVersion":"3"},"items":[` + pipelineJSON("a", "p", "u1", "1", "1h") + `,` + withManaged + `]}`
+	list, err := lw.decodeList(json.NewDecoder(strings.NewReader(body)))
+	require.NoError(t, err)
+	require.Len(t, list.Items, 2)
+	for _, item := range list.Items {
+		p := item.Object.(*v1alpha1.Pipeline)
+		assert.Equal(t, "yes", p.Labels["transformed"], p.Name)
+		assert.Empty(t, p.ManagedFields, p.Name)
+	}
+	assert.Error(t, lw.undecodable.Err(list.Items[1].Object.(*v1alpha1.Pipeline)), "the stand-in is still recorded")
+}
