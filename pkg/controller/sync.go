@@ -21,16 +21,9 @@ import (
 // informer; the call reads the newer of the informer's copy and what our last write
 // returned, so that it never redoes work from a cache that has not caught up yet.
 func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	obj, exists, err := c.pipelines.GetByKey(key.String())
-	if err != nil {
-		return 0, fmt.Errorf("get pipeline %s from cache: %w", key, err)
-	}
-	if !exists {
-		return 0, nil // Deleted: the finalizer already saw to the teardown.
-	}
-	p, ok := obj.(*v1alpha1.Pipeline)
-	if !ok {
-		return 0, fmt.Errorf("pipeline %s: unexpected %T in the cache", key, obj)
+	p, err := c.cachedPipeline(key)
+	if err != nil || p == nil {
+		return 0, err // nil: deleted, the finalizer already saw to the teardown
 	}
 	if c.undecodable != nil {
 		if decodeErr := c.undecodable.Err(p); decodeErr != nil {
@@ -38,13 +31,26 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 		}
 	}
 
-	switch mode := modeOf(p); mode {
+	mode := modeOf(p)
+	if mode == modeAddFinalizer {
+		if err := c.patchFinalizers(ctx, p, append(slices.Clone(p.Finalizers), v1alpha1.Finalizer)); err != nil {
+			return 0, err
+		}
+		// Go on from what the patch returned (the mutation cache has it): the steps start
+		// in this sync, not in the one the patch's event queues, which then finds nothing
+		// to do: one reconcile and one informer round trip fewer per pipeline.
+		if p, err = c.cachedPipeline(key); err != nil || p == nil {
+			return 0, err
+		}
+		if mode = modeOf(p); mode == modeAddFinalizer {
+			return 0, nil // the patch found the pipeline gone; its event, if any, comes
+		}
+	}
+	switch mode {
 	case modePlan:
 		return c.syncPlan(ctx, p)
 	case modeForget:
 		return 0, nil
-	case modeAddFinalizer:
-		return 0, c.patchFinalizers(ctx, p, append(slices.Clone(p.Finalizers), v1alpha1.Finalizer))
 	case modeOrphan:
 		return 0, c.syncOrphan(ctx, p)
 	case modeDelete:
@@ -52,6 +58,23 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 	default:
 		return c.syncRun(ctx, p, mode)
 	}
+}
+
+// cachedPipeline reads a pipeline from the cache: the newer of the informer's copy and
+// what our last write returned; nil when there is none.
+func (c *Controller) cachedPipeline(key cache.ObjectName) (*v1alpha1.Pipeline, error) {
+	obj, exists, err := c.pipelines.GetByKey(key.String())
+	if err != nil {
+		return nil, fmt.Errorf("get pipeline %s from cache: %w", key, err)
+	}
+	if !exists {
+		return nil, nil
+	}
+	p, ok := obj.(*v1alpha1.Pipeline)
+	if !ok {
+		return nil, fmt.Errorf("pipeline %s: unexpected %T in the cache", key, obj)
+	}
+	return p, nil
 }
 
 // syncRun is the sync of a pipeline that is not deleted. A refused edit runs nothing; a

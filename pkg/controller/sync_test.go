@@ -23,6 +23,9 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
+// TestFinalizerIsAddedBeforeAnythingRuns: the finalizer is written first; the steps then
+// start in the same sync, from what the patch returned, rather than in the one the patch's
+// event would queue (a reconcile fewer per pipeline). When the patch fails nothing runs.
 func TestFinalizerIsAddedBeforeAnythingRuns(t *testing.T) {
 	p := newPipeline(stepsOf("a")...)
 	p.Finalizers = []string{"other.example/keep"}
@@ -30,9 +33,22 @@ func TestFinalizerIsAddedBeforeAnythingRuns(t *testing.T) {
 
 	assert.Zero(t, f.sync("p"))
 
-	assert.Equal(t, []string{"patch pipelines"}, f.writes())
-	assert.Equal(t, []string{"other.example/keep", v1alpha1.Finalizer}, f.get("p").Finalizers)
+	assert.Equal(t, []string{"patch pipelines", "update pipelines/status"}, f.writes())
+	got := f.get("p")
+	assert.Equal(t, []string{"other.example/keep", v1alpha1.Finalizer}, got.Finalizers)
+	assert.Equal(t, v1alpha1.PipelineSucceeded, got.Status.Phase)
+	assert.Equal(t, []string{"a/PreCreate#1", "a/Create#1", "a/PostCreate#1"}, f.exec.Calls())
+
+	refused := newPipeline(stepsOf("a")...)
+	refused.Finalizers = nil
+	f = newFixture(t, refused)
+	f.client.PrependReactor("patch", "pipelines", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+	})
+	_, err := f.c.syncHandler(f.ctx, cache.ObjectName{Namespace: "ns", Name: "p"})
+	require.Error(t, err)
 	assert.Empty(t, f.exec.Calls(), "no hook may run before the finalizer is on")
+	assert.Equal(t, []string{"patch pipelines"}, f.writes())
 }
 
 func TestThreeStepPipelineRunsHooksInOrderWithExactAPIActions(t *testing.T) {
