@@ -50,6 +50,7 @@ type config struct {
 	triggerConcurrency      int
 	triggerStep             time.Duration
 	triggerNodes            int
+	goMemLimit              string
 	plugin, restart, keep   bool
 	// fairnessHang and fairnessSlow are tenant A's pipelines in the fairness phase.
 	fairnessHang, fairnessSlow int
@@ -74,6 +75,7 @@ func main() {
 	fs.DurationVar(&cfg.idleDuration, "idle-duration", 60*time.Second, "How long the idle phase watches the operator.")
 	fs.IntVar(&cfg.triggerObjects, "trigger-objects", 1000, "ConfigMaps a PipelineTrigger starts a pipeline of -k no-op steps for, in the trigger phase; 0 skips it.")
 	fs.IntVar(&cfg.triggerConcurrency, "trigger-concurrency", 50, "The trigger's spec.concurrency: its pipelines unfinished at once (1-1000).")
+	fs.StringVar(&cfg.goMemLimit, "gomemlimit", "", "GOMEMLIMIT of the operator (as the chart's goMemLimit sets it, e.g. 350MiB): the soft limit its garbage collector keeps under; empty: none.")
 	fs.IntVar(&cfg.triggerNodes, "trigger-nodes", 0, "Nodes (kwok, each with 30 images and a kubelet's status) that a suspended PipelineTrigger on Nodes counts, in the node phase, first of all: what their cache costs the operator; 0 skips it.")
 	fs.DurationVar(&cfg.triggerStep, "trigger-step", 0, "In the trigger phase, the first step is a test.wait of this duration (a step that takes time without holding a worker); 0: every step is an instant test.noop.")
 	fs.BoolVar(&cfg.plugin, "plugin", true, "Run the plugin phase (needs bin/plugins from `make plugins`).")
@@ -143,6 +145,9 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 		}
 		err = errors.Join(err, cluster.Stop())
 	}()
+	if cfg.goMemLimit != "" {
+		cluster.OperatorEnv = []string{"GOMEMLIMIT=" + cfg.goMemLimit}
+	}
 	if err := cluster.InstallCRDs(ctx); err != nil {
 		return res, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,8 +176,7 @@ func (b *bench) tearDownNodeTrigger(ctx context.Context) error {
 	admin := b.cluster.Client
 	return errors.Join(
 		wrap("delete trigger", sw.PipelineTriggers(namespace).Delete(ctx, nodeTriggerName, metav1.DeleteOptions{})),
-		wrap("delete nodes", admin.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{LabelSelector: nodeLabel + "=" + nodeLabelValue})),
+		wrap("delete nodes", deleteNodes(ctx, b.cluster.Config, b.cfg.triggerNodes, b.cfg.creators)),
 		wrap("delete template", sw.PipelineTemplates(namespace).Delete(ctx, nodeTriggerTemplate, metav1.DeleteOptions{})),
 		wrap("delete cluster role binding", admin.RbacV1().ClusterRoleBindings().Delete(ctx, nodeTriggerSA, metav1.DeleteOptions{})),
 		wrap("delete cluster role", admin.RbacV1().ClusterRoles().Delete(ctx, nodeTriggerSA, metav1.DeleteOptions{})),
@@ -184,11 +184,48 @@ func (b *bench) tearDownNodeTrigger(ctx context.Context) error {
 	)
 }
 
+// deleteNodes deletes the n Nodes one by one from creators goroutines: a DeleteCollection
+// of thousands of them outlasts the API server's request timeout.
+func deleteNodes(ctx context.Context, base *rest.Config, n, creators int) error {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst = -1, 0
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	next := make(chan int)
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed []error
+	)
+	for range creators {
+		wg.Go(func() {
+			for i := range next {
+				name := benchNodeName(i)
+				if err := kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					mu.Lock()
+					failed = append(failed, fmt.Errorf("delete node %s: %w", name, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(failed...)
+}
+
+func benchNodeName(i int) string { return fmt.Sprintf("bench-node-%05d", i) }
+
 // benchNode is a Node as a kubelet registers and reports it: labels and annotations,
 // provider ID and pod CIDR, capacity, conditions with their reasons and messages,
 // addresses, node info and nodeImages images.
 func benchNode(i int) *corev1.Node {
-	name := fmt.Sprintf("bench-node-%05d", i)
+	name := benchNodeName(i)
 	qty := func(s string) resource.Quantity { return resource.MustParse(s) }
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU: qty("8"), corev1.ResourceMemory: qty("32Gi"), corev1.ResourcePods: qty("110"),

@@ -51,6 +51,8 @@ type settings struct {
 	TriggerObjects     int `json:"triggerObjects"`
 	TriggerConcurrency int `json:"triggerConcurrency"`
 	CPUs               int `json:"cpus"`
+	// GoMemLimit is the operator's GOMEMLIMIT; empty: none.
+	GoMemLimit string `json:"goMemLimit,omitempty"`
 }
 
 func newResults(cfg config) *results {
@@ -58,7 +60,7 @@ func newResults(cfg config) *results {
 		Pipelines: cfg.n, Steps: cfg.k, Workers: cfg.workers, QPS: cfg.qps, Burst: cfg.burst,
 		Creators: cfg.creators, LatencySamples: cfg.latencySamples, IdlePipelines: cfg.idle,
 		IdleSeconds: cfg.idleDuration.Seconds(), TriggerObjects: cfg.triggerObjects,
-		TriggerConcurrency: cfg.triggerConcurrency, CPUs: runtime.NumCPU(),
+		TriggerConcurrency: cfg.triggerConcurrency, CPUs: runtime.NumCPU(), GoMemLimit: cfg.goMemLimit,
 	}}
 }
 
@@ -257,8 +259,12 @@ func printTable(out io.Writer, r *results) {
 	// A table on stdout: a write error has nowhere better to go.
 	pf := func(format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
 	s := r.Settings
-	pf("Stepwise benchmark: N=%d pipelines, K=%d steps, %d workers, QPS %g, burst %d, %d CPUs\n\n",
-		s.Pipelines, s.Steps, s.Workers, s.QPS, s.Burst, s.CPUs)
+	limit := "none"
+	if s.GoMemLimit != "" {
+		limit = s.GoMemLimit
+	}
+	pf("Stepwise benchmark: N=%d pipelines, K=%d steps, %d workers, QPS %g, burst %d, %d CPUs, operator GOMEMLIMIT %s\n\n",
+		s.Pipelines, s.Steps, s.Workers, s.QPS, s.Burst, s.CPUs, limit)
 
 	pf("RAW WRITES\tworkers\tQPS/burst\twrites\tseconds\twrites/s\n")
 	for _, raw := range r.Raw {

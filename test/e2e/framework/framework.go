@@ -87,6 +87,9 @@ type Cluster struct {
 	Kubeconfig string
 	// Dir is the state directory (logs/ holds every component's log).
 	Dir string
+	// OperatorEnv is added to the environment of the operators StartOperator starts (a
+	// benchmark's GOMEMLIMIT), and to theirs only.
+	OperatorEnv []string
 
 	root     string
 	bin      string

@@ -238,6 +238,9 @@ func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 		"-v=2",
 	}, extraArgs...)
 	cmd := exec.Command(bin, args...)
+	if len(c.OperatorEnv) > 0 {
+		cmd.Env = append(os.Environ(), c.OperatorEnv...)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	// The operator must not outlive a test binary that dies without cleaning up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
