@@ -194,11 +194,18 @@ func TestTheChartsValues(t *testing.T) {
 			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 				assert.Equal(t, "registry.example/stepwise@sha256:"+strings.Repeat("a", 64), deployment(t, objs).Spec.Template.Spec.Containers[0].Image)
 			}},
-		{name: "replicas and resources", set: []string{"replicas=3", "resources.limits.memory=1Gi"},
+		{name: "replicas and resources", set: []string{"replicas=3", "resources.limits.memory=1Gi", "goMemLimit=768MiB"},
 			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 				d := deployment(t, objs)
 				assert.Equal(t, int32(3), *d.Spec.Replicas)
 				assert.Equal(t, "1Gi", d.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String())
+				assert.Contains(t, d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: "768MiB"})
+			}},
+		{name: "no soft memory limit", set: []string{"goMemLimit="},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				for _, e := range deployment(t, objs).Spec.Template.Spec.Containers[0].Env {
+					assert.NotEqual(t, "GOMEMLIMIT", e.Name)
+				}
 			}},
 		{name: "egress ranges", set: []string{"egress.pluginAllowedCIDRs={10.0.0.0/8,192.168.0.0/16}", "egress.gateAllowedCIDRs={10.96.0.0/12}",
 			"egress.pluginAllowedCIDRsFor.vsphere={10.20.0.0/16}"},
@@ -315,6 +322,7 @@ func TestTheChartsSchemaRefusesWrongValues(t *testing.T) {
 		"podDisruptionBudget.maxUnavailable=0",
 		"plugins[0].name=example", // no image, no sha256
 		"pluginDelivery=copy",
+		"goMemLimit=256Mi", // Go's unit is MiB, not Kubernetes' Mi
 	} {
 		t.Run(set, func(t *testing.T) {
 			out, err := renderErr(t, "--set", set)

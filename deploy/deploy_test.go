@@ -142,6 +142,7 @@ func TestDeploymentIsHardened(t *testing.T) {
 	assert.True(t, slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
 		return e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
 	}), "the operator learns its namespace")
+	assert.Contains(t, c.Env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: "256MiB"}, "the operator's share of the memory limit")
 	assert.True(t, slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/tmp" }),
 		"plugins need a writable /tmp for their sockets and the copies they run from")
 	for _, v := range d.Spec.Template.Spec.Volumes {
