@@ -75,7 +75,7 @@ func main() {
 	fs.DurationVar(&cfg.idleDuration, "idle-duration", 60*time.Second, "How long the idle phase watches the operator.")
 	fs.IntVar(&cfg.triggerObjects, "trigger-objects", 1000, "ConfigMaps a PipelineTrigger starts a pipeline of -k no-op steps for, in the trigger phase; 0 skips it.")
 	fs.IntVar(&cfg.triggerConcurrency, "trigger-concurrency", 50, "The trigger's spec.concurrency: its pipelines unfinished at once (1-1000).")
-	fs.StringVar(&cfg.goMemLimit, "gomemlimit", "", "GOMEMLIMIT of the operator (as the chart's goMemLimit sets it, e.g. 350MiB): the soft limit its garbage collector keeps under; empty: none.")
+	fs.StringVar(&cfg.goMemLimit, "gomemlimit", "sizing", "GOMEMLIMIT of the operator (as the chart's goMemLimit sets it, e.g. 300MiB), the soft limit its garbage collector keeps under; \"sizing\": what the README's sizing says for the run's pipelines (sizingGoMemLimit); \"none\": no limit.")
 	fs.IntVar(&cfg.triggerNodes, "trigger-nodes", 0, "Nodes (kwok, each with 30 images and a kubelet's status) that a suspended PipelineTrigger on Nodes counts, in the node phase, first of all: what their cache costs the operator; 0 skips it.")
 	fs.DurationVar(&cfg.triggerStep, "trigger-step", 0, "In the trigger phase, the first step is a test.wait of this duration (a step that takes time without holding a worker); 0: every step is an instant test.noop.")
 	fs.BoolVar(&cfg.plugin, "plugin", true, "Run the plugin phase (needs bin/plugins from `make plugins`).")
@@ -145,6 +145,14 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 		}
 		err = errors.Join(err, cluster.Stop())
 	}()
+	switch cfg.goMemLimit {
+	case "sizing":
+		cfg.goMemLimit = sizingGoMemLimit(max(cfg.idle, cfg.n))
+		res.Settings.GoMemLimit = cfg.goMemLimit
+	case "none":
+		cfg.goMemLimit = ""
+		res.Settings.GoMemLimit = ""
+	}
 	if cfg.goMemLimit != "" {
 		cluster.OperatorEnv = []string{"GOMEMLIMIT=" + cfg.goMemLimit}
 	}
@@ -524,6 +532,14 @@ func filter(m map[string]float64, keep func(string) bool) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// sizingGoMemLimit is the GOMEMLIMIT the README's "Sizing" gives an operator with this many
+// pipelines: 20MiB, and 2.8KiB per pipeline (what a finished pipeline takes in the cache,
+// with room for the garbage collector); the benchmark runs with it by default, so that its
+// memory targets check the guidance.
+func sizingGoMemLimit(pipelines int) string {
+	return fmt.Sprintf("%dMiB", 20+pipelines*28/10240)
 }
 
 // heapTopLines is how much of `go tool pprof -top` the results keep: its header and the

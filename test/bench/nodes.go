@@ -9,8 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -261,7 +261,7 @@ func benchNode(i int) *corev1.Node {
 			NodeInfo: corev1.NodeSystemInfo{
 				MachineID: fmt.Sprintf("%032x", i), SystemUUID: fmt.Sprintf("ec2%029x", i), BootID: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i),
 				KernelVersion: "6.1.0-28-cloud-amd64", OSImage: "Debian GNU/Linux 12 (bookworm)", ContainerRuntimeVersion: "containerd://1.7.24",
-				KubeletVersion: "v1.37.1", KubeProxyVersion: "v1.37.1", OperatingSystem: "linux", Architecture: "amd64",
+				KubeletVersion: "v1.37.1", OperatingSystem: "linux", Architecture: "amd64",
 			},
 		},
 	}
