@@ -46,12 +46,17 @@ func compactSpec(s *v1alpha1.PipelineSpec) {
 	if s.TemplateRef != nil {
 		s.TemplateRef.Name = intern(s.TemplateRef.Name)
 	}
-	s.Steps = exact(s.Steps)
-	for i := range s.Steps {
-		st := &s.Steps[i]
+	s.Steps = compactSpecSteps(s.Steps)
+}
+
+func compactSpecSteps(steps []v1alpha1.Step) []v1alpha1.Step {
+	steps = exact(steps)
+	for i := range steps {
+		st := &steps[i]
 		st.Name, st.Executor = intern(st.Name), intern(st.Executor)
 		st.With = internMap(st.With)
 	}
+	return steps
 }
 
 func compactStatus(s *v1alpha1.PipelineStatus) {
@@ -71,12 +76,7 @@ func compactStatus(s *v1alpha1.PipelineStatus) {
 	if t := s.Template; t != nil {
 		t.Name, t.UID = intern(t.Name), intern(t.UID)
 		t.Params = internMap(t.Params)
-		t.Steps = exact(t.Steps)
-		for i := range t.Steps {
-			st := &t.Steps[i]
-			st.Name, st.Executor = intern(st.Name), intern(st.Executor)
-			st.With = internMap(st.With)
-		}
+		t.Steps = compactSpecSteps(t.Steps)
 	}
 	if f := s.Failure; f != nil {
 		f.Step, f.Message, f.Teardown = intern(f.Step), intern(f.Message), intern(f.Teardown)

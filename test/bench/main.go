@@ -177,7 +177,13 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 	if err != nil {
 		return res, fmt.Errorf("raw write limit: %w", err)
 	}
-	res.Raw = []rawResult{limited, unlimited}
+	log("Raw write limit: %d Pipelines created and their status updated", cfg.n)
+	pipelines, err := measureRawPipelines(ctx, cluster.Config, namespace, "pipelines", cfg.n, cfg.workers, cfg.qps, cfg.burst,
+		pipelineSpec{steps: cfg.k, pluginStep: -1})
+	if err != nil {
+		return res, fmt.Errorf("raw write limit: %w", err)
+	}
+	res.Raw = []rawResult{limited, unlimited, pipelines}
 
 	// The benchmark's own client is not throttled, and counts its requests so that they
 	// can be told apart from the operator's in apiserver_request_total.
@@ -393,6 +399,9 @@ func (b *bench) pipelineRun(ctx context.Context, label string, names []string, s
 	if raw := b.res.Raw[0].WritesPerSec; raw > 0 {
 		r.RatioToRawLimit = r.PipelineWritesPerSec / raw
 		r.TargetPipelinesPerSec = 0.8 * raw / float64(spec.steps+1)
+	}
+	if raw := b.res.Raw[2].WritesPerSec; raw > 0 {
+		r.RatioToRawPipelineLimit = r.PipelineWritesPerSec / raw
 	}
 	r.CPUSeconds = cpuAfter - cpuBefore
 	r.CPUMsPerPipeline = r.CPUSeconds / n * 1000

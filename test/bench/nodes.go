@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
@@ -187,36 +185,17 @@ func (b *bench) tearDownNodeTrigger(ctx context.Context) error {
 // deleteNodes deletes the n Nodes one by one from creators goroutines: a DeleteCollection
 // of thousands of them outlasts the API server's request timeout.
 func deleteNodes(ctx context.Context, base *rest.Config, n, creators int) error {
-	cfg := rest.CopyConfig(base)
-	cfg.QPS, cfg.Burst = -1, 0
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := unthrottledClient(base)
 	if err != nil {
-		return fmt.Errorf("create client: %w", err)
+		return err
 	}
-	next := make(chan int)
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed []error
-	)
-	for range creators {
-		wg.Go(func() {
-			for i := range next {
-				name := benchNodeName(i)
-				if err := kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					mu.Lock()
-					failed = append(failed, fmt.Errorf("delete node %s: %w", name, err))
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return errors.Join(failed...)
+	return forEach(ctx, n, creators, func(ctx context.Context, i int) error {
+		name := benchNodeName(i)
+		if err := kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete node %s: %w", name, err)
+		}
+		return nil
+	})
 }
 
 func benchNodeName(i int) string { return fmt.Sprintf("bench-node-%05d", i) }
@@ -275,57 +254,23 @@ func benchNode(i int) *corev1.Node {
 	return n
 }
 
-// createNodes creates n Nodes (and their status) from creators goroutines with an
-// unthrottled client, and returns the size of one as JSON.
+// createNodes creates n Nodes (their status with them, as a kubelet registers a Node) from
+// creators goroutines with an unthrottled client, and returns the size of one as JSON.
 func createNodes(ctx context.Context, base *rest.Config, n, creators int) (int, error) {
-	cfg := rest.CopyConfig(base)
-	cfg.QPS, cfg.Burst = -1, 0
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := unthrottledClient(base)
 	if err != nil {
-		return 0, fmt.Errorf("create client: %w", err)
+		return 0, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		failed   []error
-		jsonSize int
-	)
-	for range creators {
-		wg.Go(func() {
-			for i := range next {
-				node := benchNode(i)
-				// The API server keeps a Node's status on create, as a kubelet registers it.
-				if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-					mu.Lock()
-					failed = append(failed, fmt.Errorf("create node %s: %w", node.Name, err))
-					mu.Unlock()
-					cancel()
-					return
-				}
-				if i == 0 {
-					data, _ := json.Marshal(node)
-					mu.Lock()
-					jsonSize = len(data)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	err = forEach(ctx, n, creators, func(ctx context.Context, i int) error {
+		node := benchNode(i)
+		if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create node %s: %w", node.Name, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("create nodes: %w", err)
 	}
-	close(next)
-	wg.Wait()
-	if len(failed) == 0 && ctx.Err() != nil {
-		return 0, fmt.Errorf("create nodes: %w", ctx.Err())
-	}
-	return jsonSize, errors.Join(failed...)
+	data, err := json.Marshal(benchNode(0))
+	return len(data), err
 }

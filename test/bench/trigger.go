@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -290,50 +289,23 @@ func benchTrigger(concurrency int) *v1alpha1.PipelineTrigger {
 // createConfigMaps creates the named ConfigMaps, labelled for the trigger, from creators
 // goroutines with an unthrottled client.
 func createConfigMaps(ctx context.Context, base *rest.Config, names []string, creators int) error {
-	cfg := rest.CopyConfig(base)
-	cfg.QPS, cfg.Burst = -1, 0
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := unthrottledClient(base)
 	if err != nil {
-		return fmt.Errorf("create client: %w", err)
+		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan string)
-	errs := make(chan error, creators)
-	var wg sync.WaitGroup
-	for range creators {
-		wg.Go(func() {
-			for name := range next {
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-					Name: name, Namespace: namespace, Labels: map[string]string{triggerSelectorKey: triggerSelectorValue},
-				}}
-				if _, err := kube.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("create configmap %s: %w", name, err)
-					cancel() // the others stop at their next request
-					return
-				}
-			}
-		})
-	}
-feed:
-	for _, name := range names {
-		select {
-		case next <- name:
-		case <-ctx.Done():
-			break feed
+	err = forEach(ctx, len(names), creators, func(ctx context.Context, i int) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: names[i], Namespace: namespace, Labels: map[string]string{triggerSelectorKey: triggerSelectorValue},
+		}}
+		if _, err := kube.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create configmap %s: %w", names[i], err)
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create configmaps: %w", err)
 	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	var failed []error
-	for err := range errs {
-		failed = append(failed, err)
-	}
-	if len(failed) == 0 && ctx.Err() != nil {
-		return fmt.Errorf("create configmaps: %w", ctx.Err())
-	}
-	return errors.Join(failed...)
+	return nil
 }
 
 // triggerWatch follows one trigger's pipelines (by v1alpha1.LabelTrigger) and the trigger
