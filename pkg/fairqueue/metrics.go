@@ -62,6 +62,7 @@ func (m *queueMetrics[T]) get(item T) {
 	if start, ok := m.addTimes[item]; ok {
 		m.latency.Observe(m.clock.Since(start).Seconds())
 		delete(m.addTimes, item)
+		m.addTimes = shrunk(m.addTimes)
 	}
 }
 
@@ -72,6 +73,7 @@ func (m *queueMetrics[T]) done(item T) {
 	if start, ok := m.processingStartTimes[item]; ok {
 		m.workDuration.Observe(m.clock.Since(start).Seconds())
 		delete(m.processingStartTimes, item)
+		m.processingStartTimes = shrunk(m.processingStartTimes)
 	}
 }
 

@@ -148,6 +148,7 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 			q.metrics.get(item)
 			q.processing.Insert(item)
 			q.dirty.Delete(item)
+			q.dirty = shrunk(q.dirty)
 			return item, false
 		}
 		// Nothing may be processed: no item waits (the end, once shutting down), or every
@@ -170,6 +171,7 @@ func (q *Queue[T]) Done(item T) {
 		return
 	}
 	q.processing.Delete(item)
+	q.processing = shrunk(q.processing)
 	tenant := q.tenantOf(item)
 	if q.inFlight[tenant]--; q.inFlight[tenant] <= 0 {
 		delete(q.inFlight, tenant)
@@ -293,4 +295,14 @@ func (q *Queue[T]) updateUnfinishedWorkLoop(clk clock.WithTicker) {
 			return
 		}
 	}
+}
+
+// shrunk returns m, or a new map once m is empty: a Go map keeps the buckets of the most
+// keys it ever held, and a burst of 100,000 (an operator catching up after a restart)
+// would keep theirs for as long as the queue lives.
+func shrunk[M ~map[K]V, K comparable, V any](m M) M {
+	if len(m) == 0 {
+		return M{}
+	}
+	return m
 }

@@ -1,6 +1,8 @@
 package fairqueue
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -218,4 +220,35 @@ func TestMetrics(t *testing.T) {
 	assert.InDelta(t, 2, m.adds.value, 0)
 	assert.Equal(t, 2, m.latency.count)
 	assert.Equal(t, 2, m.work.count)
+}
+
+// TestADrainedQueueGivesItsMemoryBack: a Go map keeps the buckets of the most keys it ever
+// held, so a queue that once held 100,000 keys (an operator catching up after a restart)
+// kept megabytes of empty maps for as long as it lived (make bench-scale's heap profile:
+// 10.6 MB in the metrics' add times, 5.8 MB in the sets). Drained, it gives them back.
+func TestADrainedQueueGivesItsMemoryBack(t *testing.T) {
+	q := New(Config[string]{Name: "test", MetricsProvider: newFakeMetrics(), TenantOf: tenantOf})
+	defer q.ShutDown()
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	items := make([]string, 100000)
+	for i := range items {
+		items[i] = fmt.Sprintf("t%d/%d", i%10, i)
+	}
+	before := heap()
+	for _, item := range items {
+		q.Add(item)
+	}
+	for range items {
+		item, _ := q.Get()
+		q.Done(item)
+	}
+	retained := heap() - before
+	assert.Less(t, retained, int64(1<<20), "bytes retained by a drained queue")
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(items)
 }
