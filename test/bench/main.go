@@ -147,7 +147,7 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 	}()
 	switch cfg.goMemLimit {
 	case "sizing":
-		cfg.goMemLimit = sizingGoMemLimit(max(cfg.idle, cfg.n))
+		cfg.goMemLimit = sizingGoMemLimit(cfg.pipelines())
 		res.Settings.GoMemLimit = cfg.goMemLimit
 	case "none":
 		cfg.goMemLimit = ""
@@ -544,11 +544,21 @@ func filter(m map[string]float64, keep func(string) bool) map[string]float64 {
 }
 
 // sizingGoMemLimit is the GOMEMLIMIT the README's "Sizing" gives an operator with this many
-// pipelines: 20MiB, and 2.8KiB per pipeline (what a finished pipeline takes in the cache,
+// pipelines: 32MiB, and 2.8KiB per pipeline (what a finished pipeline takes in the cache,
 // with room for the garbage collector); the benchmark runs with it by default, so that its
 // memory targets check the guidance.
 func sizingGoMemLimit(pipelines int) string {
-	return fmt.Sprintf("%dMiB", 20+pipelines*28/10240)
+	return fmt.Sprintf("%dMiB", 32+pipelines*28/10240)
+}
+
+// pipelines is how many pipelines the run leaves in the cluster at most.
+func (cfg config) pipelines() int {
+	runs := 1
+	if cfg.plugin {
+		runs = 2
+	}
+	made := runs*(cfg.n+cfg.latencySamples) + cfg.triggerObjects
+	return max(cfg.idle, made)
 }
 
 // heapTopLines is how much of `go tool pprof -top` the results keep: its header and the
