@@ -43,19 +43,32 @@ func startOperator(ctx context.Context, cluster *framework.Cluster, extraArgs ..
 
 // scrape reads the operator's /metrics.
 func (o *operator) scrape(ctx context.Context) (samples, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.MetricsURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := o.http.Do(req)
+	var out samples
+	err := o.get(ctx, o.MetricsURL, func(body io.Reader) (err error) {
+		out, err = parseMetrics(body)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("scrape operator metrics: %w", err)
 	}
+	return out, nil
+}
+
+// get reads url from the operator's metrics endpoint and hands the body to read.
+func (o *operator) get(ctx context.Context, url string, read func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := o.http.Do(req)
+	if err != nil {
+		return err
+	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape operator metrics: %s", resp.Status)
+		return errors.New(resp.Status)
 	}
-	return parseMetrics(resp.Body)
+	return read(resp.Body)
 }
 
 // procStatus is what /proc tells of a process' memory.
@@ -184,19 +197,11 @@ func (o *operator) stop() error {
 // prints it.
 func (o *operator) heapProfile(ctx context.Context, path string, lines int) ([]string, error) {
 	url := strings.TrimSuffix(o.MetricsURL, "/metrics") + "/debug/pprof/heap?gc=1"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := o.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("read heap profile: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("read heap profile: %s", resp.Status)
-	}
-	data, err := io.ReadAll(resp.Body)
+	var data []byte
+	err := o.get(ctx, url, func(body io.Reader) (err error) {
+		data, err = io.ReadAll(body)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read heap profile: %w", err)
 	}
