@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	goruntime "runtime"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,79 +101,127 @@ func (lw *listWatch[T, PT]) Watch(opts metav1.ListOptions) (watch.Interface, err
 	return lw.WatchWithContext(context.Background(), opts)
 }
 
-// ListWithContext decodes the list as it streams in, item by item: a list of 100,000
-// objects is hundreds of megabytes of JSON, which neither the body nor a copy of each
-// item need hold at once.
+// ListWithContext decodes the list as it streams in, a batch of items at a time: a list of
+// 100,000 objects is hundreds of megabytes of JSON, which neither the body nor a copy of
+// each item need hold at once.
 func (lw *listWatch[T, PT]) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	body, err := lw.request(&opts).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = body.Close() }()
-	out, err := lw.decodeList(json.NewDecoder(body))
+	out, err := lw.decodeList(body)
 	if err != nil {
 		return nil, fmt.Errorf("decode list of %s: %w", lw.cfg.Resource, err)
 	}
 	return out, nil
 }
 
-// decodeList reads a list object from dec: its metadata, and its items one at a time.
-func (lw *listWatch[T, PT]) decodeList(dec *json.Decoder) (*metav1.List, error) {
+// decodeList reads a list object from r: its metadata, and its items a batch at a time.
+func (lw *listWatch[T, PT]) decodeList(r io.Reader) (*metav1.List, error) {
+	v := newValueReader(r)
 	out := &metav1.List{}
-	if err := expectDelim(dec, '{'); err != nil {
-		return nil, err
+	if err := v.delim('{'); err != nil {
+		return nil, unexpected(err)
 	}
-	for dec.More() {
-		key, err := dec.Token()
+	for first := true; ; first = false {
+		more, err := v.more(first, '}')
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
+		key, err := v.key()
 		if err != nil {
 			return nil, err
 		}
 		switch key {
+		case "items":
+			if err := lw.decodeItems(v, out); err != nil {
+				return nil, err
+			}
+			continue
 		case "metadata":
-			if err := dec.Decode(&out.ListMeta); err != nil {
+			raw, err := v.value()
+			if err != nil {
+				return nil, err
+			}
+			if err := json.Unmarshal(raw, &out.ListMeta); err != nil {
 				return nil, fmt.Errorf("list metadata: %w", err)
 			}
-		case "items":
-			if err := lw.decodeItems(dec, out); err != nil {
-				return nil, err
-			}
 		default: // apiVersion, kind
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
+			if _, err := v.value(); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return out, expectDelim(dec, '}')
+	return out, unexpected(v.delim('}'))
 }
 
-func (lw *listWatch[T, PT]) decodeItems(dec *json.Decoder, out *metav1.List) error {
-	if tok, err := dec.Token(); err != nil || tok == nil {
-		return err // null: no items
-	} else if tok != json.Delim('[') {
-		return fmt.Errorf("items: want an array, got %v", tok)
-	}
-	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return fmt.Errorf("item %d: %w", len(out.Items), err)
-		}
-		if obj, ok := lw.decode(raw); ok {
-			out.Items = append(out.Items, runtime.RawExtension{Object: obj})
-		}
-	}
-	return expectDelim(dec, ']')
-}
+// listBatch is how many items are read before they are decoded, side by side on every CPU
+// the process may use: decoding is most of what a restart with many objects costs.
+const listBatch = 256
 
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
-	if err != nil {
+func (lw *listWatch[T, PT]) decodeItems(v *valueReader, out *metav1.List) error {
+	if c, err := v.peek(); err != nil {
+		return unexpected(err)
+	} else if c == 'n' {
+		raw, err := v.value()
+		if err == nil && string(raw) != "null" {
+			err = fmt.Errorf("items: want an array, got %s", raw)
+		}
 		return err
 	}
-	if tok != want {
-		return fmt.Errorf("want %v, got %v", want, tok)
+	if err := v.delim('['); err != nil {
+		return fmt.Errorf("items: %w", unexpected(err))
 	}
-	return nil
+	batch := make([][]byte, 0, listBatch)
+	for first := true; ; first = false {
+		more, err := v.more(first, ']')
+		if err != nil {
+			return fmt.Errorf("item %d: %w", len(out.Items)+len(batch), err)
+		}
+		if more {
+			raw, err := v.value()
+			if err != nil {
+				return fmt.Errorf("item %d: %w", len(out.Items)+len(batch), err)
+			}
+			batch = append(batch, raw)
+		}
+		if len(batch) == listBatch || (!more && len(batch) > 0) {
+			lw.decodeBatch(batch, out)
+			batch = batch[:0]
+		}
+		if !more {
+			break
+		}
+	}
+	return unexpected(v.delim(']'))
+}
+
+// decodeBatch decodes raw items in parallel and appends them to out in their order, less
+// those that could not even be made stand-ins of.
+func (lw *listWatch[T, PT]) decodeBatch(batch [][]byte, out *metav1.List) {
+	objs := make([]PT, len(batch))
+	workers := min(goruntime.GOMAXPROCS(0), len(batch))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(batch); i += workers {
+				if obj, ok := lw.decode(batch[i]); ok {
+					objs[i] = obj
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, obj := range objs {
+		if obj != nil {
+			out.Items = append(out.Items, runtime.RawExtension{Object: obj})
+		}
+		batch[i] = nil
+	}
 }
 
 func (lw *listWatch[T, PT]) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -184,7 +234,7 @@ func (lw *listWatch[T, PT]) WatchWithContext(ctx context.Context, opts metav1.Li
 	if err != nil {
 		return nil, err
 	}
-	return watch.NewStreamWatcher(&eventDecoder[T, PT]{lw: lw, body: body, json: json.NewDecoder(body)},
+	return watch.NewStreamWatcher(&eventDecoder[T, PT]{lw: lw, body: body, values: newValueReader(body)},
 		apierrors.NewClientErrorReporter(500, "GET", "ClientWatchDecoding")), nil
 }
 
@@ -221,20 +271,53 @@ func (lw *listWatch[T, PT]) decode(raw []byte) (PT, bool) {
 
 // eventDecoder reads a watch's JSON events and decodes their objects one by one.
 type eventDecoder[T any, PT Object[T]] struct {
-	lw   *listWatch[T, PT]
-	body io.ReadCloser
-	json *json.Decoder
+	lw     *listWatch[T, PT]
+	body   io.ReadCloser
+	values *valueReader
 }
 
 type rawEvent struct {
-	Type   watch.EventType `json:"type"`
-	Object json.RawMessage `json:"object"`
+	Type   watch.EventType
+	Object []byte
+}
+
+// next reads one event; io.EOF when the stream ends between events.
+func (d *eventDecoder[T, PT]) next() (rawEvent, error) {
+	var ev rawEvent
+	if err := d.values.delim('{'); err != nil {
+		return ev, err
+	}
+	for first := true; ; first = false {
+		more, err := d.values.more(first, '}')
+		if err != nil {
+			return ev, err
+		}
+		if !more {
+			return ev, unexpected(d.values.delim('}'))
+		}
+		key, err := d.values.key()
+		if err != nil {
+			return ev, err
+		}
+		raw, err := d.values.value()
+		if err != nil {
+			return ev, err
+		}
+		switch key {
+		case "type":
+			if err := json.Unmarshal(raw, &ev.Type); err != nil {
+				return ev, fmt.Errorf("watch event type: %w", err)
+			}
+		case "object":
+			ev.Object = raw
+		}
+	}
 }
 
 func (d *eventDecoder[T, PT]) Decode() (watch.EventType, runtime.Object, error) {
 	for {
-		var ev rawEvent
-		if err := d.json.Decode(&ev); err != nil {
+		ev, err := d.next()
+		if err != nil {
 			return "", nil, err
 		}
 		switch ev.Type {

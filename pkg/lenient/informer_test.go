@@ -208,12 +208,12 @@ func TestListIsDecodedAsItStreams(t *testing.T) {
 		{name: "null items", body: `{"metadata":{"resourceVersion":"12"},"items":null}`, wantRV: "12"},
 		{name: "an item not an object", body: `{"metadata":{"resourceVersion":"13"},"items":[42,` + fine + `]}`, wantRV: "13", wantLen: 1},
 		{name: "cut short", body: `{"metadata":{"resourceVersion":"14"},"items":[` + fine + `,{"metadata":`, wantErr: "unexpected EOF"},
-		{name: "not a list", body: `[1,2]`, wantErr: "want {"},
+		{name: "not a list", body: `[1,2]`, wantErr: "want '{'"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
 			lw := &listWatch[v1alpha1.Pipeline, *v1alpha1.Pipeline]{cfg: Config{Resource: "pipelines", Logger: logger}, undecodable: NewUndecodable()}
-			list, err := lw.decodeList(json.NewDecoder(strings.NewReader(tt.body)))
+			list, err := lw.decodeList(strings.NewReader(tt.body))
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -245,7 +245,7 @@ func TestTheTransformRunsAsEachObjectIsDecoded(t *testing.T) {
 		},
 	}}
 	body := `{"metadata":{"resourceVersion":"3"},"items":[` + pipelineJSON("a", "p", "u1", "1", "1h") + `,` + withManaged + `]}`
-	list, err := lw.decodeList(json.NewDecoder(strings.NewReader(body)))
+	list, err := lw.decodeList(strings.NewReader(body))
 	require.NoError(t, err)
 	require.Len(t, list.Items, 2)
 	for _, item := range list.Items {
@@ -254,4 +254,34 @@ func TestTheTransformRunsAsEachObjectIsDecoded(t *testing.T) {
 		assert.Empty(t, p.ManagedFields, p.Name)
 	}
 	assert.Error(t, lw.undecodable.Err(list.Items[1].Object.(*v1alpha1.Pipeline)), "the stand-in is still recorded")
+}
+
+// TestAListIsDecodedInOrderAcrossBatches: items are decoded a batch at a time on every CPU;
+// they come out in the list's order, less what cannot even be a stand-in, and a poison
+// item's stand-in keeps its place.
+func TestAListIsDecodedInOrderAcrossBatches(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	var items, want []string
+	for i := range 2*listBatch + 88 {
+		name := fmt.Sprintf("p%04d", i)
+		switch i {
+		case 300:
+			items = append(items, `42`) // not an object: left out
+			continue
+		case 301:
+			items = append(items, pipelineJSON("a", name, "uid-"+name, "5", "not-a-duration"))
+		default:
+			items = append(items, pipelineJSON("a", name, "uid-"+name, "5", "1h"))
+		}
+		want = append(want, name)
+	}
+	lw := &listWatch[v1alpha1.Pipeline, *v1alpha1.Pipeline]{cfg: Config{Resource: "pipelines", Logger: logger}, undecodable: NewUndecodable()}
+	list, err := lw.decodeList(strings.NewReader(`{"metadata":{"resourceVersion":"9"},"items":[` + joinJSON(items) + `]}`))
+	require.NoError(t, err)
+	var got []string
+	for _, item := range list.Items {
+		got = append(got, item.Object.(*v1alpha1.Pipeline).Name)
+	}
+	assert.Equal(t, want, got)
+	assert.Equal(t, 1, lw.undecodable.Len(), "the poison item is recorded")
 }
