@@ -258,7 +258,15 @@ func TestUnattributedAccessChangesAreRateLimited(t *testing.T) {
 			f.clock.Step(time.Second)
 			f.sync("retire")
 			assert.Zero(t, reviews(), "two rounds in all")
-			assert.Empty(t, queuedAfterDelay(t, f))
+			// The queue may still hold the trigger for the last change (whether the delaying
+			// queue merged that AddAfter into the first depends on when its goroutine ran):
+			// its sync asks nothing again.
+			for _, key := range queuedAfterDelay(t, f) {
+				name, err := cache.ParseObjectName(key)
+				require.NoError(t, err)
+				f.sync(name.Name)
+			}
+			assert.Zero(t, reviews(), "nothing queued makes a third round")
 
 			// Once the interval is over, a change counts at once again.
 			f.clock.Step(globalAccessChangeInterval)
