@@ -15,7 +15,8 @@ import (
 // defaults it). Under WhenUnmatched Delete, an object of the trigger's namespace owns its
 // pipeline, so that the garbage collector deletes it with the object too (without making
 // the object's deletion wait for it). A cluster-scoped object owns nothing: the trigger
-// deletes its pipeline itself.
+// deletes its pipeline itself. It is made with the engine's finalizer, which the engine
+// would otherwise patch in before the first step: one write fewer per pipeline.
 func PipelineFor(trig *v1alpha1.PipelineTrigger, obj metav1.Object, params map[string]string) *v1alpha1.Pipeline {
 	policy := trig.Spec.UpdatePolicy
 	if policy == "" {
@@ -31,6 +32,7 @@ func PipelineFor(trig *v1alpha1.PipelineTrigger, obj metav1.Object, params map[s
 				v1alpha1.LabelObjectUID:  string(obj.GetUID()),
 			},
 			Annotations: map[string]string{v1alpha1.AnnotationObject: ObjectKey(obj.GetNamespace(), obj.GetName())},
+			Finalizers:  []string{v1alpha1.Finalizer},
 		},
 		Spec: v1alpha1.PipelineSpec{
 			TemplateRef:        &v1alpha1.TemplateRef{Name: trig.Spec.TemplateRef.Name},

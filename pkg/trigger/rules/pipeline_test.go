@@ -51,6 +51,7 @@ func TestPipelineFor(t *testing.T) {
 				v1alpha1.LabelTrigger: "retire", v1alpha1.LabelTriggerUID: "trigger-uid", v1alpha1.LabelObjectUID: string(tt.obj.GetUID()),
 			}, p.Labels)
 			assert.Equal(t, map[string]string{v1alpha1.AnnotationObject: ObjectKey(tt.obj.GetNamespace(), "n1")}, p.Annotations)
+			assert.Equal(t, []string{v1alpha1.Finalizer}, p.Finalizers, "made with the finalizer: the engine need not patch it in")
 			assert.Equal(t, v1alpha1.PipelineSpec{
 				TemplateRef: &v1alpha1.TemplateRef{Name: "retire-node"}, Params: params, ServiceAccountName: "retirer",
 				UpdatePolicy: tt.wantPolicy,
