@@ -25,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
@@ -52,6 +51,7 @@ type config struct {
 	triggerNodes            int
 	goMemLimit              string
 	plugin, restart, keep   bool
+	restartProfile          time.Duration
 	// fairnessHang and fairnessSlow are tenant A's pipelines in the fairness phase.
 	fairnessHang, fairnessSlow int
 	namespaceShare             int
@@ -80,6 +80,7 @@ func main() {
 	fs.DurationVar(&cfg.triggerStep, "trigger-step", 0, "In the trigger phase, the first step is a test.wait of this duration (a step that takes time without holding a worker); 0: every step is an instant test.noop.")
 	fs.BoolVar(&cfg.plugin, "plugin", true, "Run the plugin phase (needs bin/plugins from `make plugins`).")
 	fs.BoolVar(&cfg.restart, "restart", true, "After the idle phase, restart the operator and measure it catching up with the finished pipelines.")
+	fs.DurationVar(&cfg.restartProfile, "restart-cpu-profile", 20*time.Second, "How long the restart's CPU profile records, from the operator's start (saved beside the results; 0: none).")
 	fs.IntVar(&cfg.fairnessHang, "fairness-hang", 8, "Fairness phase: tenant A's pipelines whose hook hangs (0 with -fairness-slow 0 skips the phase).")
 	fs.IntVar(&cfg.fairnessSlow, "fairness-slow", 1000, "Fairness phase: tenant A's pipelines whose hook is slow (500 ms) and fails, retried.")
 	fs.IntVar(&cfg.namespaceShare, "max-workers-per-namespace", 0, "The operator's --max-workers-per-namespace (0: its default, half of -workers); -workers lets one namespace hold every worker, for a before/after comparison.")
@@ -177,7 +178,7 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 	if err != nil {
 		return res, fmt.Errorf("raw write limit: %w", err)
 	}
-	log("Raw write limit: %d Pipelines created and their status updated", cfg.n)
+	log("Raw write limit: %d Pipelines created (unthrottled), patched and their status updated", cfg.n)
 	pipelines, err := measureRawPipelines(ctx, cluster.Config, namespace, "pipelines", cfg.n, cfg.workers, cfg.qps, cfg.burst,
 		pipelineSpec{steps: cfg.k, pluginStep: -1})
 	if err != nil {
@@ -188,8 +189,7 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 	// The benchmark's own client is not throttled, and counts its requests so that they
 	// can be told apart from the operator's in apiserver_request_total.
 	benchReg := prometheus.NewRegistry()
-	benchCfg := rest.CopyConfig(cluster.Config)
-	benchCfg.QPS, benchCfg.Burst = -1, 0
+	benchCfg := unthrottled(cluster.Config)
 	benchCfg.Wrap(metrics.NewAPIRequests(benchReg).WrapTransport)
 	client, err := clientset.NewForConfig(benchCfg)
 	if err != nil {
@@ -210,7 +210,7 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 			b.spans.server.Stop()
 		}
 	}()
-	if err := b.startOperator(ctx); err != nil {
+	if err := b.startOperator(ctx, nil); err != nil {
 		return res, err
 	}
 	defer func() { err = errors.Join(err, b.op.stop()) }()
@@ -297,7 +297,7 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 
 // startOperator starts the operator with the benchmark's settings, and the example plugin
 // when the plugin phase runs.
-func (b *bench) startOperator(ctx context.Context) error {
+func (b *bench) startOperator(ctx context.Context, started func(*operator)) error {
 	args := []string{
 		fmt.Sprintf("--workers=%d", b.cfg.workers),
 		fmt.Sprintf("--kube-api-qps=%g", b.cfg.qps),
@@ -328,7 +328,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 		// a kind only once a trigger on it may act, so the other phases do not see it.
 		args = append(args, "--trigger-resources="+triggerResources)
 	}
-	op, err := startOperator(ctx, b.cluster, args...)
+	op, err := startOperator(ctx, b.cluster, started, args...)
 	if err != nil {
 		return err
 	}
@@ -398,7 +398,6 @@ func (b *bench) pipelineRun(ctx context.Context, label string, names []string, s
 	r.PipelineWritesPerSec = pipelineWrites / r.WallSeconds
 	if raw := b.res.Raw[0].WritesPerSec; raw > 0 {
 		r.RatioToRawLimit = r.PipelineWritesPerSec / raw
-		r.TargetPipelinesPerSec = 0.8 * raw / float64(spec.steps+1)
 	}
 	if raw := b.res.Raw[2].WritesPerSec; raw > 0 {
 		r.RatioToRawPipelineLimit = r.PipelineWritesPerSec / raw
@@ -489,7 +488,7 @@ func (b *bench) idlePhase(ctx context.Context, created int, spec pipelineSpec) e
 	idle.RSSMiB = mib(st.RSSBytes)
 	idle.PeakRSSMiB = mib(st.PeakBytes)
 	idle.HeapInuseMiB = mib(after.heapBytes)
-	idle.HeapTop, err = b.op.heapProfile(ctx, b.profilePath("idle"), heapTopLines)
+	idle.HeapTop, err = b.op.heapProfile(ctx, b.profilePath("heap", "idle"), heapTopLines)
 	return err
 }
 
@@ -500,7 +499,24 @@ func (b *bench) restartPhase(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	if err := b.startOperator(ctx); err != nil {
+	// The CPU profile of the start says where a slow sync goes (decoding the lists, the
+	// API server's share of the machine).
+	type profiled struct {
+		top []string
+		err error
+	}
+	var profile chan profiled
+	started := func(o *operator) {
+		if b.cfg.restartProfile <= 0 {
+			return
+		}
+		profile = make(chan profiled, 1)
+		go func() {
+			top, err := o.cpuProfile(ctx, b.profilePath("cpu", "restart"), b.cfg.restartProfile, cpuTopLines)
+			profile <- profiled{top, err}
+		}()
+	}
+	if err := b.startOperator(ctx, started); err != nil {
 		return err
 	}
 	rr := &restartResult{ReadySeconds: time.Since(start).Seconds()}
@@ -521,8 +537,15 @@ func (b *bench) restartPhase(ctx context.Context) error {
 	rr.RSSMiB = mib(st.RSSBytes)
 	rr.PeakRSSMiB = mib(st.PeakBytes)
 	rr.HeapInuseMiB = mib(after.heapBytes)
-	rr.HeapTop, err = b.op.heapProfile(ctx, b.profilePath("restart"), heapTopLines)
-	return err
+	if rr.HeapTop, err = b.op.heapProfile(ctx, b.profilePath("heap", "restart"), heapTopLines); err != nil {
+		return err
+	}
+	if profile != nil {
+		p := <-profile
+		rr.CPUTop, rr.CPUProfileSeconds = p.top, b.cfg.restartProfile.Seconds()
+		return p.err
+	}
+	return nil
 }
 
 func perPipeline(m map[string]float64, n float64) map[string]float64 {
@@ -565,9 +588,10 @@ func (cfg config) pipelines() int {
 // largest allocation sites.
 const heapTopLines = 20
 
-// profilePath is where a phase's heap profile is saved: beside the JSON results.
-func (b *bench) profilePath(phase string) string {
-	return strings.TrimSuffix(b.cfg.out, ".json") + "-heap-" + phase + ".pb.gz"
+// profilePath is where a phase's profile of a kind (heap, cpu) is saved: beside the JSON
+// results.
+func (b *bench) profilePath(kind, phase string) string {
+	return strings.TrimSuffix(b.cfg.out, ".json") + "-" + kind + "-" + phase + ".pb.gz"
 }
 
 func mib(bytes float64) float64 { return bytes / (1 << 20) }
@@ -583,3 +607,7 @@ func countInFile(path, s string) (int, error) {
 	}
 	return strings.Count(string(data), s), nil
 }
+
+// cpuTopLines is how much of the restart's `go tool pprof -top -cum` the results keep: it
+// reaches down past the runtime's frames to the operator's own.
+const cpuTopLines = 40

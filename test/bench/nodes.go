@@ -107,7 +107,7 @@ func (b *bench) nodePhase(ctx context.Context) error {
 		return err
 	}
 	r.TriggerReconciles = syncsAfter - syncsBefore
-	if r.HeapTop, err = b.op.heapProfile(ctx, b.profilePath("nodes"), heapTopLines); err != nil {
+	if r.HeapTop, err = b.op.heapProfile(ctx, b.profilePath("heap", "nodes"), heapTopLines); err != nil {
 		return err
 	}
 	return b.tearDownNodeTrigger(ctx)

@@ -27,13 +27,17 @@ type operator struct {
 }
 
 // startOperator starts bin/stepwise-operator as the e2e tests do, logging as little as in
-// production so the log costs the measurement nothing, and waits until its caches synced.
-func startOperator(ctx context.Context, cluster *framework.Cluster, extraArgs ...string) (*operator, error) {
+// production so the log costs the measurement nothing, and waits until its caches synced;
+// started, when not nil, is called as soon as the process serves its metrics endpoint.
+func startOperator(ctx context.Context, cluster *framework.Cluster, started func(*operator), extraArgs ...string) (*operator, error) {
 	op, err := cluster.StartOperator(append([]string{"-v=0", "--profiling"}, extraArgs...)...)
 	if err != nil {
 		return nil, err
 	}
 	o := &operator{Operator: op, pid: op.PID(), plugins: map[int]string{}, http: &http.Client{Timeout: 10 * time.Second}}
+	if started != nil {
+		started(o)
+	}
 	if err := op.WaitReady(ctx); err != nil {
 		return nil, errors.Join(err, o.stop())
 	}
@@ -192,6 +196,27 @@ func (o *operator) stop() error {
 	return errors.Join(errs...)
 }
 
+// cpuProfile records the operator's CPU profile for d (--profiling), saves it to path and
+// returns the top of it by cumulative time, as `go tool pprof -top -cum` prints it.
+func (o *operator) cpuProfile(ctx context.Context, path string, d time.Duration, lines int) ([]string, error) {
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(o.MetricsURL, "/metrics"), int(d.Seconds()))
+	client := &http.Client{Timeout: d + 30*time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read CPU profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read CPU profile: %s: %w", resp.Status, err)
+	}
+	return savePprofTop(ctx, path, data, lines, "-cum")
+}
+
 // heapProfile saves the operator's heap profile (--profiling) to path, after a GC so that
 // it shows what is live, and returns the top of its in-use space as `go tool pprof -top`
 // prints it.
@@ -205,10 +230,15 @@ func (o *operator) heapProfile(ctx context.Context, path string, lines int) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("read heap profile: %w", err)
 	}
+	return savePprofTop(ctx, path, data, lines, "-sample_index=inuse_space")
+}
+
+// savePprofTop saves a profile to path and returns the first lines of `go tool pprof -top`.
+func savePprofTop(ctx context.Context, path string, data []byte, lines int, flags ...string) ([]string, error) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return nil, fmt.Errorf("save heap profile: %w", err)
+		return nil, fmt.Errorf("save profile: %w", err)
 	}
-	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-sample_index=inuse_space", path).Output()
+	out, err := exec.CommandContext(ctx, "go", append(append([]string{"tool", "pprof", "-top"}, flags...), path)...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("go tool pprof -top %s: %w", path, err)
 	}

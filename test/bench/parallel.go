@@ -51,11 +51,16 @@ feed:
 	return errors.Join(failed...)
 }
 
-// unthrottledClient is a client of the benchmark's own, without client-side rate limit.
-func unthrottledClient(base *rest.Config) (kubernetes.Interface, error) {
+// unthrottled is base without client-side rate limit, as the benchmark's own clients are.
+func unthrottled(base *rest.Config) *rest.Config {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = -1, 0
-	kube, err := kubernetes.NewForConfig(cfg)
+	return cfg
+}
+
+// unthrottledClient is a client of the benchmark's own.
+func unthrottledClient(base *rest.Config) (kubernetes.Interface, error) {
+	kube, err := kubernetes.NewForConfig(unthrottled(base))
 	if err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
