@@ -28,7 +28,7 @@ type operator struct {
 
 // startOperator starts bin/stepwise-operator as the e2e tests do, logging as little as in
 // production so the log costs the measurement nothing, and waits until its caches synced;
-// started, when not nil, is called as soon as the process serves its metrics endpoint.
+// started, when not nil, is called as soon as the process serves its endpoints.
 func startOperator(ctx context.Context, cluster *framework.Cluster, started func(*operator), extraArgs ...string) (*operator, error) {
 	op, err := cluster.StartOperator(append([]string{"-v=0", "--profiling"}, extraArgs...)...)
 	if err != nil {
@@ -36,6 +36,9 @@ func startOperator(ctx context.Context, cluster *framework.Cluster, started func
 	}
 	o := &operator{Operator: op, pid: op.PID(), plugins: map[int]string{}, http: &http.Client{Timeout: 10 * time.Second}}
 	if started != nil {
+		if err := op.WaitServing(ctx); err != nil {
+			return nil, errors.Join(err, o.stop())
+		}
 		started(o)
 	}
 	if err := op.WaitReady(ctx); err != nil {

@@ -259,15 +259,12 @@ func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 // format (`"Serving" endpoint="metrics" address="..."`) or JSON (`"msg":"Serving","endpoint":"metrics",...`).
 var servingRE = regexp.MustCompile(`"Serving"[ ,]"?endpoint"?[=:]"(metrics|health)"[ ,]"?address"?[=:]"([^"]+)"`)
 
-// WaitReady reads the endpoints' addresses from the log, then waits until /readyz answers
-// OK: the operator's caches have synced. It fails at once if the operator exits.
-func (o *Operator) WaitReady(ctx context.Context) error {
-	client := &http.Client{Timeout: 10 * time.Second}
+// WaitServing reads the endpoints' addresses (MetricsURL, HealthURL) from the log, once
+// they listen. It fails at once if the operator exits.
+func (o *Operator) WaitServing(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-o.done:
-			return false, fmt.Errorf("operator exited: %v", o.waitErr)
-		default:
+		if err := o.exited(); err != nil {
+			return false, err
 		}
 		data, err := os.ReadFile(o.Log)
 		if err != nil {
@@ -280,8 +277,24 @@ func (o *Operator) WaitReady(ctx context.Context) error {
 				o.HealthURL = "http://" + m[2] + "/readyz"
 			}
 		}
-		if o.MetricsURL == "" || o.HealthURL == "" {
-			return false, nil
+		return o.MetricsURL != "" && o.HealthURL != "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the operator to serve its endpoints (log: %s): %w", o.Log, err)
+	}
+	return nil
+}
+
+// WaitReady waits for the endpoints (WaitServing), then until /readyz answers OK: the
+// operator's caches have synced. It fails at once if the operator exits.
+func (o *Operator) WaitReady(ctx context.Context) error {
+	if err := o.WaitServing(ctx); err != nil {
+		return err
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := o.exited(); err != nil {
+			return false, err
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.HealthURL, nil)
 		if err != nil {
@@ -298,6 +311,16 @@ func (o *Operator) WaitReady(ctx context.Context) error {
 		return fmt.Errorf("wait for the operator to be ready (log: %s): %w", o.Log, err)
 	}
 	return nil
+}
+
+// exited is the operator's exit, as an error, once it has exited; nil while it runs.
+func (o *Operator) exited() error {
+	select {
+	case <-o.done:
+		return fmt.Errorf("operator exited: %v", o.waitErr)
+	default:
+		return nil
+	}
 }
 
 // PID is the operator's process ID.
