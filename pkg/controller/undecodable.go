@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/semantic"
 )
 
 // syncUndecodable handles a pipeline the operator cannot decode: it runs nothing, and says
@@ -64,7 +64,7 @@ func (c *Controller) syncUndecodable(ctx context.Context, p *v1alpha1.Pipeline, 
 			LastTransitionTime: metav1.NewTime(c.clock.Now()),
 		})
 	}
-	if equality.Semantic.DeepEqual(&p.Status, status) {
+	if semantic.Equal(&p.Status, status) {
 		return 0, nil
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{

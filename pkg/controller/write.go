@@ -8,18 +8,18 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/semantic"
 )
 
 // writeStatus writes the sync's status through the status subresource when it differs from
 // what the cache holds, then records the sync's Events.
 func (c *Controller) writeStatus(ctx context.Context, ps *pipelineSync) error {
-	if equality.Semantic.DeepEqual(&ps.p.Status, ps.status) {
+	if semantic.Equal(&ps.p.Status, ps.status) {
 		ps.emitEvents()
 		return nil
 	}
@@ -122,7 +122,7 @@ func (ps *pipelineSync) rejectStatus(err error) bool {
 func (ps *pipelineSync) failChangedSteps(keepRuns bool, reason string, message func(hook v1alpha1.Hook) string) []string {
 	var failed []string
 	fail := func(s *v1alpha1.StepStatus, before v1alpha1.StepStatus) {
-		if s.StartTime == nil || equality.Semantic.DeepEqual(&before, s) {
+		if s.StartTime == nil || semantic.Equal(&before, s) {
 			return // no hook of it ran in this sync
 		}
 		failed = append(failed, s.Name)

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +16,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+
+	"github.com/stepwise-dev/stepwise/pkg/semantic"
 )
 
 // objectInformers are the informers of the kinds triggers watch: one shared informer per
@@ -287,7 +288,7 @@ func sameButVersion(oldObj, newObj any) bool {
 	a, b := before.DeepCopy(), after.DeepCopy()
 	a.SetResourceVersion("")
 	b.SetResourceVersion("")
-	return equality.Semantic.DeepEqual(a.Object, b.Object)
+	return semantic.Equal(a.Object, b.Object)
 }
 
 func accessor(obj any) metaObject {

@@ -8,12 +8,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/semantic"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
@@ -236,7 +236,7 @@ func (c *Controller) writeStatus(ctx context.Context, ts *triggerSync) error {
 		return nil
 	}
 	status := ts.newStatus()
-	if equality.Semantic.DeepEqual(&ts.trig.Status, &status) {
+	if semantic.Equal(&ts.trig.Status, &status) {
 		return nil
 	}
 	trig := ts.trig.DeepCopy()

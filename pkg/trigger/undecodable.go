@@ -7,13 +7,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/semantic"
 )
 
 // syncUndecodable handles a trigger the operator cannot decode: it watches nothing and
@@ -31,7 +31,7 @@ func (c *Controller) syncUndecodable(ctx context.Context, key cache.ObjectName, 
 		ObservedGeneration: trig.Generation,
 		LastTransitionTime: metav1.NewTime(c.clock.Now()),
 	})
-	if equality.Semantic.DeepEqual(conditions, trig.Status.Conditions) && trig.Status.ObservedGeneration == trig.Generation {
+	if semantic.Equal(conditions, trig.Status.Conditions) && trig.Status.ObservedGeneration == trig.Generation {
 		return 0, nil
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"observedGeneration": trig.Generation, "conditions": conditions}})
