@@ -20,7 +20,7 @@ type clients struct {
 	stepwise clientset.Interface
 }
 
-// newClients builds the clients with the QPS and burst of the flags; every client made
+// newClients builds the clients with the QPS, burst and compression of the flags; every client made
 // from the config, the impersonating ones too, counts its API requests in reg.
 func newClients(opts *options, reg prometheus.Registerer) (*clients, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags(opts.master, opts.kubeconfig)
@@ -29,6 +29,7 @@ func newClients(opts *options, reg prometheus.Registerer) (*clients, error) {
 	}
 	cfg.QPS = float32(opts.qps)
 	cfg.Burst = opts.burst
+	cfg.DisableCompression = !opts.apiCompression
 	cfg.UserAgent = controller.ControllerName
 	cfg.Wrap(metrics.NewAPIRequests(reg).WrapTransport)
 

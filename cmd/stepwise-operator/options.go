@@ -32,8 +32,10 @@ type options struct {
 	master     string
 	qps        float64
 	burst      int
-	workers    int
-	resync     time.Duration
+	// apiCompression asks the API server to gzip its responses.
+	apiCompression bool
+	workers        int
+	resync         time.Duration
 	// namespaceShare: see workerShares.
 	namespaceShare int
 
@@ -107,6 +109,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.master, "master", "", "The address of the Kubernetes API server, overriding the one in the kubeconfig.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 200, "Requests per second to the API server, sustained. A negative value turns client-side throttling off (the server's priority and fairness still applies).")
 	fs.IntVar(&o.burst, "kube-api-burst", 400, "Requests to the API server allowed in a burst above --kube-api-qps.")
+	fs.BoolVar(&o.apiCompression, "kube-api-compression", false, "Ask the API server to gzip its responses. Off, as kube-controller-manager has it: on the cluster's network gzip costs the API server more CPU than it saves time, most of all for the lists of a start (100,000 pipelines are hundreds of megabytes); on a slow link to a remote API server, turn it on.")
 	fs.IntVar(&o.workers, "workers", 8, "Pipelines reconciled at the same time.")
 	fs.IntVar(&o.namespaceShare, "max-workers-per-namespace", 0, "The most workers one namespace's pipelines hold while another namespace's wait; namespaces take turns, and a namespace alone may use all workers but one, so a namespace whose hooks hang never holds them all. 0: half of --workers (at least 1).")
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "How often every pipeline is looked at even when nothing changed.")
