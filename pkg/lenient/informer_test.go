@@ -209,6 +209,8 @@ func TestListIsDecodedAsItStreams(t *testing.T) {
 		{name: "an item not an object", body: `{"metadata":{"resourceVersion":"13"},"items":[42,` + fine + `]}`, wantRV: "13", wantLen: 1},
 		{name: "cut short", body: `{"metadata":{"resourceVersion":"14"},"items":[` + fine + `,{"metadata":`, wantErr: "unexpected EOF"},
 		{name: "not a list", body: `[1,2]`, wantErr: "want '{'"},
+		{name: "stray commas", body: `{"metadata":{"resourceVersion":"15"},"items":[,` + fine + `,]}`, wantRV: "15", wantLen: 1},
+		{name: "a missing comma", body: `{"metadata":{"resourceVersion":"16"},"items":[` + fine + ` ` + fine + `]}`, wantErr: "want ','"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
