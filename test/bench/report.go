@@ -182,13 +182,14 @@ func (r *results) evaluate() {
 			fmt.Sprintf("%d", t.MaxUnfinished), t.MaxUnfinished <= t.Concurrency)
 		if t.IdealDrainSeconds > 0 {
 			// At the budget: every place taken while objects wait, unless the client's QPS
-			// cannot write that fast (4 pipeline writes each: the trigger's create, the
+			// cannot write that fast (3 pipeline writes each: the trigger's create, with the
 			// finalizer, the step waiting, the step done). The last pipelines' creation and
 			// status writes come on top; a tenth, and 5 s, are allowed for them.
-			bound := max(t.IdealDrainSeconds, float64(t.Objects)*4/r.Settings.QPS)
+			const writes = 3
+			bound := max(t.IdealDrainSeconds, float64(t.Objects)*writes/r.Settings.QPS)
 			want := bound*1.1 + 5
-			add("trigger: drain time with steps that take time", fmt.Sprintf("<= %.0f s (max(%d × %.0f s ÷ %d, %d × 4 writes ÷ QPS %g), +10%% +5 s)",
-				want, t.Objects, t.StepSeconds, t.Concurrency, t.Objects, r.Settings.QPS),
+			add("trigger: drain time with steps that take time", fmt.Sprintf("<= %.0f s (max(%d × %.0f s ÷ %d, %d × %d writes ÷ QPS %g), +10%% +5 s)",
+				want, t.Objects, t.StepSeconds, t.Concurrency, t.Objects, writes, r.Settings.QPS),
 				fmt.Sprintf("%.1f s (mean unfinished %.0f)", t.DrainSeconds, t.MeanUnfinished), t.DrainSeconds <= want)
 		}
 		if t.StepSeconds == 0 {
