@@ -12,8 +12,12 @@ import (
 // value as it was (equality.Semantic.DeepEqual): the cache holds every pipeline of the
 // cluster, finished ones too, and most of its bytes are the same strings again (executor,
 // phase, hook, condition and reason names, messages, hashes of identical steps) and the
-// spare capacity decoding leaves in slices. Repeated strings are interned (unique.Make:
-// a canonical copy, released when no object uses it) and slices trimmed to their length.
+// spare capacity decoding leaves in slices. Repeated strings are interned (unique.Make) and
+// slices trimmed to their length. unique keeps its canonical copy only while a handle to it
+// lives, and the cache keeps the strings, not the handles: after a garbage collection the
+// next pipeline decoded makes a new canonical copy, which those after it share. A string
+// is stored once per collection cycle, not once per pipeline, and nothing a tenant wrote
+// outlives the objects that hold it.
 // Names, UIDs and resourceVersions, unique to each object, are left alone.
 //
 // The objects of the cache are shared and never written to (the engine works on deep
