@@ -182,21 +182,19 @@ func (lw *listWatch[T, PT]) decodeItems(v *valueReader, out *metav1.List) error 
 		if err != nil {
 			return fmt.Errorf("item %d: %w", len(out.Items)+len(batch), err)
 		}
-		if more {
-			raw, err := v.value()
-			if err != nil {
-				return fmt.Errorf("item %d: %w", len(out.Items)+len(batch), err)
-			}
-			batch = append(batch, raw)
-		}
-		if len(batch) == listBatch || (!more && len(batch) > 0) {
-			lw.decodeBatch(batch, out)
-			batch = batch[:0]
-		}
 		if !more {
 			break
 		}
+		raw, err := v.value()
+		if err != nil {
+			return fmt.Errorf("item %d: %w", len(out.Items)+len(batch), err)
+		}
+		if batch = append(batch, raw); len(batch) == listBatch {
+			lw.decodeBatch(batch, out)
+			batch = batch[:0]
+		}
 	}
+	lw.decodeBatch(batch, out)
 	return unexpected(v.delim(']'))
 }
 

@@ -63,11 +63,16 @@ func (o *operator) scrape(ctx context.Context) (samples, error) {
 
 // get reads url from the operator's metrics endpoint and hands the body to read.
 func (o *operator) get(ctx context.Context, url string, read func(io.Reader) error) error {
+	return fetch(ctx, o.http, url, read)
+}
+
+// fetch GETs url with client and hands the body of an OK answer to read.
+func fetch(ctx context.Context, client *http.Client, url string, read func(io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := o.http.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -203,19 +208,13 @@ func (o *operator) stop() error {
 // returns the top of it by cumulative time, as `go tool pprof -top -cum` prints it.
 func (o *operator) cpuProfile(ctx context.Context, path string, d time.Duration, lines int) ([]string, error) {
 	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(o.MetricsURL, "/metrics"), int(d.Seconds()))
-	client := &http.Client{Timeout: d + 30*time.Second}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
+	var data []byte
+	err := fetch(ctx, &http.Client{Timeout: d + 30*time.Second}, url, func(body io.Reader) (err error) {
+		data, err = io.ReadAll(body)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read CPU profile: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("read CPU profile: %s: %w", resp.Status, err)
 	}
 	return savePprofTop(ctx, path, data, lines, "-cum")
 }

@@ -16,7 +16,8 @@ import (
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 )
 
-// rawResult is the write rate of a plain client: every ConfigMap created, then updated.
+// rawResult is the write rate of a plain client: the writes each object of a raw test
+// counts, over the test's time.
 type rawResult struct {
 	Label        string  `json:"label"`
 	Writes       int     `json:"writes"`
@@ -27,7 +28,8 @@ type rawResult struct {
 	WritesPerSec float64 `json:"writesPerSecond"`
 }
 
-// rawObjects is what a raw test writes: it creates object i, then updates it once.
+// rawObjects is what a raw test writes: object i created and written once more (twice for
+// a Pipeline), two counted writes each.
 type rawObjects interface {
 	createAndUpdate(ctx context.Context, i int) error
 	deleteAll(ctx context.Context) error
