@@ -154,7 +154,7 @@ bench: build localcluster-tools ## Benchmark the operator against the API server
 
 # The scale the issue sets: 100,000 finished pipelines at QPS 1000 and 16 workers, and a
 # trigger on 5,000 Nodes (about 40 minutes on 2 cores).
-BENCH_SCALE_ARGS ?= -n 1000 -qps 1000 -burst 2000 -workers 16 -idle 100000 -idle-duration 30s -plugin=false -trigger-objects 0 -trigger-nodes 5000 -latency-samples 5 -fairness-hang 0 -fairness-slow 0 -timeout 60m
+BENCH_SCALE_ARGS ?= -n 2000 -qps 1000 -burst 2000 -workers 16 -idle 100000 -idle-duration 30s -plugin=false -trigger-objects 0 -trigger-nodes 5000 -latency-samples 5 -fairness-hang 0 -fairness-slow 0 -run-cpu-profile 60s -timeout 60m
 .PHONY: bench-scale
 bench-scale: build localcluster-tools ## Benchmark at scale: 100,000 finished pipelines (QPS 1000, 16 workers) and a trigger on 5,000 Nodes; about 40 minutes.
 	go run ./test/bench -out $(LOCALBIN)/bench-scale-results.json $(BENCH_SCALE_ARGS)

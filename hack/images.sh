@@ -2,7 +2,8 @@
 # Builds Stepwise's container images without a container engine or a registry, as OCI
 # archives: the operator's (the operator, the plugins of OPERATOR_PLUGINS and their
 # SHA256SUMS, the layout of the Dockerfile) and each plugin's own (its binary alone). The
-# binaries are static (CGO_ENABLED=0) and built for the images alone in LOCALBIN/image.
+# binaries are static (hack/build.sh builds every binary so) and built for the images
+# alone in LOCALBIN/image.
 #
 #   hack/images.sh                   # tag: git describe, or dev; archives in bin/images
 #   IMAGE_TAG=v0.3.0 PLUGINS="vsphere" hack/images.sh
@@ -25,7 +26,7 @@ OPERATOR_PLUGINS="${OPERATOR_PLUGINS-${PLUGINS}}"
 TAG="${IMAGE_TAG:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 REPO="${IMAGE_REPO:+${IMAGE_REPO%/}/}"
 
-CGO_ENABLED=0 LOCALBIN="${STAGE}" GO_BUILD_FLAGS="-trimpath" hack/build.sh --plugins "${PLUGINS}" ./cmd/stepwise-operator
+LOCALBIN="${STAGE}" hack/build.sh --plugins "${PLUGINS}" ./cmd/stepwise-operator
 go build -o "${STAGE}/image" ./hack/image
 
 # The operator's image holds OPERATOR_PLUGINS only, with their sums.

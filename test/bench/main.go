@@ -52,6 +52,7 @@ type config struct {
 	goMemLimit              string
 	plugin, restart, keep   bool
 	restartProfile          time.Duration
+	runProfile              time.Duration
 	// fairnessHang and fairnessSlow are tenant A's pipelines in the fairness phase.
 	fairnessHang, fairnessSlow int
 	namespaceShare             int
@@ -81,6 +82,7 @@ func main() {
 	fs.BoolVar(&cfg.plugin, "plugin", true, "Run the plugin phase (needs bin/plugins from `make plugins`).")
 	fs.BoolVar(&cfg.restart, "restart", true, "After the idle phase, restart the operator and measure it catching up with the finished pipelines.")
 	fs.DurationVar(&cfg.restartProfile, "restart-cpu-profile", 20*time.Second, "How long the restart's CPU profile records, from the operator's start (saved beside the results; 0: none).")
+	fs.DurationVar(&cfg.runProfile, "run-cpu-profile", 0, "Length of the operator's CPU profile of each throughput run's end: profiles of this length are recorded one after the other and the last complete one kept (saved beside the results; 0: none).")
 	fs.IntVar(&cfg.fairnessHang, "fairness-hang", 8, "Fairness phase: tenant A's pipelines whose hook hangs (0 with -fairness-slow 0 skips the phase).")
 	fs.IntVar(&cfg.fairnessSlow, "fairness-slow", 1000, "Fairness phase: tenant A's pipelines whose hook is slow (500 ms) and fails, retried.")
 	fs.IntVar(&cfg.namespaceShare, "max-workers-per-namespace", 0, "The operator's --max-workers-per-namespace (0: its default, half of -workers); -workers lets one namespace hold every worker, for a before/after comparison.")
@@ -169,6 +171,25 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 		}
 	}
 
+	// The benchmark's own client is not throttled, and counts its requests so that they
+	// can be told apart from the operator's in apiserver_request_total.
+	benchReg := prometheus.NewRegistry()
+	benchCfg := unthrottled(cluster.Config)
+	benchCfg.Wrap(metrics.NewAPIRequests(benchReg).WrapTransport)
+	client, err := clientset.NewForConfig(benchCfg)
+	if err != nil {
+		return res, fmt.Errorf("create stepwise client: %w", err)
+	}
+	// The tracker watches the namespace from before the raw tests: the API server sends the
+	// raw Pipelines' events to it as it sends the runs' pipelines', so that the raw rate and
+	// the runs' share the machine with the same benchmark.
+	trackerCtx, stopTracker := context.WithCancel(ctx)
+	defer stopTracker()
+	t, err := newTracker(trackerCtx, client, namespace)
+	if err != nil {
+		return res, err
+	}
+
 	log("Raw write limit: %d ConfigMaps created and updated", cfg.n)
 	limited, err := measureRaw(ctx, cluster.Config, namespace, "operator-settings", cfg.n, cfg.workers, cfg.qps, cfg.burst)
 	if err != nil {
@@ -179,28 +200,12 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 		return res, fmt.Errorf("raw write limit: %w", err)
 	}
 	log("Raw write limit: %d Pipelines created (unthrottled), patched and their status updated", cfg.n)
-	pipelines, err := measureRawPipelines(ctx, cluster.Config, namespace, "pipelines", cfg.n, cfg.workers, cfg.qps, cfg.burst,
+	pipelines, err := measureRawPipelines(ctx, cluster.Config, namespace, "pipelines", cfg.n, cfg.creators, cfg.workers, cfg.qps, cfg.burst,
 		pipelineSpec{steps: cfg.k, pluginStep: -1})
 	if err != nil {
 		return res, fmt.Errorf("raw write limit: %w", err)
 	}
 	res.Raw = []rawResult{limited, unlimited, pipelines}
-
-	// The benchmark's own client is not throttled, and counts its requests so that they
-	// can be told apart from the operator's in apiserver_request_total.
-	benchReg := prometheus.NewRegistry()
-	benchCfg := unthrottled(cluster.Config)
-	benchCfg.Wrap(metrics.NewAPIRequests(benchReg).WrapTransport)
-	client, err := clientset.NewForConfig(benchCfg)
-	if err != nil {
-		return res, fmt.Errorf("create stepwise client: %w", err)
-	}
-	trackerCtx, stopTracker := context.WithCancel(ctx)
-	defer stopTracker()
-	t, err := newTracker(trackerCtx, client, namespace)
-	if err != nil {
-		return res, err
-	}
 
 	b := &bench{cfg: cfg, cluster: cluster, client: client, tracker: t, res: res}
 	defer func() {
@@ -339,6 +344,12 @@ func (b *bench) startOperator(ctx context.Context, started func(*operator)) erro
 	return nil
 }
 
+// profiled is a CPU profile's top, recorded while a phase ran.
+type profiled struct {
+	top []string
+	err error
+}
+
 // pipelineRun creates the pipelines as fast as the benchmark can and measures how the
 // operator runs them.
 func (b *bench) pipelineRun(ctx context.Context, label string, names []string, spec pipelineSpec) (pipelineRun, error) {
@@ -353,6 +364,22 @@ func (b *bench) pipelineRun(ctx context.Context, label string, names []string, s
 	if err != nil {
 		return r, err
 	}
+	benchCPUBefore, err := cpuSeconds(os.Getpid())
+	if err != nil {
+		return r, err
+	}
+	// The CPU profile of the run's end says where the operator's share of the machine goes
+	// once its cache holds what the run created (filling it, the end is what grows).
+	var profile chan profiled
+	profileCtx, stopProfile := context.WithCancel(ctx)
+	defer stopProfile()
+	if b.cfg.runProfile > 0 {
+		profile = make(chan profiled, 1)
+		go func() {
+			top, err := b.op.lastCPUProfile(profileCtx, b.profilePath("cpu", label), b.cfg.runProfile, cpuTopLines)
+			profile <- profiled{top, err}
+		}()
+	}
 	// A deadline that only a broken run misses: at least 5 pipelines a second.
 	timeout := 2*time.Minute + time.Duration(len(names))*200*time.Millisecond
 	start, end, err := createAll(ctx, b.client, b.tracker, namespace, names, spec, b.cfg.creators, timeout)
@@ -364,6 +391,10 @@ func (b *bench) pipelineRun(ctx context.Context, label string, names []string, s
 		return r, fmt.Errorf("run %s: %w", label, err)
 	}
 	cpuAfter, err := cpuSeconds(b.op.pid)
+	if err != nil {
+		return r, err
+	}
+	benchCPUAfter, err := cpuSeconds(os.Getpid())
 	if err != nil {
 		return r, err
 	}
@@ -401,9 +432,12 @@ func (b *bench) pipelineRun(ctx context.Context, label string, names []string, s
 	}
 	if raw := b.res.Raw[2].WritesPerSec; raw > 0 {
 		r.RatioToRawPipelineLimit = r.PipelineWritesPerSec / raw
+		r.WriteLimitPerSec = writeLimit(raw, pipelineWrites, b.cfg.qps, b.cfg.burst)
+		r.RatioToWriteLimit = r.PipelineWritesPerSec / r.WriteLimitPerSec
 	}
 	r.CPUSeconds = cpuAfter - cpuBefore
 	r.CPUMsPerPipeline = r.CPUSeconds / n * 1000
+	r.BenchCPUSeconds = benchCPUAfter - benchCPUBefore
 	r.PeakRSSMiB = mib(st.PeakBytes)
 	r.RSSMiB = mib(st.RSSBytes)
 	r.HookMeanMicros = d.hookMean
@@ -415,6 +449,12 @@ func (b *bench) pipelineRun(ctx context.Context, label string, names []string, s
 			return r, err
 		}
 		r.PluginRestarts = &restarts
+	}
+	if profile != nil {
+		stopProfile()
+		p := <-profile
+		r.CPUTop, r.CPUProfileSeconds = p.top, b.cfg.runProfile.Seconds()
+		return r, p.err
 	}
 	return r, nil
 }
@@ -501,10 +541,6 @@ func (b *bench) restartPhase(ctx context.Context) error {
 	start := time.Now()
 	// The CPU profile of the start says where a slow sync goes (decoding the lists, the
 	// API server's share of the machine).
-	type profiled struct {
-		top []string
-		err error
-	}
 	var profile chan profiled
 	started := func(o *operator) {
 		if b.cfg.restartProfile <= 0 {

@@ -207,6 +207,34 @@ func (o *operator) stop() error {
 // cpuProfile records the operator's CPU profile for d (--profiling), saves it to path and
 // returns the top of it by cumulative time, as `go tool pprof -top -cum` prints it.
 func (o *operator) cpuProfile(ctx context.Context, path string, d time.Duration, lines int) ([]string, error) {
+	data, err := o.readCPUProfile(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	return savePprofTop(ctx, path, data, lines, "-cum")
+}
+
+// lastCPUProfile records CPU profiles of d one after the other until ctx ends, then saves
+// the last complete one as cpuProfile does; none when ctx ended within the first.
+func (o *operator) lastCPUProfile(ctx context.Context, path string, d time.Duration, lines int) ([]string, error) {
+	var last []byte
+	for {
+		data, err := o.readCPUProfile(ctx, d)
+		if ctx.Err() != nil {
+			break // the phase ended during this profile
+		}
+		if err != nil {
+			return nil, err
+		}
+		last = data
+	}
+	if last == nil {
+		return nil, nil
+	}
+	return savePprofTop(context.WithoutCancel(ctx), path, last, lines, "-cum")
+}
+
+func (o *operator) readCPUProfile(ctx context.Context, d time.Duration) ([]byte, error) {
 	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(o.MetricsURL, "/metrics"), int(d.Seconds()))
 	var data []byte
 	err := fetch(ctx, &http.Client{Timeout: d + 30*time.Second}, url, func(body io.Reader) (err error) {
@@ -216,7 +244,7 @@ func (o *operator) cpuProfile(ctx context.Context, path string, d time.Duration,
 	if err != nil {
 		return nil, fmt.Errorf("read CPU profile: %w", err)
 	}
-	return savePprofTop(ctx, path, data, lines, "-cum")
+	return data, nil
 }
 
 // heapProfile saves the operator's heap profile (--profiling) to path, after a GC so that

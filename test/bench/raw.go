@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -26,10 +28,25 @@ type rawResult struct {
 	Burst        int     `json:"burst"`
 	Seconds      float64 `json:"seconds"`
 	WritesPerSec float64 `json:"writesPerSecond"`
+	// BenchCPUSeconds is the benchmark process' CPU meanwhile (its clients and the
+	// tracker's watch): the machine's share that neither the API server nor an operator had.
+	BenchCPUSeconds float64 `json:"benchCpuSeconds"`
 }
 
-// rawObjects is what a raw test writes: object i created and written once more (twice for
-// a Pipeline), two counted writes each.
+// writeLimit is the fastest rate at which a run can make `writes` pipeline writes: no faster than the raw
+// Pipeline test wrote (raw writes/s: where the API server binds, its share of the machine)
+// and no faster than a client with qps and burst allows that many writes (a burst, then
+// qps a second). The raw test writes few enough for its burst to count; a longer run, as
+// filling the cache, cannot keep that pace with the same client settings.
+func writeLimit(raw, writes, qps float64, burst int) float64 {
+	if qps <= 0 || writes <= float64(burst) {
+		return raw
+	}
+	return min(raw, writes*qps/(writes-float64(burst)))
+}
+
+// rawObjects is what a raw test of ConfigMaps writes: object i created and written once
+// more, two counted writes each.
 type rawObjects interface {
 	createAndUpdate(ctx context.Context, i int) error
 	deleteAll(ctx context.Context) error
@@ -48,15 +65,16 @@ func measureRaw(ctx context.Context, base *rest.Config, ns, label string, n, wor
 	return measureRawWrites(ctx, rawConfigMaps{client: client, ns: ns, label: label}, label, n, workers, qps, burst)
 }
 
-// measureRawPipelines does the same with Pipelines of spec, as a pipeline costs the API
-// server when the operator runs it: created by an unthrottled client (as the benchmark's
-// creators make them), then, with the operator's client settings, a merge patch of its
-// metadata (as the engine's finalizer patch, on an annotation: these are deleted before any
-// operator runs) and its status updated as the engine's would be once its steps ran. The
-// patch and the update are counted: the operator's pipeline writes. Where the client
-// settings do not bind (QPS 1000 on two cores) the API server does, and the creates take
-// their share of it in both.
-func measureRawPipelines(ctx context.Context, base *rest.Config, ns, label string, n, workers int, qps float64, burst int, spec pipelineSpec) (rawResult, error) {
+// measureRawPipelines measures what a minimal controller achieves with the operator's
+// client settings: a run's requests in a run's shape. The benchmark's creators (an
+// unthrottled client) create n Pipelines of spec as fast as they can, as in a run, and
+// workers goroutines take each created Pipeline and make the engine's two writes one after
+// the other, with the operator's client settings: a merge patch of its metadata (as the
+// finalizer patch, on an annotation: these are deleted before any operator runs) and its
+// status updated as the engine's would be once its steps ran. The two writes are counted,
+// from the first create to the last status. Where the client settings do not bind (QPS
+// 1000 on two cores) the API server does, and the creates take their share of it in both.
+func measureRawPipelines(ctx context.Context, base *rest.Config, ns, label string, n, creators, workers int, qps float64, burst int, spec pipelineSpec) (rawResult, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = float32(qps), burst
 	client, err := clientset.NewForConfig(cfg)
@@ -67,16 +85,66 @@ func measureRawPipelines(ctx context.Context, base *rest.Config, ns, label strin
 	if err != nil {
 		return rawResult{}, fmt.Errorf("create client: %w", err)
 	}
-	return measureRawWrites(ctx, rawPipelines{client: client, creator: creator, ns: ns, label: label, spec: spec}, label, n, workers, qps, burst)
+	r := rawPipelines{client: client, creator: creator, ns: ns, label: label, spec: spec}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	return timeRawWrites(ctx, r, label, n, workers, qps, burst, func(ctx context.Context) error {
+		created := make(chan *v1alpha1.Pipeline, n) // never blocks a creator
+		createCtx, stopCreating := context.WithCancel(ctx)
+		defer stopCreating()
+		var createErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer close(created)
+			createErr = forEach(createCtx, n, creators, func(ctx context.Context, i int) error {
+				p, err := r.create(ctx, i)
+				if err == nil {
+					created <- p
+				}
+				return err
+			})
+		}()
+		writeErr := forEach(ctx, n, workers, func(ctx context.Context, _ int) error {
+			select {
+			case p, ok := <-created:
+				if !ok {
+					return errors.New("a pipeline was not created")
+				}
+				return r.write(ctx, p)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		stopCreating() // a failed write leaves the creators nothing to do
+		<-done
+		return errors.Join(createErr, writeErr)
+	})
 }
 
 func measureRawWrites(ctx context.Context, objects rawObjects, label string, n, workers int, qps float64, burst int) (rawResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	return timeRawWrites(ctx, objects, label, n, workers, qps, burst, func(ctx context.Context) error {
+		return forEach(ctx, n, workers, objects.createAndUpdate)
+	})
+}
 
+// timeRawWrites times write, which makes two counted writes for each of n objects, and
+// deletes the objects.
+func timeRawWrites(ctx context.Context, objects interface{ deleteAll(context.Context) error }, label string, n, workers int,
+	qps float64, burst int, write func(context.Context) error) (rawResult, error) {
+	cpuBefore, err := cpuSeconds(os.Getpid())
+	if err != nil {
+		return rawResult{}, err
+	}
 	start := time.Now()
-	feedErr := forEach(ctx, n, workers, objects.createAndUpdate)
+	feedErr := write(ctx)
 	elapsed := time.Since(start)
+	cpuAfter, err := cpuSeconds(os.Getpid())
+	if err != nil {
+		return rawResult{}, err
+	}
 	cleanupErr := objects.deleteAll(ctx)
 	if feedErr != nil {
 		return rawResult{}, feedErr
@@ -86,7 +154,7 @@ func measureRawWrites(ctx context.Context, objects rawObjects, label string, n, 
 	}
 	return rawResult{
 		Label: label, Writes: 2 * n, Workers: workers, QPS: qps, Burst: burst,
-		Seconds: elapsed.Seconds(), WritesPerSec: float64(2*n) / elapsed.Seconds(),
+		Seconds: elapsed.Seconds(), WritesPerSec: float64(2*n) / elapsed.Seconds(), BenchCPUSeconds: cpuAfter - cpuBefore,
 	}, nil
 }
 
@@ -128,13 +196,20 @@ type rawPipelines struct {
 	spec      pipelineSpec
 }
 
-func (r rawPipelines) createAndUpdate(ctx context.Context, i int) error {
+// create makes pipeline i as the benchmark's creators do.
+func (r rawPipelines) create(ctx context.Context, i int) (*v1alpha1.Pipeline, error) {
 	p := r.spec.pipeline(r.ns, fmt.Sprintf("raw-%s-%05d", r.label, i))
 	p.Labels = map[string]string{"bench": r.label}
 	created, err := r.creator.StepwiseV1alpha1().Pipelines(r.ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("create pipeline %s: %w", p.Name, err)
+		return nil, fmt.Errorf("create pipeline %s: %w", p.Name, err)
 	}
+	return created, nil
+}
+
+// write makes the engine's two writes of a created pipeline: its metadata, then its status.
+func (r rawPipelines) write(ctx context.Context, created *v1alpha1.Pipeline) error {
+	p := created
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench.stepwise.dev/raw":"patched"},"resourceVersion":%q}}`, created.ResourceVersion)
 	got, err := r.client.StepwiseV1alpha1().Pipelines(r.ns).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
