@@ -33,11 +33,11 @@ type rawResult struct {
 	BenchCPUSeconds float64 `json:"benchCpuSeconds"`
 }
 
-// writeLimit is the fastest rate at which a run can make `writes` pipeline writes: no faster than the raw
-// Pipeline test wrote (raw writes/s: where the API server binds, its share of the machine)
-// and no faster than a client with qps and burst allows that many writes (a burst, then
-// qps a second). The raw test writes few enough for its burst to count; a longer run, as
-// filling the cache, cannot keep that pace with the same client settings.
+// writeLimit is the fastest rate at which a run can make `writes` pipeline writes: no
+// faster than the raw Pipeline test wrote (raw writes/s: where the API server binds, its
+// share of the machine) and no faster than a client with qps and burst allows that many
+// writes (a burst, then qps a second). The raw test writes few enough for its burst to
+// count; a longer run, as filling the cache, cannot keep that pace with the same settings.
 func writeLimit(raw, writes, qps float64, burst int) float64 {
 	if qps <= 0 || writes <= float64(burst) {
 		return raw
