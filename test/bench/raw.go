@@ -86,8 +86,6 @@ func measureRawPipelines(ctx context.Context, base *rest.Config, ns, label strin
 		return rawResult{}, fmt.Errorf("create client: %w", err)
 	}
 	r := rawPipelines{client: client, creator: creator, ns: ns, label: label, spec: spec}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
 	return timeRawWrites(ctx, r, label, n, workers, qps, burst, func(ctx context.Context) error {
 		created := make(chan *v1alpha1.Pipeline, n) // never blocks a creator
 		createCtx, stopCreating := context.WithCancel(ctx)
@@ -123,17 +121,17 @@ func measureRawPipelines(ctx context.Context, base *rest.Config, ns, label strin
 }
 
 func measureRawWrites(ctx context.Context, objects rawObjects, label string, n, workers int, qps float64, burst int) (rawResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
 	return timeRawWrites(ctx, objects, label, n, workers, qps, burst, func(ctx context.Context) error {
 		return forEach(ctx, n, workers, objects.createAndUpdate)
 	})
 }
 
-// timeRawWrites times write, which makes two counted writes for each of n objects, and
-// deletes the objects.
+// timeRawWrites times write, which makes two counted writes for each of n objects within
+// 5 minutes, and deletes the objects.
 func timeRawWrites(ctx context.Context, objects interface{ deleteAll(context.Context) error }, label string, n, workers int,
 	qps float64, burst int, write func(context.Context) error) (rawResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	cpuBefore, err := cpuSeconds(os.Getpid())
 	if err != nil {
 		return rawResult{}, err
@@ -208,9 +206,8 @@ func (r rawPipelines) create(ctx context.Context, i int) (*v1alpha1.Pipeline, er
 }
 
 // write makes the engine's two writes of a created pipeline: its metadata, then its status.
-func (r rawPipelines) write(ctx context.Context, created *v1alpha1.Pipeline) error {
-	p := created
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench.stepwise.dev/raw":"patched"},"resourceVersion":%q}}`, created.ResourceVersion)
+func (r rawPipelines) write(ctx context.Context, p *v1alpha1.Pipeline) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench.stepwise.dev/raw":"patched"},"resourceVersion":%q}}`, p.ResourceVersion)
 	got, err := r.client.StepwiseV1alpha1().Pipelines(r.ns).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("patch pipeline %s: %w", p.Name, err)
