@@ -3,18 +3,27 @@ package host
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
 // lockDir holds an exclusive lock on the file lock until it is closed (by Close, or by
-// the kernel when the process dies, SIGKILL included).
+// the kernel when the process dies, SIGKILL included). The file is locked under another
+// name and then renamed: a lock file that exists unlocked only ever belongs to a host that
+// is gone, so another host starting at the same moment cannot take it for abandoned.
 func lockDir(lock string) (*os.File, error) {
-	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(lock), "."+filepath.Base(lock)+"-")
 	if err != nil {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return nil, err
+	}
+	if err := os.Rename(f.Name(), lock); err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
 		return nil, err
 	}
 	return f, nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -199,4 +200,37 @@ func TestStaleCopiesOfAKilledOperatorAreRemoved(t *testing.T) {
 	dirs, err = filepath.Glob(filepath.Join(runDir, "stepwise-plugins-*"))
 	require.NoError(t, err)
 	assert.Empty(t, dirs, "Close removes its own")
+}
+
+// TestHostsStartingTogetherKeepTheirDirectories: a host that removed abandoned directories
+// while another was between creating its lock file and locking it took that directory for
+// abandoned and removed it; the other host's plugins then failed to copy ("no such file or
+// directory", seen in a chaos run where replicas started at once).
+func TestHostsStartingTogetherKeepTheirDirectories(t *testing.T) {
+	runDir := t.TempDir()
+	const rounds, hosts = 300, 8
+	for round := range rounds {
+		all := make([]*Host, hosts)
+		dirs := make([]string, hosts)
+		errs := make([]error, hosts)
+		var wg sync.WaitGroup
+		for i := range all {
+			all[i] = New(klog.Background(), Options{RunDir: runDir})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				dirs[i], errs[i] = all[i].privateDir()
+			}()
+		}
+		wg.Wait()
+		for i := range all {
+			if assert.NoError(t, errs[i], "round %d: host %d", round, i) {
+				assert.FileExists(t, filepath.Join(dirs[i], privateDirLock), "round %d: host %d's directory was removed under it", round, i)
+			}
+			all[i].Close()
+		}
+		if t.Failed() {
+			return
+		}
+	}
 }
