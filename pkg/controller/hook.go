@@ -119,13 +119,14 @@ var errCallBound = errors.New("the engine's bound on one hook call")
 // whatever the step's timeout, a call that does not answer (an endpoint that accepts the
 // connection and never replies) frees its worker after bound, and long work returns Wait.
 func guarded[T any](ctx context.Context, exec executor.TaskExecutor, deadline time.Time, bound time.Duration, f func(context.Context) (T, error)) (out T, err error) {
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	if bound > 0 {
-		var cancelCall context.CancelFunc
-		ctx, cancelCall = context.WithTimeoutCause(ctx, bound, errCallBound)
-		defer cancelCall()
+	// One context for both ends (one timer a call): whichever comes first, with its cause.
+	var cancel context.CancelFunc
+	if end := time.Now().Add(bound); bound > 0 && end.Before(deadline) {
+		ctx, cancel = context.WithDeadlineCause(ctx, end, errCallBound)
+	} else {
+		ctx, cancel = context.WithDeadline(ctx, deadline)
 	}
+	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
 			var zero T
