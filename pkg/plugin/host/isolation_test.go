@@ -216,11 +216,7 @@ func TestHostsStartingTogetherKeepTheirDirectories(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range all {
 			all[i] = New(klog.Background(), Options{RunDir: runDir})
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				dirs[i], errs[i] = all[i].privateDir()
-			}()
+			wg.Go(func() { dirs[i], errs[i] = all[i].privateDir() })
 		}
 		wg.Wait()
 		for i := range all {
