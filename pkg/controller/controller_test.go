@@ -31,6 +31,11 @@ func TestRunDrivesPipelinesThroughInformerAndQueue(t *testing.T) {
 	p := newPipeline(stepsOf("one", "two")...)
 	p.Finalizers = nil
 	client := fake.NewClientset(p)
+	// Writes get growing resourceVersions, as from an API server: without them the
+	// controller cannot tell its last write from an older copy the informer still holds,
+	// and a worker would run from that copy (seen: step one ran twice, 3 runs in 40).
+	versions := &fixture{client: client}
+	client.PrependReactor("*", "pipelines", versions.bumpResourceVersion)
 	exec := newRecordingExecutor("test.record")
 	exec.on("two", v1alpha1.HookCreate, failTimes(1, errBoom)) // one retry, after 10ms
 	p.Spec.Steps[1].Retry = &v1alpha1.RetryPolicy{Limit: 1, Backoff: &v1alpha1.Backoff{
