@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"io"
 	"maps"
 	"os"
@@ -267,6 +268,23 @@ func TestValidationRejectsBadPipelines(t *testing.T) {
 			wantErr: "names are at most 253 characters",
 		},
 		{
+			name: "params and with over the spec's bound together",
+			mutate: func(p map[string]any) {
+				p["spec"].(map[string]any)["params"] = manyValues("p", 3)
+				step(p, 0)["with"] = manyValues("w", 1)
+			},
+			wantErr: "at most 262144 characters together",
+		},
+		{
+			name: "the steps' with over the spec's bound together",
+			mutate: func(p map[string]any) {
+				for i := range 2 {
+					step(p, i)["with"] = manyValues(fmt.Sprint("w", i), 2)
+				}
+			},
+			wantErr: "at most 262144 characters together",
+		},
+		{
 			name: "too many steps",
 			mutate: func(p map[string]any) {
 				var many []any
@@ -288,6 +306,31 @@ func TestValidationRejectsBadPipelines(t *testing.T) {
 			assert.Contains(t, errs.ToAggregate().Error(), tt.wantErr)
 		})
 	}
+}
+
+// manyValues is n values of the largest size, their names starting with prefix.
+func manyValues(prefix string, n int) map[string]any {
+	values := map[string]any{}
+	for i := range n {
+		values[fmt.Sprint(prefix, i)] = strings.Repeat("v", v1alpha1.MaxParamValueLength)
+	}
+	return values
+}
+
+// TestValidationAcceptsValuesUpToTheSpecsBound: params and steps' with of
+// MaxSpecValuesLength characters together are admitted, an empty map of params too.
+func TestValidationAcceptsValuesUpToTheSpecsBound(t *testing.T) {
+	v := newPipelineValidator(t)
+	p := validPipeline()
+	params := manyValues("p", 2)
+	params["p2"] = strings.Repeat("v", v1alpha1.MaxParamValueLength-len("p0")*3-len("w0"))
+	p["spec"].(map[string]any)["params"] = params
+	step(p, 0)["with"] = manyValues("w", 1)
+	assert.Empty(t, v.validate(t, p))
+
+	p = validPipeline()
+	p["spec"].(map[string]any)["params"] = map[string]any{}
+	assert.Empty(t, v.validate(t, p))
 }
 
 func TestValidationAcceptsFiftyUniqueLongNames(t *testing.T) {
@@ -368,6 +411,10 @@ func TestSchemaLimitsAreTheAPIConstants(t *testing.T) {
 	assert.Equal(t, int64(v1alpha1.MaxStepMessageLength), limit(prop("status", "steps", "[]", "message").MaxLength), "a step's message")
 	assert.Equal(t, int64(v1alpha1.MaxStepOutputs), limit(prop("status", "steps", "[]", "outputs").MaxProperties), "a step's outputs")
 	assert.Equal(t, int64(v1alpha1.MaxStepBlockers), limit(prop("status", "steps", "[]", "blockedBy").MaxItems), "a step's blockers")
+	specBound := fmt.Sprintf(") <= %d", v1alpha1.MaxSpecValuesLength)
+	assert.True(t, slices.ContainsFunc(prop("spec").XValidations, func(r apiextensions.ValidationRule) bool {
+		return strings.HasSuffix(r.Rule, specBound)
+	}), "the spec's values are bounded by MaxSpecValuesLength")
 	paramRule := fmt.Sprintf("self.all(k, size(k) <= %d && size(self[k]) <= %d)", v1alpha1.MaxParamNameLength, v1alpha1.MaxParamValueLength)
 	for _, path := range [][]string{{"spec", "params"}, {"spec", "steps", "[]", "with"}} {
 		rules := prop(path...).XValidations

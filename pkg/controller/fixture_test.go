@@ -155,6 +155,9 @@ type fixture struct {
 	// resourceVersion is the last one given out: the fake clientset gives none, and the
 	// controller compares them as an API server's (integers that grow with each write).
 	resourceVersion int
+	// trimmed makes refresh put into the cache what the informer's transform keeps
+	// (TrimForCache), as the operator's informers do.
+	trimmed bool
 }
 
 // bumpResourceVersion carries out a write on the fake clientset's tracker and gives the
@@ -283,6 +286,10 @@ func (f *fixture) refresh(name string) {
 		}
 		return
 	}
+	if f.trimmed {
+		obj, _ := TrimForCache(p.DeepCopyObject())
+		p = obj.(runtime.Object)
+	}
 	require.NoError(f.t, f.indexer.Update(p))
 }
 
@@ -300,12 +307,12 @@ func (f *fixture) sync(name string) time.Duration {
 func (f *fixture) syncUntilIdle(name string) {
 	f.t.Helper()
 	for range 50 {
-		before := len(f.client.Actions())
+		before := len(f.writes())
 		requeue := f.sync(name)
-		if len(f.client.Actions()) == before && requeue == 0 {
+		if len(f.writes()) == before && requeue == 0 {
 			return
 		}
-		if requeue > 0 && len(f.client.Actions()) == before {
+		if requeue > 0 && len(f.writes()) == before {
 			return // waiting on the clock
 		}
 	}

@@ -61,7 +61,15 @@ func modeOf(p *v1alpha1.Pipeline) syncMode {
 	case !finalizer:
 		return modeAddFinalizer
 	}
-	return runModeOf(&p.Spec, &p.Status, specHash(&p.Spec))
+	return runModeOf(&p.Spec, &p.Status, cachedSpecHash(p))
+}
+
+// cachedSpecHash is the hash of p's spec, whole or as the cache left it (elideValues).
+func cachedSpecHash(p *v1alpha1.Pipeline) string {
+	if p.Elided != nil {
+		return p.Elided.SpecHash
+	}
+	return specHash(&p.Spec)
 }
 
 // runModeOf is the mode of a pipeline that is not deleted, with spec (of hash spec) and

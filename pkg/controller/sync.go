@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
@@ -30,6 +32,12 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 			return c.syncUndecodable(ctx, p, decodeErr)
 		}
 	}
+	if p.Elided != nil && restsWithoutValues(p) {
+		return 0, nil
+	}
+	if p, err = c.whole(ctx, p); err != nil || p == nil {
+		return 0, err
+	}
 
 	mode := modeOf(p)
 	if mode == modeAddFinalizer {
@@ -40,6 +48,9 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 		// in this sync, not in the one the patch's event queues, which then finds nothing
 		// to do: one reconcile and one informer round trip fewer per pipeline.
 		if p, err = c.cachedPipeline(key); err != nil || p == nil {
+			return 0, err
+		}
+		if p, err = c.whole(ctx, p); err != nil || p == nil {
 			return 0, err
 		}
 		if mode = modeOf(p); mode == modeAddFinalizer {
@@ -75,6 +86,32 @@ func (c *Controller) cachedPipeline(key cache.ObjectName) (*v1alpha1.Pipeline, e
 		return nil, fmt.Errorf("pipeline %s: unexpected %T in the cache", key, obj)
 	}
 	return p, nil
+}
+
+// restsWithoutValues tells whether a pipeline whose cached copy left its values out
+// (elideValues) has nothing to do, as its sync would find, so that a resync of a finished
+// pipeline costs no fetch: its steps are done or failed for good, its spec is the one they
+// ran for, its status has seen its generation, and no retry is asked for.
+func restsWithoutValues(p *v1alpha1.Pipeline) bool {
+	return modeOf(p) == modeFinished && p.Status.ObservedGeneration == p.Generation && !p.RetryRequested()
+}
+
+// whole is p with its values: p itself, or, when the cache left them out (elideValues),
+// the pipeline as the API server has it now (nil when it is gone). A read from the API
+// server is never older than the cache, so the sync never redoes work the status records.
+func (c *Controller) whole(ctx context.Context, p *v1alpha1.Pipeline) (*v1alpha1.Pipeline, error) {
+	if p.Elided == nil {
+		return p, nil
+	}
+	whole, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get pipeline %s/%s, whose values the cache leaves out: %w", p.Namespace, p.Name, err)
+	}
+	whole.ManagedFields = nil
+	return whole, nil
 }
 
 // syncRun is the sync of a pipeline that is not deleted. A refused edit runs nothing; a

@@ -11,23 +11,34 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
-func TestTrimForCache(t *testing.T) {
+func TestTrimForCacheKeepsWhatTheOperatorReads(t *testing.T) {
 	tests := []struct {
-		name            string
-		annotations     map[string]string
-		wantAnnotations map[string]string
+		name                    string
+		annotations, labels     map[string]string
+		wantAnnotations, wantLb map[string]string
 	}{
-		{"no annotations", nil, nil},
+		{name: "none"},
 		{
 			name:            "last-applied goes, the retry annotation stays",
-			annotations:     map[string]string{lastAppliedAnnotation: `{"spec":{}}`, v1alpha1.RetryAnnotation: "two"},
+			annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"spec":{}}`, v1alpha1.RetryAnnotation: "two"},
 			wantAnnotations: map[string]string{v1alpha1.RetryAnnotation: "two"},
+		},
+		{
+			name:            "a tenant's annotations and labels go, the trigger's stay",
+			annotations:     map[string]string{"note": "x", v1alpha1.AnnotationObject: "node-1", "stepwise.dev/other": "y"},
+			labels:          map[string]string{"team": "a", v1alpha1.LabelTriggerUID: "u", v1alpha1.LabelNodeBudget: "b"},
+			wantAnnotations: map[string]string{v1alpha1.AnnotationObject: "node-1"},
+			wantLb:          map[string]string{v1alpha1.LabelTriggerUID: "u", v1alpha1.LabelNodeBudget: "b"},
+		},
+		{
+			name:        "nothing read: no map",
+			annotations: map[string]string{"note": "x"}, labels: map[string]string{"team": "a"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{
-				Name: "p", Annotations: tt.annotations,
+				Name: "p", Annotations: tt.annotations, Labels: tt.labels,
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 			}}
 			out, err := TrimForCache(p)
@@ -35,6 +46,8 @@ func TestTrimForCache(t *testing.T) {
 			got := out.(*v1alpha1.Pipeline)
 			assert.Nil(t, got.ManagedFields)
 			assert.Equal(t, tt.wantAnnotations, got.Annotations)
+			assert.Equal(t, tt.wantLb, got.Labels)
+			assert.Nil(t, got.Elided, "small values stay")
 		})
 	}
 	tombstone := cache.DeletedFinalStateUnknown{Key: "ns/p"}

@@ -27,11 +27,14 @@ import (
 // for each new set of params. A pipeline created Immutable stays so, even if the trigger
 // turned to Rerun since: the API server refuses to change its params.
 func (ts *triggerSync) objectChanged(ctx context.Context, obj *unstructured.Unstructured, p *v1alpha1.Pipeline, params map[string]string) error {
-	if p.DeletionTimestamp != nil || p.UID == "" || maps.Equal(p.Spec.Params, params) {
+	if p.DeletionTimestamp != nil || p.UID == "" || p.HasParams(params) {
 		delete(ts.mem.changed, p.UID)
 		return nil
 	}
-	changed := changedParams(p.Spec.Params, params)
+	changed := "its params" // the cache left the pipeline's values out: which changed is not known
+	if p.Elided == nil {
+		changed = changedParams(p.Spec.Params, params)
+	}
 	name := ts.objectName(obj)
 	if ts.trig.Spec.UpdatePolicy == v1alpha1.UpdateRerun && p.Spec.UpdatePolicy == v1alpha1.UpdateRerun {
 		if !ts.canStart() {

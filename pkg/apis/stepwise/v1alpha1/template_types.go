@@ -24,6 +24,7 @@ type PipelineTemplate struct {
 //
 // +kubebuilder:validation:XValidation:rule="self.steps.all(s, self.steps.exists_one(t, t.name == s.name))",message="step names must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.params) || self.params.all(p, self.params.exists_one(q, q.name == p.name))",message="parameter names must be unique"
+// +kubebuilder:validation:XValidation:rule="self.steps.map(s, has(s.with) ? s.with.map(k, size(k) + size(s.with[k])).sum() : 0).sum() <= 262144",message="the names and values of every step's with are at most 262144 characters together"
 type PipelineTemplateSpec struct {
 	// Params the steps refer to as $(params.NAME).
 	// +optional

@@ -24,6 +24,10 @@ const (
 	// characters (CEL's size of a string); MaxParamNameLength bounds their names.
 	MaxParamValueLength = 65536
 	MaxParamNameLength  = 253
+	// MaxSpecValuesLength bounds the names and values of spec.params and of every step's
+	// with together, in characters: a quarter of what the API server stores in one object,
+	// so that what a tenant writes into one pipeline's values stays far below it.
+	MaxSpecValuesLength = 262144
 	// MaxRecordedParamsSize bounds, in bytes, the parameters a step's run record keeps
 	// for its teardown (StepRun.Params); YAML parameters are kept as their digest.
 	MaxRecordedParamsSize = 8192
@@ -71,6 +75,11 @@ type Pipeline struct {
 	Spec PipelineSpec `json:"spec"`
 	// +optional
 	Status PipelineStatus `json:"status,omitempty"`
+
+	// Elided is set on the operator's cached copy of a pipeline whose values the cache
+	// left out, and on no other copy: it is never serialized, so no object read from the
+	// API server has it, and no tenant can set it.
+	Elided *ElidedValues `json:"-"`
 }
 
 // TemplateRef names a PipelineTemplate in the pipeline's namespace.
@@ -115,6 +124,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.steps) != has(self.templateRef)",message="a pipeline has either steps or a templateRef"
 // +kubebuilder:validation:XValidation:rule="(has(self.dryRun) && self.dryRun) == (has(oldSelf.dryRun) && oldSelf.dryRun)",message="dryRun cannot change: plan again with a new dry-run Pipeline, or create one without dryRun to run"
 // +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, self.steps.exists_one(t, t.name == s.name))",message="step names must be unique"
+// +kubebuilder:validation:XValidation:rule="(has(self.params) ? self.params.map(k, size(k) + size(self.params[k])).sum() : 0) + (has(self.steps) ? self.steps.map(s, has(s.with) ? s.with.map(k, size(k) + size(s.with[k])).sum() : 0).sum() : 0) <= 262144",message="the names and values of params and of every step's with are at most 262144 characters together"
 type PipelineSpec struct {
 	// ServiceAccountName is the ServiceAccount, in the pipeline's namespace, whose
 	// permissions the executors act with. Empty means the namespace's "default".
