@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,16 +139,19 @@ func TestTheChartInstallsWhatTheKustomizationDoes(t *testing.T) {
 }
 
 // TestTheNamespacedChartInstallsWhatTheNamespacedKustomizationDoes: namespaced.enabled is
-// deploy/namespaced/, and each tenant gets deploy/namespaced/tenant.yaml in its namespace.
+// deploy/namespaced/, and each tenant gets deploy/namespaced/tenant.yaml and, with the
+// default values, deploy/tenant-quota.yaml in its namespace.
 func TestTheNamespacedChartInstallsWhatTheNamespacedKustomizationDoes(t *testing.T) {
 	want := kustomized(t, "namespaced")
 	delete(want, "Namespace//stepwise-system")
-	tenant, err := os.ReadFile("namespaced/tenant.yaml")
-	require.NoError(t, err)
-	for _, ns := range []string{"team-a", "team-b"} {
-		for key, obj := range objectsOf(t, tenant, false) {
-			obj.SetNamespace(ns)
-			want[strings.Replace(key, "//", "/"+ns+"/", 1)] = obj
+	for _, file := range []string{"namespaced/tenant.yaml", "tenant-quota.yaml"} {
+		tenant, err := os.ReadFile(file)
+		require.NoError(t, err)
+		for _, ns := range []string{"team-a", "team-b"} {
+			for key, obj := range objectsOf(t, tenant, false) {
+				obj.SetNamespace(ns)
+				want[strings.Replace(key, "//", "/"+ns+"/", 1)] = obj
+			}
 		}
 	}
 	got := render(t, "--include-crds", "--set", "namespaced.enabled=true",
@@ -309,6 +313,78 @@ func TestTheChartsValues(t *testing.T) {
 	}
 }
 
+// TestTheChartsTenantQuota: each tenant namespace gets the ResourceQuota stepwise with
+// namespaced.quota's counts, or those the tenant sets itself, and the extra entries of both.
+func TestTheChartsTenantQuota(t *testing.T) {
+	defaults := map[string]string{
+		"count/pipelines.stepwise.dev":         "500",
+		"count/pipelinetemplates.stepwise.dev": "50",
+		"count/pipelinetriggers.stepwise.dev":  "50",
+		"count/approvals.stepwise.dev":         "200",
+	}
+	with := func(changes map[string]string) map[string]string {
+		out := maps.Clone(defaults)
+		maps.Copy(out, changes)
+		return out
+	}
+	tenants := []string{"--set", "namespaced.enabled=true", "--set", "namespaced.tenants[0].namespace=team-a",
+		"--set", "namespaced.tenants[1].namespace=team-b"}
+	tests := []struct {
+		name string
+		args []string
+		// want is each namespace's spec.hard; a namespace it does not name has no quota.
+		want map[string]map[string]string
+	}{
+		{name: "on by default", args: tenants,
+			want: map[string]map[string]string{"team-a": defaults, "team-b": defaults}},
+		{name: "counts for every tenant", args: append(slices.Clone(tenants), "--set", "namespaced.quota.pipelines=1000",
+			"--set", "namespaced.quota.pipelineTemplates=20", "--set", "namespaced.quota.pipelineTriggers=5", "--set", "namespaced.quota.approvals=1500000"),
+			want: map[string]map[string]string{
+				"team-a": {"count/pipelines.stepwise.dev": "1000", "count/pipelinetemplates.stepwise.dev": "20",
+					"count/pipelinetriggers.stepwise.dev": "5", "count/approvals.stepwise.dev": "1500000"},
+				"team-b": {"count/pipelines.stepwise.dev": "1000", "count/pipelinetemplates.stepwise.dev": "20",
+					"count/pipelinetriggers.stepwise.dev": "5", "count/approvals.stepwise.dev": "1500000"},
+			}},
+		{name: "a tenant's own counts, 0 included", args: append(slices.Clone(tenants), "--set", "namespaced.tenants[1].quota.pipelines=2000",
+			"--set", "namespaced.tenants[1].quota.pipelineTriggers=0"),
+			want: map[string]map[string]string{"team-a": defaults, "team-b": with(map[string]string{
+				"count/pipelines.stepwise.dev": "2000", "count/pipelinetriggers.stepwise.dev": "0"})}},
+		{name: "extra entries, merged by key", args: append(slices.Clone(tenants), "--set", "namespaced.quota.extra.count/secrets=100",
+			"--set", `namespaced.quota.extra.count/rolebindings\.rbac\.authorization\.k8s\.io=50`,
+			"--set", "namespaced.tenants[0].quota.extra.count/secrets=300", "--set-string", `namespaced.tenants[0].quota.extra.requests\.storage=10Gi`),
+			want: map[string]map[string]string{
+				"team-a": with(map[string]string{"count/secrets": "300", "count/rolebindings.rbac.authorization.k8s.io": "50", "requests.storage": "10Gi"}),
+				"team-b": with(map[string]string{"count/secrets": "100", "count/rolebindings.rbac.authorization.k8s.io": "50"}),
+			}},
+		{name: "off for one tenant", args: append(slices.Clone(tenants), "--set", "namespaced.tenants[0].quota.enabled=false"),
+			want: map[string]map[string]string{"team-b": defaults}},
+		{name: "off for all but the one that turns it on", args: append(slices.Clone(tenants), "--set", "namespaced.quota.enabled=false",
+			"--set", "namespaced.tenants[1].quota.enabled=true"),
+			want: map[string]map[string]string{"team-b": defaults}},
+		{name: "none without the namespaced install", args: []string{"--set", "namespaced.tenants[0].namespace=team-a"},
+			want: map[string]map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := map[string]map[string]string{}
+			for key, obj := range render(t, tt.args...) {
+				if obj.GetKind() != "ResourceQuota" {
+					continue
+				}
+				q := as[corev1.ResourceQuota](t, obj) // a valid ResourceQuota
+				assert.Equal(t, "ResourceQuota/"+q.Namespace+"/stepwise", key)
+				assert.Equal(t, "stepwise", q.Labels["app.kubernetes.io/part-of"])
+				// As written: quantities as strings, 1000 not 1e+03.
+				hard, ok, err := unstructured.NestedStringMap(obj.Object, "spec", "hard")
+				require.NoError(t, err)
+				require.True(t, ok)
+				got[q.Namespace] = hard
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
 // TestTheChartsSchemaRefusesWrongValues: values.schema.json stops a typo or a wrong type
 // before anything is applied.
 func TestTheChartsSchemaRefusesWrongValues(t *testing.T) {
@@ -323,6 +399,13 @@ func TestTheChartsSchemaRefusesWrongValues(t *testing.T) {
 		"plugins[0].name=example", // no image, no sha256
 		"pluginDelivery=copy",
 		"goMemLimit=256Mi", // Go's unit is MiB, not Kubernetes' Mi
+		"namespaced.quota.pipelines=-1",
+		"namespaced.quota.approvals=many",
+		"namespaced.quota.pipeline=5", // a typo of pipelines
+		"namespaced.tenants[0].namespace=team-a,namespaced.tenants[0].quota.templates=5", // pipelineTemplates
+		`namespaced.quota.extra.count/pipelines\.stepwise\.dev=5`,                        // pipelines sets it
+		"namespaced.quota.extra.count/secrets=lots",
+		"namespaced.quota.enabled=yes",
 	} {
 		t.Run(set, func(t *testing.T) {
 			out, err := renderErr(t, "--set", set)
