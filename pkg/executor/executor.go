@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
@@ -25,6 +26,9 @@ type TaskExecutor interface {
 type Clients struct {
 	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
+	// Metadata lists and reads objects' metadata only (nil when the provider has none):
+	// what a reader that needs no more should use, so that no object's data is sent.
+	Metadata metadata.Interface
 	// Mapper maps kinds to resources; discovery data is the same for every identity.
 	Mapper meta.RESTMapper
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"k8s.io/utils/lru"
@@ -94,7 +95,11 @@ func (p *ClientProvider) ForServiceAccount(namespace, name string) (*executor.Cl
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client for %s: %w", user, err)
 	}
-	c := &executor.Clients{Kube: kube, Dynamic: dyn, Mapper: p.mapper}
+	md, err := metadata.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client for %s: %w", user, err)
+	}
+	c := &executor.Clients{Kube: kube, Dynamic: dyn, Metadata: md, Mapper: p.mapper}
 	p.clients.Add(user, c)
 	return c, nil
 }

@@ -12,10 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/gate"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
@@ -32,6 +35,24 @@ const (
 	// maxGateObjects bounds the objects a gate lists; more is an error of the gate, which
 	// should select fewer.
 	maxGateObjects = 1000
+	// gateListPage is the most objects one list call of a gate asks for, so that what the
+	// API server sends at once is a page, not every object the gate selects; fewer once
+	// the objects seen show that the rest of maxGateBytes holds fewer (gatePageLimit).
+	gateListPage = 100
+	// gateFirstPage is the first list call's page: before any object is seen, their size
+	// is unknown, and a hundred of the largest would be 150 MiB.
+	gateFirstPage = 10
+	// maxGateBytes bounds what the objects of one gate hold in the operator while its
+	// condition is evaluated, as heldBytes counts it after stripGateObject. The objects'
+	// bytes are the tenant's to choose (a ConfigMap may hold 1 MiB): without a bound, a
+	// gate over a thousand of them held a GiB every gateRecheck. 8 MiB holds
+	// maxGateObjects objects of 8 KiB (a Node, a Deployment without managedFields), and
+	// a gate is checked by one trigger worker at a time (--trigger-workers, 2 by default).
+	maxGateBytes = 8 << 20
+	// heldValueBytes is what heldBytes counts for each value and map key besides its
+	// string bytes: about the Go memory of a string header, an interface and a map slot,
+	// so that an object of many tiny fields counts what it holds, not its few JSON bytes.
+	heldValueBytes = 32
 )
 
 // gates is what one sync learnt of the trigger's health gates.
@@ -140,6 +161,9 @@ func (ts *triggerSync) checkGate(ctx context.Context, spec *v1alpha1.HealthGate,
 
 // checkObjectsGate lists the gate's objects as the trigger's ServiceAccount (so that a
 // gate reads nothing the ServiceAccount could not) and evaluates its condition over them.
+// It lists a page at a time and holds at most maxGateObjects objects of maxGateBytes in
+// all, stripped of what no condition needs; of a condition that reads only metadata, it
+// lists only metadata when the client provider can.
 func (ts *triggerSync) checkObjectsGate(ctx context.Context, spec *v1alpha1.ObjectsGate) (bool, string) {
 	cond, err := ts.c.conditions.compile(spec.Condition)
 	if err != nil {
@@ -166,20 +190,14 @@ func (ts *triggerSync) checkObjectsGate(ctx context.Context, spec *v1alpha1.Obje
 	if err != nil {
 		return false, fmt.Sprintf("selector: %v", err)
 	}
-	var resource dynamic.ResourceInterface = clients.Dynamic.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		resource = clients.Dynamic.Resource(mapping.Resource).Namespace(ts.trig.Namespace)
-	}
-	list, err := resource.List(ctx, metav1.ListOptions{LabelSelector: selector.String(), Limit: maxGateObjects})
-	if err != nil {
+	pages := gateLister(clients, mapping, ts.trig.Namespace, cond.MetadataOnly())
+	objects, err := listGateObjects(ctx, pages, selector.String(), mapping.Resource.GroupResource().String())
+	var bound *gateBoundError
+	switch {
+	case errors.As(err, &bound):
+		return false, bound.Error()
+	case err != nil:
 		return false, fmt.Sprintf("list %s as ServiceAccount %s: %v", mapping.Resource.GroupResource(), serviceAccountOf(ts.trig), err)
-	}
-	if list.GetContinue() != "" {
-		return false, fmt.Sprintf("more than %d %s: select fewer", maxGateObjects, mapping.Resource.GroupResource())
-	}
-	objects := make([]map[string]any, 0, len(list.Items))
-	for i := range list.Items {
-		objects = append(objects, list.Items[i].Object)
 	}
 	holds, err := cond.Holds(ctx, objects)
 	switch {
@@ -189,6 +207,163 @@ func (ts *triggerSync) checkObjectsGate(ctx context.Context, spec *v1alpha1.Obje
 		return false, fmt.Sprintf("the condition is false over %s", count(len(objects), mapping.Resource.Resource, mapping.Resource.Resource))
 	}
 	return true, ""
+}
+
+// gateLister is how the gate's objects are listed, as the trigger's ServiceAccount: their
+// metadata only when the condition reads nothing else and the clients can, else whole.
+func gateLister(clients *executor.Clients, mapping *meta.RESTMapping, namespace string, metadataOnly bool) pageLister {
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	if metadataOnly && clients.Metadata != nil {
+		var resource metadata.ResourceInterface = clients.Metadata.Resource(mapping.Resource)
+		if namespaced {
+			resource = clients.Metadata.Resource(mapping.Resource).Namespace(namespace)
+		}
+		return metadataPages(resource)
+	}
+	var resource dynamic.ResourceInterface = clients.Dynamic.Resource(mapping.Resource)
+	if namespaced {
+		resource = clients.Dynamic.Resource(mapping.Resource).Namespace(namespace)
+	}
+	return wholeObjectPages(resource)
+}
+
+// pageLister lists one page of a gate's objects, each as JSON maps, and the token of the
+// next page ("" after the last).
+type pageLister func(ctx context.Context, opts metav1.ListOptions) ([]map[string]any, string, error)
+
+// wholeObjectPages lists whole objects.
+func wholeObjectPages(resource dynamic.ResourceInterface) pageLister {
+	return func(ctx context.Context, opts metav1.ListOptions) ([]map[string]any, string, error) {
+		list, err := resource.List(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		objects := make([]map[string]any, len(list.Items))
+		for i := range list.Items {
+			objects[i] = list.Items[i].Object
+		}
+		return objects, list.GetContinue(), nil
+	}
+}
+
+// metadataPages lists metadata only, each object as {"metadata": ...}: all that a
+// condition that reads only metadata reaches.
+func metadataPages(resource metadata.ResourceInterface) pageLister {
+	return func(ctx context.Context, opts metav1.ListOptions) ([]map[string]any, string, error) {
+		list, err := resource.List(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		objects := make([]map[string]any, len(list.Items))
+		for i := range list.Items {
+			md, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&list.Items[i].ObjectMeta)
+			if err != nil {
+				return nil, "", fmt.Errorf("convert the metadata of %s: %w", list.Items[i].Name, err)
+			}
+			objects[i] = map[string]any{"metadata": md}
+		}
+		return objects, list.Continue, nil
+	}
+}
+
+// gateBoundError says that the objects a gate selects passed one of its bounds: which,
+// and how to get under it, and nothing of the objects.
+type gateBoundError struct{ msg string }
+
+func (e *gateBoundError) Error() string { return e.msg }
+
+// listGateObjects lists the objects of resource (its plural, for messages) that selector
+// selects, page by page, stripping each before it is kept. It stops, with a
+// gateBoundError, as soon as they are more than maxGateObjects or hold more than
+// maxGateBytes: the rest is never asked for, and what was kept is dropped.
+func listGateObjects(ctx context.Context, pages pageLister, selector, resource string) ([]map[string]any, error) {
+	tooMany := &gateBoundError{fmt.Sprintf("the gate selects more than %d %s, the most a gate reads: narrow the gate's selector",
+		maxGateObjects, resource)}
+	tooLarge := &gateBoundError{fmt.Sprintf("the %s the gate selects hold more than %d MiB, the most a gate reads: narrow the gate's selector",
+		resource, maxGateBytes>>20)}
+	var (
+		objects       []map[string]any
+		held, largest int64
+		continueToken string
+	)
+	for {
+		opts := metav1.ListOptions{LabelSelector: selector, Limit: gatePageLimit(len(objects), held, largest), Continue: continueToken}
+		page, next, err := pages(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		// A server may send more than the limit: the bounds hold of what it sent.
+		for _, obj := range page {
+			if len(objects) == maxGateObjects {
+				return nil, tooMany
+			}
+			stripGateObject(obj)
+			size := heldBytes(obj)
+			held, largest = held+size, max(largest, size)
+			if held > maxGateBytes {
+				return nil, tooLarge
+			}
+			objects = append(objects, obj)
+		}
+		if next == "" {
+			return objects, nil
+		}
+		if len(objects) == maxGateObjects {
+			return nil, tooMany
+		}
+		continueToken = next
+	}
+}
+
+// gatePageLimit is how many objects the next list call asks for, when kept objects were
+// kept, holding held bytes, the largest of them largest bytes: a page at most; no more
+// than maxGateObjects leaves room for (the continue token then tells whether more
+// remain); and no more than the rest of maxGateBytes holds of objects as large as the
+// largest, plus one to learn that the budget is passed. Never 0, which asks for all.
+func gatePageLimit(kept int, held, largest int64) int64 {
+	limit := min(int64(gateListPage), int64(maxGateObjects-kept))
+	if largest > 0 {
+		limit = min(limit, (maxGateBytes-held)/largest+1)
+	} else {
+		limit = min(limit, gateFirstPage)
+	}
+	return max(limit, 1)
+}
+
+// stripGateObject drops from obj what no condition needs and can be large: the
+// managedFields (as large as the fields they list) and the last-applied configuration
+// (a whole copy of the object), so that they are neither held nor counted.
+func stripGateObject(obj map[string]any) {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return
+	}
+	delete(md, "managedFields")
+	if annotations, ok := md["annotations"].(map[string]any); ok {
+		delete(annotations, corev1.LastAppliedConfigAnnotation)
+	}
+}
+
+// heldBytes estimates the memory v (JSON maps, lists and scalars) holds: the bytes of its
+// strings and keys, plus heldValueBytes for each value and key.
+func heldBytes(v any) int64 {
+	switch v := v.(type) {
+	case map[string]any:
+		n := int64(heldValueBytes)
+		for key, value := range v {
+			n += heldValueBytes + int64(len(key)) + heldBytes(value)
+		}
+		return n
+	case []any:
+		n := int64(heldValueBytes)
+		for _, value := range v {
+			n += heldBytes(value)
+		}
+		return n
+	case string:
+		return heldValueBytes + int64(len(v))
+	}
+	return heldValueBytes
 }
 
 // maxConditions bounds the compiled conditions kept: whoever may create triggers chooses
