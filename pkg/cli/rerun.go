@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,17 +12,28 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
 )
 
-// rerunOf is the new Pipeline that runs p's spec again: the same spec (suspend off), labels
-// but a trigger's and annotations but the engine's, named after p by the API server. A
-// trigger's labels would have the trigger count the copy, and maybe delete it, as its own.
+// What a rerun does not copy: the labels and annotations a trigger writes on its pipeline
+// (rules.PipelineFor), which tie it to the trigger, its object and its NodeBudget (the
+// trigger would count the copy, and maybe delete it, as its own; a budget would count it
+// against a node), and the engine's one-time requests. A rerun is a person's pipeline.
+var (
+	rerunDropsLabels = []string{v1alpha1.LabelTrigger, v1alpha1.LabelTriggerUID, v1alpha1.LabelObjectUID,
+		v1alpha1.LabelNodeBudget}
+	rerunDropsAnnotations = []string{v1alpha1.AnnotationObject, v1alpha1.AnnotationResume, v1alpha1.RetryAnnotation,
+		v1alpha1.TeardownPolicyAnnotation, "kubectl.kubernetes.io/last-applied-configuration"}
+)
+
+// rerunOf is the new Pipeline that runs p's spec again: the same spec (suspend off), the
+// labels and annotations but rerunDrops*, named after p by the API server.
 func rerunOf(p *v1alpha1.Pipeline) *v1alpha1.Pipeline {
 	labels := maps.Clone(p.Labels)
-	delete(labels, v1alpha1.LabelTrigger)
-	delete(labels, v1alpha1.LabelTriggerUID)
+	for _, key := range rerunDropsLabels {
+		delete(labels, key)
+	}
 	annotations := maps.Clone(p.Annotations)
-	delete(annotations, v1alpha1.RetryAnnotation)
-	delete(annotations, v1alpha1.TeardownPolicyAnnotation)
-	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	for _, key := range rerunDropsAnnotations {
+		delete(annotations, key)
+	}
 	spec := *p.Spec.DeepCopy()
 	spec.Suspend = false
 	prefix := p.Name
@@ -50,8 +62,8 @@ and a finished pipeline never runs again by itself: running destructive steps ag
 always a new Pipeline, with its own record and its own teardown. Edit the new one with
 kubectl edit before it starts, or apply a changed copy of the manifest instead.
 
-The new Pipeline keeps the labels of NAME but a trigger's (stepwise.dev/trigger and
-stepwise.dev/trigger-uid): no PipelineTrigger counts it, or deletes it, as its own.`,
+The new Pipeline keeps the labels of NAME but those a trigger writes (` + strings.Join(rerunDropsLabels, ", ") + `):
+no PipelineTrigger counts it, or deletes it, as its own, and no NodeBudget counts it.`,
 		Example:           `  kubectl stepwise rerun retire-node-3 -n ops`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeNames(o, pipelineNames),

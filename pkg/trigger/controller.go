@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -56,7 +57,11 @@ const (
 	triggerTemplateIndex = "stepwise.dev/trigger-template"
 	// triggerBudgetIndex: triggers by the LabelNodeBudget value of the budget they name.
 	triggerBudgetIndex = "stepwise.dev/trigger-node-budget"
-	// pipelineBudgetIndex: pipelines by their LabelNodeBudget.
+	// triggerUIDIndex: triggers by namespace/UID, the trigger a pipeline under a NodeBudget
+	// names (rules.StartedUnder).
+	triggerUIDIndex = "stepwise.dev/trigger-uid"
+	// pipelineBudgetIndex: pipelines by their LabelNodeBudget, which anyone who may create
+	// a pipeline can write: only rules.StartedUnder tells which of them a budget counts.
 	pipelineBudgetIndex = "stepwise.dev/node-budget"
 
 	// Our own writes are kept until the informer delivers them, at most this long and this
@@ -210,7 +215,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	triggers, templates, pipelines := cfg.Triggers.Informer(), cfg.Templates.Informer(), cfg.Pipelines.Informer()
 	budgets := cfg.NodeBudgets.Informer()
 	if err := triggers.AddIndexers(cache.Indexers{triggerLabelIndex: byTriggerLabel, triggerTemplateIndex: byTemplate,
-		triggerBudgetIndex: byNodeBudget}); err != nil {
+		triggerBudgetIndex: byNodeBudget, triggerUIDIndex: byUID}); err != nil {
 		return nil, fmt.Errorf("add trigger indexes: %w", err)
 	}
 	if err := pipelines.AddIndexers(cache.Indexers{pipelineTriggerIndex: byTrigger, pipelineBudgetIndex: byBudgetLabel}); err != nil {
@@ -327,6 +332,15 @@ func byNodeBudget(obj any) ([]string, error) {
 	return []string{rules.NodeBudgetLabelOf(tr.Spec.NodeBudgetRef.Name)}, nil
 }
 
+// byUID indexes a trigger by its namespace and UID.
+func byUID(obj any) ([]string, error) {
+	tr, ok := obj.(*v1alpha1.PipelineTrigger)
+	if !ok {
+		return nil, nil
+	}
+	return []string{tr.Namespace + "/" + string(tr.UID)}, nil
+}
+
 // byBudgetLabel indexes a pipeline by its LabelNodeBudget.
 func byBudgetLabel(obj any) ([]string, error) {
 	p, ok := obj.(*v1alpha1.Pipeline)
@@ -435,11 +449,15 @@ func (c *Controller) onNodeBudget(obj any) {
 }
 
 // onBudgetPipeline queues every trigger naming the NodeBudget of a pipeline that finished
-// or went: it freed a place in the budget they share, whichever of them started it.
+// or went: it freed a place in the budget they share, whichever of them started it. Only
+// a start the budget counts frees one: a tenant's pipelines, made and deleted at will,
+// queue no other tenant's trigger.
 func (c *Controller) onBudgetPipeline(p *v1alpha1.Pipeline) {
-	if label, ok := p.Labels[v1alpha1.LabelNodeBudget]; ok {
-		c.enqueueIndexed(triggerBudgetIndex, label)
+	trig := c.budgetTrigger(p.Namespace, types.UID(p.Labels[v1alpha1.LabelTriggerUID]))
+	if trig == nil || trig.Spec.NodeBudgetRef == nil || !rules.StartedUnder(trig.Spec.NodeBudgetRef.Name, trig, p) {
+		return
 	}
+	c.enqueueIndexed(triggerBudgetIndex, rules.NodeBudgetLabelOf(trig.Spec.NodeBudgetRef.Name))
 }
 
 // Run waits for the caches to sync, then runs workers until ctx is done. The objects'

@@ -9,6 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
@@ -106,8 +109,9 @@ func (ts *triggerSync) releaseBudget() {
 }
 
 // countBudget counts the nodes the budget counts unavailable, from the caches: every
-// Node (the trigger's own kind's informer) and the pipelines started under the budget in
-// every namespace.
+// Node (the trigger's own kind's informer) and the starts under the budget in every
+// namespace (rules.StartedUnder), the trigger's own included: this sync found it may use
+// the budget.
 func (ts *triggerSync) countBudget(budget *v1alpha1.NodeBudget) (rules.BudgetUsage, error) {
 	items, err := ts.lister.List(labels.Everything())
 	if err != nil {
@@ -129,10 +133,53 @@ func (ts *triggerSync) countBudget(budget *v1alpha1.NodeBudget) (rules.BudgetUsa
 			pipelines = append(pipelines, p)
 		}
 	}
-	return rules.UsageOf(budget, nodes, pipelines)
+	return rules.UsageOf(budget, nodes, pipelines, func(namespace string, uid types.UID) *v1alpha1.PipelineTrigger {
+		if namespace == ts.trig.Namespace && uid == ts.trig.UID {
+			return ts.trig
+		}
+		return ts.c.budgetTrigger(namespace, uid)
+	})
 }
 
-// budgetMessage says what fills the budget: its count and the first nodes, with why.
+// budgetTrigger is the trigger of namespace with uid, whose starts a NodeBudget may count:
+// nil when there is none, or when the last answer on its rights kept for it denied it.
+func (c *Controller) budgetTrigger(namespace string, uid types.UID) *v1alpha1.PipelineTrigger {
+	if uid == "" {
+		return nil
+	}
+	objs, err := c.triggerIndexer.ByIndex(triggerUIDIndex, namespace+"/"+string(uid))
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("find trigger %s/%s by UID: %w", namespace, uid, err))
+		return nil
+	}
+	for _, obj := range objs {
+		if trig, ok := obj.(*v1alpha1.PipelineTrigger); ok && trig.Namespace == namespace && trig.UID == uid {
+			if c.access.denied(trig) {
+				return nil
+			}
+			return trig
+		}
+	}
+	return nil
+}
+
+// denied tells whether the last answer kept for the trigger, as it is now (UID,
+// generation, ServiceAccount), denied it: its ServiceAccount may not use its NodeBudget,
+// or list and watch its kind (one answer says both, and either stops its starts). No
+// answer kept (the operator started since, or the trigger changed and has not synced) is
+// no denial: its pipelines were started when it was allowed, and still retire nodes. An
+// expired answer still counts: the trigger is looked at again when it expires.
+func (a *accessChecker) denied(trig *v1alpha1.PipelineTrigger) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.entries[cache.MetaObjectToName(trig)]
+	return ok && e.uid == trig.UID && e.generation == trig.Generation && e.serviceAccount == serviceAccountOf(trig) &&
+		!e.answer.allowed
+}
+
+// budgetMessage says what fills the budget: its count, the first nodes, with why, and how
+// many of its starts' Nodes are gone (counted, not named: a gone node's only name is text
+// its pipeline carries).
 func (ts *triggerSync) budgetMessage() string {
 	nb := ts.nodeBudget
 	if nb.err != nil {
@@ -144,13 +191,16 @@ func (ts *triggerSync) budgetMessage() string {
 	}
 	slices.Sort(names)
 	const shown = 5
-	described := make([]string, 0, shown)
+	described := make([]string, 0, shown+2)
 	for _, node := range names[:min(len(names), shown)] {
 		described = append(described, node+" ("+nb.usage.Unavailable[node]+")")
 	}
 	if more := len(names) - shown; more > 0 {
 		described = append(described, fmt.Sprintf("and %d more", more))
 	}
-	return fmt.Sprintf("NodeBudget %s is full: %d of %d nodes unavailable: %s", nb.budget.Name, len(names), nb.usage.Max,
+	if gone := len(nb.usage.Gone); gone > 0 {
+		described = append(described, fmt.Sprintf("%d retiring whose Node is gone", gone))
+	}
+	return fmt.Sprintf("NodeBudget %s is full: %d of %d nodes unavailable: %s", nb.budget.Name, nb.usage.Count(), nb.usage.Max,
 		strings.Join(described, ", "))
 }

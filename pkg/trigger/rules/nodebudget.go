@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
@@ -23,24 +25,38 @@ const (
 // value is at most 63 characters; a budget's name may be longer).
 func NodeBudgetLabelOf(name string) string { return labelValue(name) }
 
-// BudgetUsage is what a NodeBudget allows and the nodes it counts unavailable, each with
-// why (UnavailableNotReady, ...).
+// BudgetUsage is what a NodeBudget allows and what it counts unavailable: nodes by name,
+// each with why (UnavailableNotReady, ...), and apart, by the UID of their object, the
+// starts under the budget whose Node is gone. Those are kept out of Unavailable so that no
+// key of theirs can be taken for a node's name, and are reported as a count: the only name
+// of a gone node is text a pipeline carries.
 type BudgetUsage struct {
 	Max         int
 	Unavailable map[string]string
+	Gone        map[types.UID]bool
 }
 
-// UsageOf counts the nodes a budget counts unavailable: those its selector chooses that
-// are NotReady, cordoned or being deleted, and the node of every unfinished pipeline
-// started under the budget (LabelNodeBudget), whether or not its node still exists or
-// matches. Pass the pipelines labelled with the budget, from every namespace.
-func UsageOf(budget *v1alpha1.NodeBudget, nodes []*unstructured.Unstructured, pipelines []*v1alpha1.Pipeline) (BudgetUsage, error) {
+// TriggerLookup finds the PipelineTrigger of a namespace by its UID: nil when there is
+// none, or when the caller knows its ServiceAccount may not use the budget (its access
+// review denied it).
+type TriggerLookup func(namespace string, uid types.UID) *v1alpha1.PipelineTrigger
+
+// UsageOf counts what a budget counts unavailable: the nodes its selector chooses that
+// are NotReady, cordoned or being deleted, and the node of every unfinished start under
+// the budget (StartedUnder), whether or not it matches the selector. That node is the
+// Node whose UID the pipeline's LabelObjectUID names, under the name the Node has; a
+// start whose Node is gone still counts, in Gone. Pass every Node, the pipelines labelled
+// with the budget, from every namespace, and the lookup of their triggers.
+func UsageOf(budget *v1alpha1.NodeBudget, nodes []*unstructured.Unstructured, pipelines []*v1alpha1.Pipeline,
+	triggerOf TriggerLookup) (BudgetUsage, error) {
 	selector, err := SelectorOf(budget.Spec.NodeSelector)
 	if err != nil {
 		return BudgetUsage{}, fmt.Errorf("NodeBudget %s: nodeSelector: %w", budget.Name, err)
 	}
-	u := BudgetUsage{Max: int(budget.Spec.MaxUnavailable), Unavailable: map[string]string{}}
+	u := BudgetUsage{Max: int(budget.Spec.MaxUnavailable), Unavailable: map[string]string{}, Gone: map[types.UID]bool{}}
+	names := make(map[types.UID]string, len(nodes))
 	for _, n := range nodes {
+		names[n.GetUID()] = n.GetName()
 		if !selector.Matches(labels.Set(n.GetLabels())) {
 			continue
 		}
@@ -48,16 +64,43 @@ func UsageOf(budget *v1alpha1.NodeBudget, nodes []*unstructured.Unstructured, pi
 			u.Unavailable[n.GetName()] = why
 		}
 	}
-	label := NodeBudgetLabelOf(budget.Name)
 	for _, p := range pipelines {
-		if p.Labels[v1alpha1.LabelNodeBudget] != label || p.Finished() {
+		uid := types.UID(p.Labels[v1alpha1.LabelTriggerUID])
+		if p.Finished() || uid == "" || !StartedUnder(budget.Name, triggerOf(p.Namespace, uid), p) {
 			continue
 		}
-		if node := p.Annotations[v1alpha1.AnnotationObject]; node != "" {
-			u.Unavailable[node] = UnavailableRetiring
+		object := ObjectUIDOf(p)
+		if name, ok := names[object]; ok && object != "" {
+			u.Unavailable[name] = UnavailableRetiring
+			continue
 		}
+		if object == "" {
+			object = p.UID // not made by a trigger of ours, which labels it; counted all the same
+		}
+		u.Gone[object] = true
 	}
 	return u, nil
+}
+
+// StartedUnder tells whether a pipeline is one the operator started under the NodeBudget
+// named budget, for trig, its trigger: a NodeBudget counts only these, so that a tenant
+// who may create pipelines, but not use the budget, cannot fill it. It is when trig names
+// the budget, the pipeline carries the budget's LabelNodeBudget and is trig's own
+// (OwnershipOf: in trig's namespace, with its name and UID, under the name trig gives
+// it), and a controller the pipeline names, if any, is trig: trig's pipelines name none,
+// and one controlled by another object is that object's. A pipeline made before
+// LabelTriggerUID (Adoptable) is not: none carried LabelNodeBudget.
+func StartedUnder(budget string, trig *v1alpha1.PipelineTrigger, p *v1alpha1.Pipeline) bool {
+	if trig == nil || trig.Spec.NodeBudgetRef == nil || trig.Spec.NodeBudgetRef.Name != budget ||
+		p.Labels[v1alpha1.LabelNodeBudget] != NodeBudgetLabelOf(budget) || OwnershipOf(trig, p) != Owned {
+		return false
+	}
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		return err == nil && gv.Group == v1alpha1.SchemeGroupVersion.Group && ref.Kind == "PipelineTrigger" &&
+			ref.Name == trig.Name && ref.UID == trig.UID
+	}
+	return true
 }
 
 // SelectorOf parses a selector of the API; none selects everything (metav1's parser
@@ -102,8 +145,11 @@ func (u BudgetUsage) Allows(node string) bool {
 	if _, counted := u.Unavailable[node]; counted {
 		return true
 	}
-	return len(u.Unavailable) < u.Max
+	return u.Count() < u.Max
 }
+
+// Count is how many nodes the budget counts unavailable.
+func (u BudgetUsage) Count() int { return len(u.Unavailable) + len(u.Gone) }
 
 // Take counts the node as retiring under the budget.
 func (u BudgetUsage) Take(node string) { u.Unavailable[node] = UnavailableRetiring }
