@@ -111,7 +111,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.burst, "kube-api-burst", 400, "Requests to the API server allowed in a burst above --kube-api-qps.")
 	fs.BoolVar(&o.apiCompression, "kube-api-compression", false, "Ask the API server to gzip its responses. Off, as kube-controller-manager has it: on the cluster's network gzip costs the API server more CPU than it saves time, most of all for the lists of a start (100,000 pipelines are hundreds of megabytes); on a slow link to a remote API server, turn it on.")
 	fs.IntVar(&o.workers, "workers", 8, "Pipelines reconciled at the same time.")
-	fs.IntVar(&o.namespaceShare, "max-workers-per-namespace", 0, "The most workers one namespace's pipelines hold while another namespace's wait; namespaces take turns, and a namespace alone may use all workers but one, so a namespace whose hooks hang never holds them all. 0: half of --workers (at least 1).")
+	fs.IntVar(&o.namespaceShare, "max-workers-per-namespace", 0, "The most workers one namespace's pipelines hold while another namespace's wait, a cap on its share: namespaces take turns, and while N namespaces have pipelines waiting each holds at most all workers but one divided by N (rounded up, at least 1). A namespace alone may use all workers but one, and the last goes only to a namespace holding none, so one that arrives is served at once even when the others' hooks hang. 0: no cap but the share; --workers: a namespace alone may use every worker.")
 	fs.DurationVar(&o.resync, "resync-period", 10*time.Minute, "How often every pipeline is looked at even when nothing changed.")
 
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Run the engine only in the replica holding the Lease, so that several replicas can run for availability.")
@@ -220,9 +220,9 @@ func (o *options) validate() error {
 	return errors.Join(errs...)
 }
 
-// workerShares are how many workers one namespace may hold while another's pipelines
-// wait (--max-workers-per-namespace, by default half) and while none wait (all but one,
-// kept for a namespace that arrives).
+// workerShares are the engine queue's Share (--max-workers-per-namespace, 0: none) and
+// Borrow (all workers but one, kept for a namespace that arrives), from which the queue
+// derives each namespace's share as namespaces come and go (pkg/fairqueue).
 func (o *options) workerShares() (share, borrow int) {
 	return fairqueue.Shares(o.workers, o.namespaceShare)
 }

@@ -15,11 +15,13 @@ func TestWorkerShares(t *testing.T) {
 		wantShare, wantBorrow int
 		wantErr               string
 	}{
-		{name: "defaults: half while others wait, all but one alone", wantShare: 4, wantBorrow: 7},
-		{name: "one worker", args: []string{"--workers=1"}, wantShare: 1, wantBorrow: 1},
-		{name: "three workers", args: []string{"--workers=3"}, wantShare: 1, wantBorrow: 2},
-		{name: "a share set", args: []string{"--workers=16", "--max-workers-per-namespace=2"}, wantShare: 2, wantBorrow: 15},
-		{name: "a share over the workers", args: []string{"--workers=4", "--max-workers-per-namespace=10"}, wantShare: 4, wantBorrow: 4},
+		{name: "defaults: no cap, all but one shared between the namespaces with work", wantShare: 0, wantBorrow: 7},
+		{name: "one worker", args: []string{"--workers=1"}, wantShare: 0, wantBorrow: 1},
+		{name: "three workers", args: []string{"--workers=3"}, wantShare: 0, wantBorrow: 2},
+		{name: "sixteen workers", args: []string{"--workers=16"}, wantShare: 0, wantBorrow: 15},
+		{name: "a cap set", args: []string{"--workers=16", "--max-workers-per-namespace=2"}, wantShare: 2, wantBorrow: 15},
+		{name: "a cap of every worker", args: []string{"--workers=8", "--max-workers-per-namespace=8"}, wantShare: 8, wantBorrow: 8},
+		{name: "a cap over the workers", args: []string{"--workers=4", "--max-workers-per-namespace=10"}, wantShare: 4, wantBorrow: 4},
 		{name: "negative", args: []string{"--max-workers-per-namespace=-1"}, wantErr: "--max-workers-per-namespace must not be negative"},
 	}
 	for _, tt := range tests {

@@ -95,9 +95,10 @@ type Config struct {
 	Approvals      informers.ApprovalInformer
 	Triggers       informers.PipelineTriggerInformer
 	ApprovalAccess ApprovalAccess
-	// NamespaceShare is how many pipelines of one namespace are synced at once while
-	// another namespace's wait, and NamespaceBorrow how many while none waits (keep it
-	// under the number of workers). 0: no limit; namespaces still take turns.
+	// NamespaceShare caps how many pipelines of one namespace are synced at once while
+	// another namespace's wait (0: no cap; each of N namespaces with work holds about
+	// NamespaceBorrow ÷ N, fairqueue.Shares), and NamespaceBorrow is how many while none
+	// waits (keep it under the number of workers).
 	NamespaceShare, NamespaceBorrow int
 }
 

@@ -15,6 +15,15 @@ func (q *Queue[T]) tryGet() (T, bool) {
 	return item, ok
 }
 
+// settled tells whether workers serving the queue took all they may: every one is busy,
+// or no item may be taken now.
+func (q *Queue[T]) settled(workers int) bool {
+	q.cond.L.Lock()
+	defer q.cond.L.Unlock()
+	_, e := q.first()
+	return q.processing.Len() >= workers || e == nil
+}
+
 type fakeMetric struct {
 	value float64
 	count int

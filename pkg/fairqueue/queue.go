@@ -1,9 +1,11 @@
 // Package fairqueue is a client-go workqueue that shares a controller's workers fairly
 // between tenants, as the API server's Priority and Fairness shares its seats: items wait
-// in one line per tenant (a namespace), the lines take turns, and a tenant holds at most
-// its share of the workers while another tenant's items wait. A tenant alone may borrow
-// more, but never the last workers: a tenant whose syncs hang cannot hold every worker, and
-// a tenant with one item is never starved behind one with ten thousand.
+// in one line per tenant (a namespace), the lines take turns, and while n tenants have
+// items waiting each holds at most its share, the workers but one divided by n (at least
+// one; a tenant alone holds all but one). The last worker only ever goes to a tenant that
+// holds none: tenants whose syncs hang cannot hold every worker, a tenant that arrives is
+// served at once, and a tenant with one item is never starved behind one with ten
+// thousand. The rule is shares.go's.
 //
 // It has client-go's queue semantics (an item is processed by one worker at a time; one
 // added again while processed is processed again after Done) and its metrics, and slots
@@ -28,20 +30,22 @@ type Config[T comparable] struct {
 	Clock           clock.WithTicker
 	// TenantOf tells whose an item is.
 	TenantOf func(T) string
-	// Share is how many items of one tenant are processed at once while another tenant's
-	// items wait; 0: no limit (the lines still take turns).
+	// Share, when not 0, caps a tenant's part of Borrow while another tenant's items wait
+	// (--max-workers-per-namespace); Borrow is at least Share.
 	Share int
-	// Borrow is how many items of one tenant are processed at once while no other tenant's
-	// items wait; it is at least Share. Keep it under the number of workers, so that a
-	// tenant arriving finds a free worker even when the other's syncs hang.
+	// Borrow is what the tenants that hold workers hold at most together: a tenant alone
+	// holds up to Borrow, and while n tenants have items waiting each holds up to
+	// Borrow/n (rounded up, at least one); only a tenant that holds none takes a worker
+	// beyond Borrow. Keep it under the number of workers (Shares: all but one), so that a
+	// tenant arriving finds a free worker even when the others' syncs hang. Borrow and
+	// Share 0: no limit; the lines still take turns.
 	Borrow int
 }
 
 // Queue is a fair queue; it implements workqueue.TypedInterface.
 type Queue[T comparable] struct {
 	tenantOf func(T) string
-	share    int
-	borrow   int
+	limits   limits
 
 	cond *sync.Cond
 	// lines holds the items waiting, per tenant, in the order they came; every one is
@@ -82,8 +86,7 @@ func New[T comparable](cfg Config[T]) *Queue[T] {
 	}
 	q := &Queue[T]{
 		tenantOf:   cfg.TenantOf,
-		share:      cfg.Share,
-		borrow:     max(cfg.Borrow, cfg.Share),
+		limits:     limits{capped: cfg.Share, pool: max(cfg.Borrow, cfg.Share)},
 		cond:       sync.NewCond(&sync.Mutex{}),
 		lines:      map[string][]T{},
 		fresh:      list.New(),
@@ -233,22 +236,32 @@ func (q *Queue[T]) enqueue(item T) {
 }
 
 // next takes the first item of the first tenant in turn that may have one more worker,
-// and sends that tenant to the end of the turns. The tenants it skips hold their share,
-// so it looks at no more tenants than there are workers busy.
+// and sends that tenant to the end of the turns.
 func (q *Queue[T]) next() (T, bool) {
-	alone := len(q.lines) == 1
+	turns, e := q.first()
+	if e == nil {
+		var zero T
+		return zero, false
+	}
+	turns.Remove(e)
+	return q.take(e.Value.(string)), true //nolint:forcetypeassert // the lists hold only tenants.
+}
+
+// first finds the first tenant in turn that may have one more worker, and the list it is
+// in; nil when none may. The tenants it skips hold workers already, so it looks at no
+// more tenants than there are workers busy. The shares are those of the tenants with
+// items waiting now, as they come and go.
+func (q *Queue[T]) first() (*list.List, *list.Element) {
+	busy, waiting := q.processing.Len(), len(q.lines)
 	for _, turns := range []*list.List{q.fresh, q.turns} {
 		for e := turns.Front(); e != nil; e = e.Next() {
 			tenant := e.Value.(string) //nolint:forcetypeassert // the lists hold only tenants.
-			if !q.mayTake(tenant, alone) {
-				continue
+			if q.limits.allow(q.inFlight[tenant], busy, waiting) {
+				return turns, e
 			}
-			turns.Remove(e)
-			return q.take(tenant), true
 		}
 	}
-	var zero T
-	return zero, false
+	return nil, nil
 }
 
 // take takes the first item of tenant's line, whose turn it is, and gives the tenant the
@@ -267,18 +280,6 @@ func (q *Queue[T]) take(tenant string) T {
 	q.waiting--
 	q.inFlight[tenant]++
 	return item
-}
-
-// mayTake tells whether tenant may have one more worker: within its share, or within what
-// it may borrow while no other tenant's items wait.
-func (q *Queue[T]) mayTake(tenant string, alone bool) bool {
-	n := q.inFlight[tenant]
-	switch {
-	case q.share <= 0 || n < q.share:
-		return true
-	default:
-		return alone && n < q.borrow
-	}
 }
 
 func (q *Queue[T]) updateUnfinishedWorkLoop(clk clock.WithTicker) {

@@ -62,15 +62,19 @@ func TestWorkersAreSharedBetweenTenants(t *testing.T) {
 			},
 		},
 		{
-			name:  "while another tenant waits, a tenant holds no more than its share",
+			name:  "while another tenant waits, a tenant holds no more than its share, and the last worker goes to a tenant holding none",
 			share: 2, borrow: 3,
 			steps: []step{
 				{add: []string{"a/1", "a/2", "a/3", "a/4", "b/1", "b/2", "b/3"}},
-				{take: 6, want: []string{"a/1", "b/1", "a/2", "b/2"}},
+				// Shares of 2 (3 between 2 tenants, rounded up); b/2 would be a fourth.
+				{take: 6, want: []string{"a/1", "b/1", "a/2"}},
 				{done: []string{"a/1"}},
-				{take: 2, want: []string{"a/3"}},
+				{take: 2, want: []string{"b/2"}},
 				{done: []string{"b/1", "b/2"}},
-				{take: 3, want: []string{"b/3", "a/4"}},
+				// b's line ends: a is alone, with a share of 3, but three are busy.
+				{take: 3, want: []string{"a/3", "b/3"}},
+				{done: []string{"b/3"}},
+				{take: 2, want: []string{"a/4"}},
 			},
 		},
 		{

@@ -85,7 +85,7 @@ func main() {
 	fs.DurationVar(&cfg.runProfile, "run-cpu-profile", 0, "Length of the operator's CPU profile of each throughput run's end: profiles of this length are recorded one after the other and the last complete one kept (saved beside the results; 0: none).")
 	fs.IntVar(&cfg.fairnessHang, "fairness-hang", 8, "Fairness phase: tenant A's pipelines whose hook hangs (0 with -fairness-slow 0 skips the phase).")
 	fs.IntVar(&cfg.fairnessSlow, "fairness-slow", 1000, "Fairness phase: tenant A's pipelines whose hook is slow (500 ms) and fails, retried.")
-	fs.IntVar(&cfg.namespaceShare, "max-workers-per-namespace", 0, "The operator's --max-workers-per-namespace (0: its default, half of -workers); -workers lets one namespace hold every worker, for a before/after comparison.")
+	fs.IntVar(&cfg.namespaceShare, "max-workers-per-namespace", 0, "The operator's --max-workers-per-namespace (0: its default, no cap: the share follows the namespaces with work); -workers lets one namespace hold every worker, for a before/after comparison.")
 	fs.BoolVar(&cfg.trace, "trace", false, "Run the operator with tracing on (--otlp-endpoint), sending its spans to a receiver that counts them, to measure what tracing costs.")
 	fs.BoolVar(&cfg.keep, "keep", false, "Keep the control plane's state directory (logs) after the run.")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "Deadline of the whole run.")
