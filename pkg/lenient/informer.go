@@ -162,7 +162,28 @@ func (lw *listWatch[T, PT]) decodeList(r io.Reader) (*metav1.List, error) {
 
 // listBatch is how many items are read before they are decoded, side by side on every CPU
 // the process may use: decoding is most of what a restart with many objects costs.
-const listBatch = 256
+// listBatchBytes bounds the raw bytes of a batch too: objects are up to about 1.5 MiB,
+// and 256 of them read ahead would hold hundreds of MiB (seen: a replica becoming leader
+// over a tenant's 120 largest pipelines peaked at 297 MiB) where the cache keeps little.
+const (
+	listBatch      = 256
+	listBatchBytes = 8 << 20
+)
+
+// rawBatch is the raw items read ahead of their decoding.
+type rawBatch struct {
+	items [][]byte
+	bytes int
+}
+
+// add keeps raw and tells whether the batch is full: listBatch items, or listBatchBytes.
+func (b *rawBatch) add(raw []byte) bool {
+	b.items = append(b.items, raw)
+	b.bytes += len(raw)
+	return len(b.items) >= listBatch || b.bytes >= listBatchBytes
+}
+
+func (b *rawBatch) reset() { b.items, b.bytes = b.items[:0], 0 }
 
 func (lw *listWatch[T, PT]) decodeItems(v *valueReader, out *metav1.List) error {
 	if c, err := v.peek(); err != nil {
@@ -177,25 +198,25 @@ func (lw *listWatch[T, PT]) decodeItems(v *valueReader, out *metav1.List) error 
 	if err := v.delim('['); err != nil {
 		return fmt.Errorf("items: %w", unexpected(err))
 	}
-	batch := make([][]byte, 0, listBatch)
+	batch := rawBatch{items: make([][]byte, 0, listBatch)}
 	for first := true; ; first = false {
 		more, err := v.more(first, ']')
 		if err != nil {
-			return fmt.Errorf("item %d: %w", len(out.Items)+len(batch), err)
+			return fmt.Errorf("item %d: %w", len(out.Items)+len(batch.items), err)
 		}
 		if !more {
 			break
 		}
 		raw, err := v.value()
 		if err != nil {
-			return fmt.Errorf("item %d: %w", len(out.Items)+len(batch), err)
+			return fmt.Errorf("item %d: %w", len(out.Items)+len(batch.items), err)
 		}
-		if batch = append(batch, raw); len(batch) == listBatch {
-			lw.decodeBatch(batch, out)
-			batch = batch[:0]
+		if batch.add(raw) {
+			lw.decodeBatch(batch.items, out)
+			batch.reset()
 		}
 	}
-	lw.decodeBatch(batch, out)
+	lw.decodeBatch(batch.items, out)
 	return unexpected(v.delim(']'))
 }
 

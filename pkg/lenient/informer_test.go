@@ -287,3 +287,33 @@ func TestAListIsDecodedInOrderAcrossBatches(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Equal(t, 1, lw.undecodable.Len(), "the poison item is recorded")
 }
+
+// TestAListBatchIsBoundedInBytes: large objects are decoded a few at a time, so that the
+// raw bytes read ahead stay bounded whatever the objects' size.
+func TestAListBatchIsBoundedInBytes(t *testing.T) {
+	tests := []struct {
+		name     string
+		itemSize int
+		wantFull int // the item that fills the batch
+	}{
+		{name: "small objects: listBatch of them", itemSize: 3 << 10, wantFull: listBatch},
+		{name: "objects of 1 MiB: 8 MiB of them", itemSize: 1 << 20, wantFull: 8},
+		{name: "objects of 1.5 MiB", itemSize: 1536 << 10, wantFull: 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b rawBatch
+			raw := make([]byte, tt.itemSize)
+			full := 0
+			for i := 1; i <= listBatch && full == 0; i++ {
+				if b.add(raw) {
+					full = i
+				}
+			}
+			assert.Equal(t, tt.wantFull, full)
+			b.reset()
+			assert.Empty(t, b.items)
+			assert.Zero(t, b.bytes)
+		})
+	}
+}

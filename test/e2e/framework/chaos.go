@@ -193,19 +193,25 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, grace, down time.Duratio
 }
 
 // PeakRSS is the peak resident set size of a live process (VmHWM), in bytes.
-func PeakRSS(pid int) (int64, error) {
+func PeakRSS(pid int) (int64, error) { return processMemory(pid, "VmHWM") }
+
+// RSS is the resident set size of a live process (VmRSS), in bytes.
+func RSS(pid int) (int64, error) { return processMemory(pid, "VmRSS") }
+
+// processMemory reads a figure of /proc/PID/status given in kB, in bytes.
+func processMemory(pid int, field string) (int64, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, fmt.Errorf("read the status of process %d: %w", pid, err)
 	}
 	for line := range strings.SplitSeq(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("read VmHWM of process %d: %w", pid, err)
+				return 0, fmt.Errorf("read %s of process %d: %w", field, pid, err)
 			}
 			return kib << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("process %d has no VmHWM", pid)
+	return 0, fmt.Errorf("process %d has no %s", pid, field)
 }
