@@ -56,16 +56,18 @@ The step fails with your comment as its message, and the pipeline's onFailure ap
 	long += `
 
 With --trigger TRIGGER --all-waiting, ` + verb + ` every step that waits in the pipelines the
-PipelineTrigger TRIGGER runs now, one Approval each; it stops at the first error.
+PipelineTrigger TRIGGER runs now (those it controls: their ownerReference, not a label
+anyone may copy), one Approval each; it stops at the first error.
 
 Each decision is an Approval (approvals.stepwise.dev), created in your name: the user and
 groups the API server authenticates you as. The install's admission policy refuses it
 unless you have the verb approve on the pipeline (RBAC: verbs [approve] on
 pipelines.stepwise.dev, resourceNames to narrow it). A step may also name who may approve
-it, and refuse its pipeline's creator (four eyes): a decision by anyone else is recorded,
-ignored, and status says why. An Approval never changes: a second approval of yours
-counts once, and a rejection that counts (yours after your approval, or anyone's) fails a
-step that still waits, even one some have approved.`
+it, and refuse whoever made or changed the pipeline, its template or its trigger (four
+eyes): a decision by anyone else is recorded, ignored, and status says why. An Approval
+never changes: a second approval of yours counts once, and a rejection that counts (yours
+after your approval, or anyone's) fails a step that still waits, even one some have
+approved.`
 	cmd := &cobra.Command{
 		Use:     verb + " (PIPELINE [STEP] | --trigger TRIGGER --all-waiting)",
 		Short:   short,
@@ -84,9 +86,17 @@ step that still waits, even one some have approved.`
 			}
 			if d.trigger != "" {
 				// What was made is printed before the error that stopped the rest.
-				made, decideErr := pipelineops.DecideTrigger(cmd.Context(), c.Kube, c.Stepwise, ns, d.trigger, d.decision, d.comment)
+				made, notControlled, decideErr := pipelineops.DecideTrigger(cmd.Context(), c.Kube, c.Stepwise, ns, d.trigger, d.decision, d.comment)
 				for _, a := range made {
 					if err := printDecision(o.streams.Out, a); err != nil {
+						return err
+					}
+				}
+				for _, name := range notControlled {
+					if _, err := fmt.Fprintf(o.streams.ErrOut, "warning: pipeline %s/%s waits and carries the UID label of trigger %s, "+
+						"but names another controller: not %s; if it is the trigger's, %s it by name: "+
+						"kubectl stepwise %s %s -n %s\n", termsafe.OneLine(ns, 0), termsafe.OneLine(name, 0), termsafe.OneLine(d.trigger, 0),
+						d.done(), verb, verb, termsafe.OneLine(name, 0), termsafe.OneLine(ns, 0)); err != nil {
 						return err
 					}
 				}
@@ -118,6 +128,9 @@ step that still waits, even one some have approved.`
 
 // verb is approve or reject.
 func (d *decideOptions) verb() string { return strings.ToLower(string(d.decision)) }
+
+// done is approved or rejected.
+func (d *decideOptions) done() string { return d.verb() + "d" }
 
 // check refuses arguments and flags that do not go together.
 func (d *decideOptions) check(args []string) error {

@@ -14,8 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe/termsafetest"
@@ -42,11 +44,28 @@ func waitsAt(steps ...string) func(*v1alpha1.Pipeline) {
 	}
 }
 
-// named is pipeline p renamed, labelled as a pipeline of the trigger of UID triggerUID.
+// named is pipeline p renamed, a pipeline of the trigger of UID triggerUID (named after
+// the UID without its "uid-"), as the trigger makes it: labelled with it and controlled by it.
 func named(name, triggerUID string) func(*v1alpha1.Pipeline) {
+	trigger := strings.TrimPrefix(triggerUID, "uid-")
 	return func(p *v1alpha1.Pipeline) {
 		p.Name = name
-		p.Labels = map[string]string{v1alpha1.LabelTriggerUID: triggerUID}
+		p.Labels = map[string]string{v1alpha1.LabelTrigger: trigger, v1alpha1.LabelTriggerUID: triggerUID}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PipelineTrigger",
+			Name: trigger, UID: types.UID(triggerUID), Controller: ptr.To(true)}}
+	}
+}
+
+// forged is pipeline p renamed, with the labels of the trigger of UID triggerUID (which
+// anyone who may create a pipeline can write), and owners instead of the trigger's.
+// forged is a pipeline that copied the trigger's name label, which anyone who may create
+// a pipeline can; not its UID label, which the install's admission policy keeps to the
+// trigger's controller.
+func forged(name, triggerUID string, owners ...metav1.OwnerReference) func(*v1alpha1.Pipeline) {
+	return func(p *v1alpha1.Pipeline) {
+		named(name, triggerUID)(p)
+		delete(p.Labels, v1alpha1.LabelTriggerUID)
+		p.OwnerReferences = owners
 	}
 }
 
@@ -94,7 +113,8 @@ func TestApproveAndReject(t *testing.T) {
 		// pipelines come in the API server's order).
 		wantOut   string
 		wantLines []string
-		wantErr   string // in stderr, and the exit code is 1
+		wantErr   string   // in stderr, and the exit code is 1
+		wantWarn  []string // stderr's lines, when it succeeds
 		want      []v1alpha1.ApprovalSpec
 	}{
 		{
@@ -207,6 +227,31 @@ func TestApproveAndReject(t *testing.T) {
 			},
 		},
 		{
+			name: "a pipeline with the trigger's labels that the trigger does not control",
+			objs: []runtime.Object{
+				retire,
+				pipeline(v1alpha1.StepRunning, waitsAt("build"), named("hello", "uid-retire")),
+				pipeline(v1alpha1.StepRunning, waitsAt("build"), forged("unowned", "uid-retire")),
+				pipeline(v1alpha1.StepRunning, waitsAt("build"), named("other-controller", "uid-retire"),
+					func(p *v1alpha1.Pipeline) {
+						p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: ptr.To(true)}}
+					}),
+				pipeline(v1alpha1.StepRunning, waitsAt("build"), forged("not-controller", "uid-retire", metav1.OwnerReference{
+					APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PipelineTrigger", Name: "retire", UID: "uid-retire"})),
+				pipeline(v1alpha1.StepRunning, waitsAt("build"), forged("other-kind", "uid-retire", metav1.OwnerReference{
+					APIVersion: "example.com/v1", Kind: "PipelineTrigger", Name: "retire", UID: "uid-retire", Controller: ptr.To(true)})),
+				pipeline(v1alpha1.StepRunning, waitsAt("build"), named("label-disagrees", "uid-retire"),
+					func(p *v1alpha1.Pipeline) { p.Labels[v1alpha1.LabelTriggerUID] = "uid-other" }),
+			},
+			args:      []string{"approve", "--trigger", "retire", "--all-waiting"},
+			wantLines: []string{"approved step build of pipeline demo/hello as bob (approval hello-build-x7k2N)"},
+			want:      []v1alpha1.ApprovalSpec{decision("hello", "build", v1alpha1.ApprovalApprove, "")},
+			wantWarn: []string{
+				"warning: pipeline demo/other-controller waits and carries the UID label of trigger retire, but names another controller: " +
+					"not approved; if it is the trigger's, approve it by name: kubectl stepwise approve other-controller -n demo",
+			},
+		},
+		{
 			name:    "reject every step that waits in a trigger's pipelines",
 			objs:    []runtime.Object{retire, pipeline(v1alpha1.StepRunning, waitsAt("build"), named("hello", "uid-retire"))},
 			args:    []string{"reject", "--trigger", "retire", "--all-waiting", "--comment", "freeze"},
@@ -256,7 +301,11 @@ func TestApproveAndReject(t *testing.T) {
 				assert.Contains(t, errOut, tt.wantErr)
 			} else {
 				assert.Equal(t, ExitOK, code, errOut)
-				assert.Empty(t, errOut)
+				if tt.wantWarn == nil {
+					assert.Empty(t, errOut)
+				} else {
+					assert.ElementsMatch(t, tt.wantWarn, strings.Split(strings.TrimSuffix(errOut, "\n"), "\n"))
+				}
 			}
 			if tt.wantLines != nil {
 				var lines []string

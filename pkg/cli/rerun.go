@@ -20,7 +20,8 @@ var (
 	rerunDropsLabels = []string{v1alpha1.LabelTrigger, v1alpha1.LabelTriggerUID, v1alpha1.LabelObjectUID,
 		v1alpha1.LabelNodeBudget}
 	rerunDropsAnnotations = []string{v1alpha1.AnnotationObject, v1alpha1.AnnotationResume, v1alpha1.RetryAnnotation,
-		v1alpha1.TeardownPolicyAnnotation, "kubectl.kubernetes.io/last-applied-configuration"}
+		v1alpha1.TeardownPolicyAnnotation, v1alpha1.AnnotationCreatedBy, v1alpha1.AnnotationEditedBy,
+		"kubectl.kubernetes.io/last-applied-configuration"}
 )
 
 // rerunOf is the new Pipeline that runs p's spec again: the same spec (suspend off), the

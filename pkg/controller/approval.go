@@ -8,8 +8,10 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -182,7 +184,7 @@ func approvers(policy *v1alpha1.ApprovalPolicy) string {
 		who = strings.Join(named, " or ")
 	}
 	if policy.FourEyes {
-		who += ", not its creator"
+		who += ", not who made or changed it"
 	}
 	return who
 }
@@ -258,37 +260,185 @@ func (ps *pipelineSync) ignoreDecision(ctx context.Context, policy *v1alpha1.App
 	return "", nil
 }
 
-// fourEyes says why user may not approve a pipeline they, or the trigger they made,
-// created; "" when they may.
+// fourEyes says why user may not approve under four eyes: they created or changed the
+// pipeline, the template its run took, or a trigger that created it, as the API server
+// recorded them; or one of those does not record everyone who did. "" when they may.
 func (ps *pipelineSync) fourEyes(user string) string {
-	creator, ok := ps.p.Annotations[v1alpha1.AnnotationCreatedBy]
-	if !ok {
-		return "four eyes: the pipeline does not record who created it (the " + v1alpha1.AnnotationCreatedBy + " annotation the install's admission policy stamps)"
+	if why := authoredBy(v1alpha1.AuthorshipOf(kindPipeline, ps.p), user); why != "" {
+		return why
 	}
-	if creator == user {
-		return "four eyes: " + user + " created the pipeline"
-	}
-	name, triggered := ps.p.Labels[v1alpha1.LabelTrigger]
-	if !triggered {
+	snap := ps.status.Template
+	if snap == nil {
+		// Its own steps, which no trigger makes: its triggers, if it names any, as they are.
+		for _, a := range ps.triggerAuthors() {
+			if why := authoredBy(a, user); why != "" {
+				return why
+			}
+		}
 		return ""
 	}
-	if ps.c.triggers == nil {
-		return "four eyes: the operator does not watch triggers, and a trigger created the pipeline"
+	if len(snap.Authors) == 0 {
+		// Taken by an operator that did not record them: the template of the same UID
+		// records everyone who made it since, a superset.
+		tpl := ps.templateNamed(snap.Name)
+		if tpl == nil || snap.UID == "" || string(tpl.UID) != snap.UID {
+			tpl = nil
+		}
+		ps.recordAuthors(snap, tpl, nil)
 	}
-	t, err := ps.c.triggers.PipelineTriggers(ps.p.Namespace).Get(name)
-	switch {
-	case apierrors.IsNotFound(err) || (err == nil && string(t.UID) != ps.p.Labels[v1alpha1.LabelTriggerUID]):
-		return "four eyes: the trigger " + name + " that created the pipeline is gone, and with it who made it"
-	case err != nil:
-		return "four eyes: " + err.Error()
-	}
-	switch maker, ok := t.Annotations[v1alpha1.AnnotationCreatedBy]; {
-	case !ok:
-		return "four eyes: trigger " + name + " does not record who created it"
-	case maker == user:
-		return "four eyes: " + user + " created trigger " + name + ", which created the pipeline"
+	// Triggers first: one person often makes both, and the trigger is what they ran.
+	for _, kind := range []string{kindTrigger, kindTemplate} {
+		for _, a := range snap.Authors {
+			if a.Kind != kind {
+				continue
+			}
+			if why := authoredBy(a, user); why != "" {
+				return why
+			}
+		}
 	}
 	return ""
+}
+
+// Kinds of what a run's authors made.
+const (
+	kindPipeline = "Pipeline"
+	kindTemplate = "PipelineTemplate"
+	kindTrigger  = "PipelineTrigger"
+)
+
+// maxTriggerAuthors is how many triggers a pipeline's record of authors names: the
+// status keeps at most 4 authorships, one of them its template's.
+const maxTriggerAuthors = 3
+
+// authoredBy says why user may not approve, having made a, or a not recording who did.
+func authoredBy(a v1alpha1.Authorship, user string) string {
+	subject, role := "the pipeline", ""
+	switch a.Kind {
+	case kindTemplate:
+		subject, role = "template "+a.Name, ", which the run took"
+	case kindTrigger:
+		subject, role = "trigger "+a.Name, ", which created the pipeline"
+	}
+	switch {
+	case a.CreatedBy == user:
+		return "four eyes: " + user + " created " + subject + role
+	case slices.Contains(a.EditedBy, user):
+		return "four eyes: " + user + " changed " + subject + role
+	}
+	switch a.Unrecorded {
+	case v1alpha1.AuthorsCreatorUnknown:
+		return "four eyes: " + subject + " does not record who created it (the " + v1alpha1.AnnotationCreatedBy +
+			" annotation the install's admission policy stamps)"
+	case v1alpha1.AuthorsEditorsUnknown:
+		return "four eyes: " + subject + " does not record everyone who changed it (the " + v1alpha1.AnnotationEditedBy +
+			" annotation: changed before the install recorded changes, or by more users than it keeps)"
+	case v1alpha1.AuthorsGone:
+		return "four eyes: " + subject + role + ", was gone when the operator looked for who made it"
+	case "":
+		return ""
+	}
+	return "four eyes: " + subject + " records who made it in a way this operator does not know (" + string(a.Unrecorded) + ")"
+}
+
+// recordAuthors records in snap who made what the run took, for four eyes: tpl, the
+// template (nil when gone: then the previous run's record of it, prev, if it has one),
+// and the triggers the pipeline names. Whoever changes them later changes nothing of it.
+func (ps *pipelineSync) recordAuthors(snap *v1alpha1.TemplateSnapshot, tpl *v1alpha1.PipelineTemplate, prev *v1alpha1.TemplateSnapshot) {
+	template := v1alpha1.Authorship{Kind: kindTemplate, Name: snap.Name, UID: snap.UID, Unrecorded: v1alpha1.AuthorsGone}
+	if tpl != nil {
+		template = v1alpha1.AuthorshipOf(kindTemplate, tpl)
+	} else if prev != nil && prev.Name == snap.Name {
+		for _, a := range prev.Authors {
+			if a.Kind == kindTemplate {
+				template = a
+			}
+		}
+	}
+	snap.Authors = append([]v1alpha1.Authorship{template}, ps.triggerAuthors()...)
+}
+
+// triggerAuthors are who made each trigger the pipeline names as its maker: by
+// LabelTriggerUID or an ownerReference. One that names itself a trigger's without being
+// it only refuses more approvals; a trigger's pipeline is found by both.
+func (ps *pipelineSync) triggerAuthors() []v1alpha1.Authorship {
+	refs := triggerRefs(ps.p)
+	if len(refs) > maxTriggerAuthors {
+		// Only a pipeline someone made up names so many: it counts no approval.
+		return []v1alpha1.Authorship{{Kind: kindTrigger, Name: refs[0].Name, Unrecorded: v1alpha1.AuthorsGone}}
+	}
+	out := make([]v1alpha1.Authorship, 0, len(refs))
+	for _, ref := range refs {
+		if t := ps.triggerOf(ref); t != nil {
+			out = append(out, v1alpha1.AuthorshipOf(kindTrigger, t))
+		} else {
+			out = append(out, v1alpha1.Authorship{Kind: kindTrigger, Name: ref.Name, UID: string(ref.UID), Unrecorded: v1alpha1.AuthorsGone})
+		}
+	}
+	return out
+}
+
+// triggerRef names a trigger a pipeline says made it.
+type triggerRef struct {
+	Name string
+	UID  types.UID
+}
+
+// triggerRefs are the triggers p names as its maker, each once: its ownerReferences of
+// kind PipelineTrigger, and its LabelTriggerUID (with LabelTrigger, which may be a hash
+// of a long name, for a name). A LabelTrigger without a UID names one it cannot find.
+func triggerRefs(p *v1alpha1.Pipeline) []triggerRef {
+	var refs []triggerRef
+	for _, r := range p.OwnerReferences {
+		gv, err := schema.ParseGroupVersion(r.APIVersion)
+		if err == nil && gv.Group == v1alpha1.SchemeGroupVersion.Group && r.Kind == kindTrigger &&
+			!slices.ContainsFunc(refs, func(o triggerRef) bool { return o.UID == r.UID }) {
+			refs = append(refs, triggerRef{Name: r.Name, UID: r.UID})
+		}
+	}
+	name, named := p.Labels[v1alpha1.LabelTrigger]
+	uid, ok := p.Labels[v1alpha1.LabelTriggerUID]
+	if (ok || named) && !slices.ContainsFunc(refs, func(o triggerRef) bool { return ok && o.UID == types.UID(uid) }) {
+		if name == "" {
+			name = uid
+		}
+		refs = append(refs, triggerRef{Name: name, UID: types.UID(uid)})
+	}
+	return refs
+}
+
+// triggerOf is the trigger ref names, by UID, from the cache; nil when there is none.
+func (ps *pipelineSync) triggerOf(ref triggerRef) *v1alpha1.PipelineTrigger {
+	if ps.c.triggers == nil || ref.UID == "" {
+		return nil
+	}
+	triggers := ps.c.triggers.PipelineTriggers(ps.p.Namespace)
+	if t, err := triggers.Get(ref.Name); err == nil && t.UID == ref.UID {
+		return t
+	}
+	all, err := triggers.List(labels.Everything()) // a hashed name in the label
+	if err != nil {
+		return nil
+	}
+	for _, t := range all {
+		if t.UID == ref.UID {
+			return t
+		}
+	}
+	return nil
+}
+
+// templateNamed is the template of the pipeline's namespace named name, from the cache;
+// nil when there is none.
+func (ps *pipelineSync) templateNamed(name string) *v1alpha1.PipelineTemplate {
+	if ps.c.templates == nil {
+		return nil
+	}
+	t, err := ps.c.templates.PipelineTemplates(ps.p.Namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return t
 }
 
 // approvalsOf returns the Approvals of pipeline p's step for the wait request, oldest first.

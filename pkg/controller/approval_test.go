@@ -147,7 +147,7 @@ func TestWhoseApprovalCounts(t *testing.T) {
 			trigger: triggerMadeBy("carol", "t-uid"), allowed: []string{"bob"}, user: "bob", counts: true},
 		{name: "a trigger of the same name made since", policy: v1alpha1.ApprovalPolicy{FourEyes: true},
 			trigger: triggerMadeBy("dave", "another-uid"), allowed: []string{"bob"}, user: "bob",
-			ignored: "four eyes: the trigger retire that created the pipeline is gone, and with it who made it"},
+			ignored: "four eyes: trigger retire, which created the pipeline, was gone when the operator looked for who made it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -189,7 +189,7 @@ func TestDryRunSaysAStepWaitsForApproval(t *testing.T) {
 	got := f.get("p")
 	assert.Equal(t, v1alpha1.PipelinePlanned, got.Status.Phase)
 	assert.Equal(t, []v1alpha1.PlanItem{
-		{Kind: "Approval", Name: "terminate", Action: "wait", Note: "2 approval(s) by groups sre, not its creator before the step runs"},
+		{Kind: "Approval", Name: "terminate", Action: "wait", Note: "2 approval(s) by groups sre, not who made or changed it before the step runs"},
 		{Kind: "VirtualMachine", Name: "vm-1", Action: "destroy"},
 	}, stepStatus(got, "terminate").Plan.Details)
 	assert.Nil(t, stepStatus(got, "terminate").Approval, "a plan waits for no one")

@@ -65,6 +65,11 @@ func (ps *pipelineSync) takeTemplate(newRun bool) bool {
 		Name: tpl.Name, UID: string(tpl.UID), Generation: tpl.Generation,
 		Params: params, OnFailure: tpl.Spec.OnFailure, Steps: tpl.Spec.Steps,
 	}
+	if tpl.UID != "" {
+		ps.recordAuthors(snap, tpl, nil)
+	} else {
+		ps.recordAuthors(snap, nil, ps.status.Template) // gone: the last run's copy
+	}
 	// The copy is never shed from the status (the run needs it): a pipeline it would make
 	// too large to store fails now, before a hook runs whose status could not be written.
 	if size, err := ps.sizeWithTemplate(snap); err != nil || size > maxObjectBytes {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
@@ -55,38 +54,48 @@ func Decide(ctx context.Context, kube kubernetes.Interface, client clientset.Int
 }
 
 // DecideTrigger records the caller's decision on every step that waits for approval in
-// the pipelines trigger ns/name runs now, one Approval each. It returns those it made;
-// the first failure stops it.
+// the pipelines trigger ns/name controls (PipelineTrigger.Controls), one Approval each:
+// those with the trigger's UID label, which only the trigger's controller may write (the
+// install's admission policy), never those with its name label alone. It returns those it
+// made, and the names of the pipelines with a step that waits which carry the UID label
+// but name another controller, left to be decided one by one, by name. The first failure
+// stops it.
 func DecideTrigger(ctx context.Context, kube kubernetes.Interface, client clientset.Interface, ns, name string,
-	decision v1alpha1.ApprovalDecision, comment string) ([]*v1alpha1.Approval, error) {
+	decision v1alpha1.ApprovalDecision, comment string) (made []*v1alpha1.Approval, notControlled []string, err error) {
 	if err := CheckComment(decision, comment); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t, err := client.StepwiseV1alpha1().PipelineTriggers(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("get trigger %s/%s: %w", ns, name, err)
+		return nil, nil, fmt.Errorf("get trigger %s/%s: %w", ns, name, err)
 	}
-	selector := labels.SelectorFromSet(labels.Set{v1alpha1.LabelTriggerUID: string(t.UID)}).String()
-	list, err := client.StepwiseV1alpha1().Pipelines(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	list, err := client.StepwiseV1alpha1().Pipelines(ns).List(ctx, metav1.ListOptions{
+		LabelSelector: v1alpha1.LabelTriggerUID + "=" + string(t.UID)})
 	if err != nil {
-		return nil, fmt.Errorf("list the pipelines of trigger %s/%s: %w", ns, name, err)
+		return nil, nil, fmt.Errorf("list the pipelines of trigger %s/%s: %w", ns, name, err)
 	}
 	who, err := whoAmI(ctx, kube)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var made []*v1alpha1.Approval
 	for i := range list.Items {
 		p := &list.Items[i]
-		for _, s := range p.AwaitingApproval() {
+		waiting := p.AwaitingApproval()
+		if !t.Controls(p) {
+			if len(waiting) > 0 {
+				notControlled = append(notControlled, p.Name)
+			}
+			continue
+		}
+		for _, s := range waiting {
 			a, err := createApproval(ctx, client, p, s, who, decision, comment)
 			if err != nil {
-				return made, err
+				return made, notControlled, err
 			}
 			made = append(made, a)
 		}
 	}
-	return made, nil
+	return made, notControlled, nil
 }
 
 // waitingStep is the step of p named step that waits for approval, or the only one that

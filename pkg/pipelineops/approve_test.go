@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
@@ -220,26 +221,41 @@ func TestDecide(t *testing.T) {
 func TestDecideTrigger(t *testing.T) {
 	trigger := &v1alpha1.PipelineTrigger{ObjectMeta: metav1.ObjectMeta{Name: "retire", Namespace: "ns", UID: "uid-retire"}}
 	ofTrigger := map[string]string{v1alpha1.LabelTriggerUID: "uid-retire"}
+	// controlled makes p a pipeline the trigger retire controls, as the trigger makes it.
+	controlled := func(p *v1alpha1.Pipeline) *v1alpha1.Pipeline {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PipelineTrigger",
+			Name: "retire", UID: "uid-retire", Controller: ptr.To(true)}}
+		return p
+	}
 	// Pipelines of the trigger: a waits at terminate, b at drain and terminate, c nowhere;
-	// and pipelines that are not the trigger's: another trigger's, and one of no trigger.
+	// and pipelines that are not the trigger's: another trigger's, one of no trigger, and
+	// one with the trigger's label that it does not control (anyone may write a label).
 	pipelines := []runtime.Object{
-		waitingPipeline("a", ofTrigger, "terminate"),
-		waitingPipeline("b", ofTrigger, "drain", "terminate"),
-		waitingPipeline("c", ofTrigger),
+		controlled(waitingPipeline("a", ofTrigger, "terminate")),
+		controlled(waitingPipeline("b", ofTrigger, "drain", "terminate")),
+		controlled(waitingPipeline("c", ofTrigger)),
 		waitingPipeline("other", map[string]string{v1alpha1.LabelTriggerUID: "uid-other"}, "terminate"),
 		waitingPipeline("lone", nil, "terminate"),
+		waitingPipeline("forged", map[string]string{v1alpha1.LabelTrigger: "retire"}, "terminate"),
+		func() *v1alpha1.Pipeline {
+			p := waitingPipeline("other-controller", ofTrigger, "terminate")
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: ptr.To(true)}}
+			return p
+		}(),
 	}
 	tests := []struct {
-		name      string
-		objs      []runtime.Object
-		trigger   string
-		decision  v1alpha1.ApprovalDecision
-		comment   string
-		breakIt   func(c *fake.Clientset)
-		want      []v1alpha1.Approval
-		wantMade  int
-		wantErr   string
-		wantCount int // Approvals in the namespace afterwards, when not len(want)
+		name     string
+		objs     []runtime.Object
+		trigger  string
+		decision v1alpha1.ApprovalDecision
+		comment  string
+		breakIt  func(c *fake.Clientset)
+		want     []v1alpha1.Approval
+		// wantNotControlled: waiting pipelines with the trigger's label it does not control.
+		wantNotControlled []string
+		wantMade          int
+		wantErr           string
+		wantCount         int // Approvals in the namespace afterwards, when not len(want)
 	}{
 		{
 			name: "every step that waits in the trigger's pipelines", objs: append([]runtime.Object{trigger}, pipelines...),
@@ -249,6 +265,7 @@ func TestDecideTrigger(t *testing.T) {
 				approvalOf("b", "drain", v1alpha1.ApprovalApprove, "CHG-1234"),
 				approvalOf("b", "terminate", v1alpha1.ApprovalApprove, "CHG-1234"),
 			},
+			wantNotControlled: []string{"other-controller"},
 		},
 		{
 			name: "rejections likewise", objs: append([]runtime.Object{trigger}, pipelines[0], pipelines[3]),
@@ -285,7 +302,7 @@ func TestDecideTrigger(t *testing.T) {
 			if tt.breakIt != nil {
 				tt.breakIt(c)
 			}
-			made, err := DecideTrigger(context.Background(), asBob(), c, "ns", tt.trigger, tt.decision, tt.comment)
+			made, notControlled, err := DecideTrigger(context.Background(), asBob(), c, "ns", tt.trigger, tt.decision, tt.comment)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -299,6 +316,7 @@ func TestDecideTrigger(t *testing.T) {
 				assert.True(t, strings.HasPrefix(a.Name, a.GenerateName), "named by the API server: %s", a.Name)
 			}
 			assert.ElementsMatch(t, tt.want, approvalsIn(t, c))
+			assert.Equal(t, tt.wantNotControlled, notControlled)
 		})
 	}
 }

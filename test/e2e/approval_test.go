@@ -17,10 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/cli"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	stepwisev1alpha1 "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/typed/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
 )
 
@@ -51,14 +53,17 @@ func approvers(t *testing.T, ns string) (alice, bob, mallory approver) {
 	cluster.ServiceAccount(t, ns, "mallory",
 		rbacv1.PolicyRule{APIGroups: []string{"stepwise.dev"}, Resources: []string{"pipelines"}, Verbs: []string{"get", "list"}},
 		rbacv1.PolicyRule{APIGroups: []string{"stepwise.dev"}, Resources: []string{"approvals"}, Verbs: []string{"create"}})
-	person := func(name string) approver {
-		path, cfg := serviceAccountKubeconfig(t, cluster, ns, name)
-		return approver{
-			user: "system:serviceaccount:" + ns + ":" + name, kubeconfig: path,
-			kube: kubernetes.NewForConfigOrDie(cfg), stepwise: clientset.NewForConfigOrDie(cfg),
-		}
+	return person(t, ns, "alice"), person(t, ns, "bob"), person(t, ns, "mallory")
+}
+
+// person is the approver ServiceAccount ns/name, made already.
+func person(t *testing.T, ns, name string) approver {
+	t.Helper()
+	path, cfg := serviceAccountKubeconfig(t, cluster, ns, name)
+	return approver{
+		user: "system:serviceaccount:" + ns + ":" + name, kubeconfig: path,
+		kube: kubernetes.NewForConfigOrDie(cfg), stepwise: clientset.NewForConfigOrDie(cfg),
 	}
-	return person("alice"), person("bob"), person("mallory")
 }
 
 // retirementWithApproval is a pipeline whose step terminate needs approval under policy,
@@ -292,9 +297,12 @@ func TestATriggerWaitsForApprovalOfEachNode(t *testing.T) {
 	require.Equal(t, cli.ExitOK, code, errOut)
 	assert.Contains(t, out, "2 pipelines wait for approval: kubectl stepwise approve --trigger retire --all-waiting -n "+ns)
 
-	made, err := pipelineops.DecideTrigger(ctx, alice.kube, alice.stepwise, ns, "retire", v1alpha1.ApprovalApprove, "")
+	// The trigger's pipelines are those it controls (their controller ownerReference), not
+	// those with its labels, which anyone who may create a pipeline can copy.
+	made, notControlled, err := pipelineops.DecideTrigger(ctx, alice.kube, alice.stepwise, ns, "retire", v1alpha1.ApprovalApprove, "")
 	require.NoError(t, err)
 	require.Len(t, made, 2)
+	assert.Empty(t, notControlled, "the trigger controls its pipelines")
 	// bob, with the command a person types.
 	code, out, errOut = stepwiseCLI(t, bob.kubeconfig, "approve", "--trigger", "retire", "--all-waiting", "-n", ns, "--comment", "batch 7")
 	require.Equal(t, cli.ExitOK, code, errOut)
@@ -358,4 +366,102 @@ func TestAnApprovalGivenWhileTheOperatorIsDownCounts(t *testing.T) {
 	assert.True(t, w.Decisions[1].Counted)
 	assert.Equal(t, "while it was down", w.Decisions[1].Comment)
 	assert.Equal(t, v1alpha1.StepAwaitingApproval, stepOf(p, "terminate").Phase, "one of two approvals")
+}
+
+// TestFourEyesRefusesWhoChangedTheTemplate: the API server records who created a template
+// and who changed its spec since, which no user can write themselves; the run keeps that
+// record from when it took the template, and under four eyes the approval of one who
+// changed the template does not count, another's does. And no one names a trigger as a
+// pipeline's owner without the right the trigger's controller has.
+func TestFourEyesRefusesWhoChangedTheTemplate(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	alice, bob, _ := approvers(t, ns)
+	// dave may change templates and approve steps.
+	cluster.ServiceAccount(t, ns, "dave",
+		rbacv1.PolicyRule{APIGroups: []string{"stepwise.dev"}, Resources: []string{"pipelinetemplates"}, Verbs: []string{"get", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"stepwise.dev"}, Resources: []string{"pipelines"}, Verbs: []string{"get", "list", v1alpha1.VerbApprove}},
+		rbacv1.PolicyRule{APIGroups: []string{"stepwise.dev"}, Resources: []string{"approvals"}, Verbs: []string{"create"}})
+	dave := person(t, ns, "dave")
+
+	terminate := recordStep("terminate", nil)
+	terminate.Approval = &v1alpha1.ApprovalPolicy{FourEyes: true}
+	templates := func(a approver) stepwisev1alpha1.PipelineTemplateInterface {
+		return a.stepwise.StepwiseV1alpha1().PipelineTemplates(ns)
+	}
+	created, err := alice.stepwise.StepwiseV1alpha1().PipelineTemplates(ns).Create(ctx, &v1alpha1.PipelineTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "retire-node", Namespace: ns, Annotations: map[string]string{v1alpha1.AnnotationEditedBy: bob.user}},
+		Spec:       v1alpha1.PipelineTemplateSpec{Steps: []v1alpha1.Step{recordStep("cordon", nil), terminate}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, alice.user, created.Annotations[v1alpha1.AnnotationCreatedBy], "the API server records the template's creator")
+	assert.NotContains(t, created.Annotations, v1alpha1.AnnotationEditedBy, "and no one its creator names as having changed it")
+
+	changed, err := templates(dave).Patch(ctx, "retire-node", types.JSONPatchType,
+		[]byte(`[{"op":"add","path":"/spec/params","value":[{"name":"note","default":"dave"}]}]`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, dave.user, changed.Annotations[v1alpha1.AnnotationEditedBy], "a change of the spec is recorded")
+	assert.Equal(t, alice.user, changed.Annotations[v1alpha1.AnnotationCreatedBy])
+	relabelled, err := templates(alice).Patch(ctx, "retire-node", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"team":"sre"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, dave.user, relabelled.Annotations[v1alpha1.AnnotationEditedBy], "a label is not a change of what runs")
+	rewritten, err := templates(alice).Patch(ctx, "retire-node", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"stepwise.dev/edited-by":"someone-else"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, dave.user, rewritten.Annotations[v1alpha1.AnnotationEditedBy], "no one rewrites the record")
+	dropped, err := templates(alice).Patch(ctx, "retire-node", types.JSONPatchType,
+		[]byte(`[{"op":"remove","path":"/metadata/annotations/stepwise.dev~1edited-by"}]`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, dave.user, dropped.Annotations[v1alpha1.AnnotationEditedBy], "nor drops it")
+	again, err := templates(alice).Patch(ctx, "retire-node", types.JSONPatchType,
+		[]byte(`[{"op":"replace","path":"/spec/params/0/default","value":"alice"}]`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, dave.user+"\n"+alice.user, again.Annotations[v1alpha1.AnnotationEditedBy], "each who changed it, once, in order")
+	again, err = templates(dave).Patch(ctx, "retire-node", types.JSONPatchType,
+		[]byte(`[{"op":"replace","path":"/spec/params/0/default","value":"dave again"}]`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, dave.user+"\n"+alice.user, again.Annotations[v1alpha1.AnnotationEditedBy])
+
+	// A run of the template keeps who made it, as when it took the template.
+	pipeline := &v1alpha1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Name: "retire", Namespace: ns},
+		Spec:       v1alpha1.PipelineSpec{ServiceAccountName: "runner", TemplateRef: &v1alpha1.TemplateRef{Name: "retire-node"}},
+	}
+	_, err = alice.stepwise.StepwiseV1alpha1().Pipelines(ns).Create(ctx, pipeline, metav1.CreateOptions{})
+	require.NoError(t, err)
+	p := waitPipeline(t, ns, "retire", time.Minute, awaitingApproval("terminate"))
+	require.NotNil(t, p.Status.Template)
+	assert.Equal(t, []v1alpha1.Authorship{{Kind: "PipelineTemplate", Name: "retire-node", UID: string(created.UID),
+		CreatedBy: alice.user, EditedBy: []string{dave.user, alice.user}}}, p.Status.Template.Authors)
+
+	_, err = pipelineops.Decide(ctx, dave.kube, dave.stepwise, ns, "retire", "", v1alpha1.ApprovalApprove, "mine")
+	require.NoError(t, err, "admitted: dave has the verb approve")
+	p = waitPipeline(t, ns, "retire", time.Minute, func(p *v1alpha1.Pipeline) bool {
+		w := stepOf(p, "terminate").Approval
+		return w != nil && len(w.Decisions) == 1
+	})
+	rec := stepOf(p, "terminate").Approval.Decisions[0]
+	assert.False(t, rec.Counted)
+	assert.Equal(t, "four eyes: "+dave.user+" changed template retire-node, which the run took", rec.Ignored)
+	waitEvent(t, ns, "retire", v1alpha1.ReasonApprovalIgnored, "changed template retire-node")
+	_, err = pipelineops.Decide(ctx, bob.kube, bob.stepwise, ns, "retire", "", v1alpha1.ApprovalApprove, "")
+	require.NoError(t, err)
+	p = waitPipeline(t, ns, "retire", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineSucceeded })
+	assert.True(t, stepOf(p, "terminate").Approval.Decisions[1].Counted)
+
+	// alice may create pipelines, not write a trigger's status: she cannot make one pass
+	// for a trigger's (kubectl stepwise approve --trigger trusts that owner).
+	forged := recordPipeline(ns, "forged", "runner", recordStep("cordon", nil))
+	forged.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PipelineTrigger",
+		Name: "retire", UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)}}
+	_, err = alice.stepwise.StepwiseV1alpha1().Pipelines(ns).Create(ctx, forged, metav1.CreateOptions{})
+	require.Error(t, err)
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.Contains(t, err.Error(), alice.user+" may not name a PipelineTrigger as an owner of pipeline forged")
+	// The cluster admin (as the operator) may.
+	_, err = stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, forged, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	require.NoError(t, err)
 }

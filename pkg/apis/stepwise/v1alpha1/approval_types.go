@@ -132,9 +132,10 @@ type ApprovalPolicy struct {
 	// +kubebuilder:validation:items:MaxLength=512
 	Groups []string `json:"groups,omitempty"`
 
-	// FourEyes, set, refuses an approval by whoever created the pipeline, or the trigger
-	// that created it, as the API server recorded them (the stepwise.dev/created-by
-	// annotation the install's admission policy stamps).
+	// FourEyes, set, refuses an approval by whoever created or changed the pipeline, the
+	// template it took or the trigger that created it, as the API server recorded them
+	// (the stepwise.dev/created-by and stepwise.dev/edited-by annotations the install's
+	// admission policy stamps).
 	// +optional
 	FourEyes bool `json:"fourEyes,omitempty"`
 

@@ -47,7 +47,7 @@ func (p *Pipeline) HasParams(params map[string]string) bool {
 // as large as the API server allows (256 KiB an object).
 func OperatorReadsAnnotation(key string) bool {
 	switch key {
-	case RetryAnnotation, TeardownPolicyAnnotation, PlanAsAnnotation, AnnotationCreatedBy, AnnotationObject, AnnotationResume:
+	case RetryAnnotation, TeardownPolicyAnnotation, PlanAsAnnotation, AnnotationCreatedBy, AnnotationEditedBy, AnnotationObject, AnnotationResume:
 		return true
 	}
 	return false

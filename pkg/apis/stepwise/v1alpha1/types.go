@@ -581,7 +581,57 @@ type TemplateSnapshot struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50
 	Steps []Step `json:"steps"`
+	// Authors are who made the template and, for a trigger's pipeline, the trigger, as the
+	// API server recorded them when the run took the template: four eyes refuses their
+	// approvals, whatever becomes of those objects since.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	Authors []Authorship `json:"authors,omitempty"`
 }
+
+// Authorship is who created an object a run depends on and who changed its spec since, as
+// the install's admission policies recorded them (AnnotationCreatedBy, AnnotationEditedBy).
+type Authorship struct {
+	// Kind of the object: PipelineTemplate or PipelineTrigger.
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Name and UID of the object.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid,omitempty"`
+	// CreatedBy is the user who created it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	CreatedBy string `json:"createdBy,omitempty"`
+	// EditedBy are the users who changed its spec, each once.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	EditedBy []string `json:"editedBy,omitempty"`
+	// Unrecorded says what the object does not record; four eyes then counts no approval.
+	// +optional
+	Unrecorded AuthorshipGap `json:"unrecorded,omitempty"`
+}
+
+// AuthorshipGap is what an object does not record of who made it.
+// +kubebuilder:validation:Enum=CreatorUnknown;EditorsUnknown;Gone
+type AuthorshipGap string
+
+const (
+	// AuthorsCreatorUnknown: no AnnotationCreatedBy (made before the install stamped it,
+	// or where no MutatingAdmissionPolicy runs).
+	AuthorsCreatorUnknown AuthorshipGap = "CreatorUnknown"
+	// AuthorsEditorsUnknown: its spec changed and AnnotationEditedBy does not name everyone
+	// who changed it (changed before the install recorded changes, or by more users than
+	// the annotation keeps).
+	AuthorsEditorsUnknown AuthorshipGap = "EditorsUnknown"
+	// AuthorsGone: the object was gone when the operator looked for who made it.
+	AuthorsGone AuthorshipGap = "Gone"
+)
 
 // StepRun is what a step ran with: enough to tear it down whatever happened to the spec.
 type StepRun struct {

@@ -35,9 +35,10 @@ type ApprovalPolicyApplyConfiguration struct {
 	Users []string `json:"users,omitempty"`
 	// Groups whose members may approve.
 	Groups []string `json:"groups,omitempty"`
-	// FourEyes, set, refuses an approval by whoever created the pipeline, or the trigger
-	// that created it, as the API server recorded them (the stepwise.dev/created-by
-	// annotation the install's admission policy stamps).
+	// FourEyes, set, refuses an approval by whoever created or changed the pipeline, the
+	// template it took or the trigger that created it, as the API server recorded them
+	// (the stepwise.dev/created-by and stepwise.dev/edited-by annotations the install's
+	// admission policy stamps).
 	FourEyes *bool `json:"fourEyes,omitempty"`
 	// Deadline bounds the wait: a step not approved by then fails, and the pipeline's
 	// onFailure applies. At most 168h; empty waits until a decision or the pipeline's

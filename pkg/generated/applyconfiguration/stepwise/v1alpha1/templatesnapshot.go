@@ -38,6 +38,10 @@ type TemplateSnapshotApplyConfiguration struct {
 	OnFailure *stepwisev1alpha1.FailurePolicy `json:"onFailure,omitempty"`
 	// Steps are the template's steps.
 	Steps []StepApplyConfiguration `json:"steps,omitempty"`
+	// Authors are who made the template and, for a trigger's pipeline, the trigger, as the
+	// API server recorded them when the run took the template: four eyes refuses their
+	// approvals, whatever becomes of those objects since.
+	Authors []AuthorshipApplyConfiguration `json:"authors,omitempty"`
 }
 
 // TemplateSnapshotApplyConfiguration constructs a declarative configuration of the TemplateSnapshot type for use with
@@ -101,6 +105,19 @@ func (b *TemplateSnapshotApplyConfiguration) WithSteps(values ...*StepApplyConfi
 			panic("nil value passed to WithSteps")
 		}
 		b.Steps = append(b.Steps, *values[i])
+	}
+	return b
+}
+
+// WithAuthors adds the given value to the Authors field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Authors field.
+func (b *TemplateSnapshotApplyConfiguration) WithAuthors(values ...*AuthorshipApplyConfiguration) *TemplateSnapshotApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithAuthors")
+		}
+		b.Authors = append(b.Authors, *values[i])
 	}
 	return b
 }
