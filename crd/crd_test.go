@@ -520,3 +520,27 @@ func TestValidationOfTriggerFieldsTaintsBudgetsAndGates(t *testing.T) {
 		})
 	}
 }
+
+// TestTemplateValuesAreBoundedTogether: a template's parameter defaults and its steps'
+// with are bounded together, as a pipeline's params and with are.
+func TestTemplateValuesAreBoundedTogether(t *testing.T) {
+	v := newValidator(t, "stepwise.dev_pipelinetemplates.yaml")
+	template := func(defaults, withs int) map[string]any {
+		var params []any
+		for i := range defaults {
+			params = append(params, map[string]any{"name": fmt.Sprint("p", i), "default": strings.Repeat("v", v1alpha1.MaxParamValueLength)})
+		}
+		spec := map[string]any{"steps": []any{map[string]any{"name": "a", "executor": "test.noop", "with": manyValues("w", withs)}}}
+		if params != nil {
+			spec["params"] = params
+		}
+		return map[string]any{"apiVersion": "stepwise.dev/v1alpha1", "kind": "PipelineTemplate",
+			"metadata": map[string]any{"name": "t", "namespace": "ns"}, "spec": spec}
+	}
+	assert.Empty(t, v.validate(t, template(2, 1)), "three values of 64 KiB")
+	errs := v.validate(t, template(3, 1))
+	require.NotEmpty(t, errs, "four values of 64 KiB and their names")
+	assert.Contains(t, errs.ToAggregate().Error(), "at most 262144 characters together")
+	errs = v.validate(t, template(0, 5))
+	require.NotEmpty(t, errs, "five step values of 64 KiB")
+}

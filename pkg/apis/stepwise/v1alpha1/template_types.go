@@ -24,7 +24,7 @@ type PipelineTemplate struct {
 //
 // +kubebuilder:validation:XValidation:rule="self.steps.all(s, self.steps.exists_one(t, t.name == s.name))",message="step names must be unique"
 // +kubebuilder:validation:XValidation:rule="!has(self.params) || self.params.all(p, self.params.exists_one(q, q.name == p.name))",message="parameter names must be unique"
-// +kubebuilder:validation:XValidation:rule="self.steps.map(s, has(s.with) ? s.with.map(k, size(k) + size(s.with[k])).sum() : 0).sum() <= 262144",message="the names and values of every step's with are at most 262144 characters together"
+// +kubebuilder:validation:XValidation:rule="(has(self.params) ? self.params.map(p, size(p.name) + (has(p.default) ? size(p.default) : 0)).sum() : 0) + self.steps.map(s, has(s.with) ? s.with.map(k, size(k) + size(s.with[k])).sum() : 0).sum() <= 262144",message="the names and defaults of params and the names and values of every step's with are at most 262144 characters together"
 type PipelineTemplateSpec struct {
 	// Params the steps refer to as $(params.NAME).
 	// +optional
