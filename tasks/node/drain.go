@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -45,9 +46,10 @@ var evictionVersion = schema.GroupVersion{Group: "policy", Version: "v1"}
 // Drain is node.drain: it evicts the node's pods with the Eviction API, so that
 // PodDisruptionBudgets are honoured, using kubectl's drain library. DaemonSet pods are
 // left alone. Each call evicts what it can and returns; until the node is empty the message
-// says how many pods are left and which budget blocks which pod. The timeout runs from the
-// hook's first call (the request's HookStarted). Parameters: see Describe. Output:
-// podsEvicted.
+// says how many pods are left and which budget blocks which pod, naming those of another
+// namespace only where the pipeline's ServiceAccount may read them (see audience). The
+// timeout runs from the hook's first call (the request's HookStarted). Parameters: see
+// Describe. Output: podsEvicted.
 type Drain struct {
 	executor.Base
 	// Clock tells the time; nil means the real clock.
@@ -128,12 +130,14 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	}
 
 	helper := p.helper(ctx, client)
-	list, refused, err := podsToDrain(helper, p.node)
+	list, refusals, err := podsToDrain(helper, p.node)
 	if err != nil {
 		return contract.Result{}, err
 	}
-	if len(refused) > 0 {
-		return contract.Result{}, contract.Permanent("DrainBlocked", fmt.Errorf("cannot drain node %q: %w", p.node, errors.Join(refused...)))
+	a := newAudience(ctx, client, req)
+	if len(refusals) > 0 {
+		return contract.Result{}, contract.Permanent("DrainBlocked", fmt.Errorf("cannot drain node %q: %s",
+			p.node, strings.Join(refusalTexts(refusals, a), "\n")))
 	}
 	pods := list.Pods()
 	if len(pods) == 0 {
@@ -143,7 +147,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	overdue := d.now().Sub(started) > p.timeout
 	if overdue && p.policy == PolicyFail {
 		return contract.Result{}, contract.Permanent("DrainTimeout", fmt.Errorf("node %q not drained within %s: %s",
-			p.node, p.timeout, describeLeft(pods, nil)))
+			p.node, p.timeout, describeLeft(pods, nil, a)))
 	}
 
 	blocked := map[string]string{}
@@ -154,7 +158,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 		}
 		if overdue { // and the policy is Force
 			if err := helper.DeletePod(pod); err != nil && !apierrors.IsNotFound(err) {
-				return contract.Result{}, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+				return contract.Result{}, failure(a.pods(pod.Namespace), "delete pod "+podKey(&pod), "delete a pod in another namespace", err)
 			}
 			evicted++
 			continue
@@ -165,15 +169,20 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 			evicted++
 		case apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err):
-			blocked[pod.Namespace+"/"+pod.Name] = disruptionCause(err)
-			if b, ok := refusingBudget(pod.Namespace, err); ok && !slices.Contains(budgets, b) {
+			b, named := refusingBudget(pod.Namespace, err)
+			if named && !a.budgets(pod.Namespace) {
+				blocked[podKey(&pod)] = "eviction refused by a PodDisruptionBudget"
+				continue
+			}
+			blocked[podKey(&pod)] = disruptionCause(err)
+			if named && !slices.Contains(budgets, b) {
 				budgets = append(budgets, b)
 			}
 		default:
-			return contract.Result{}, fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return contract.Result{}, failure(a.pods(pod.Namespace), "evict pod "+podKey(&pod), "evict a pod in another namespace", err)
 		}
 	}
-	res := contract.Result{RequeueAfter: drainPoll, Message: describeLeft(pods, blocked), Outputs: outputs()}
+	res := contract.Result{RequeueAfter: drainPoll, Message: describeLeft(pods, blocked, a), Outputs: outputs()}
 	return res.Blocked(budgets...), nil
 }
 
@@ -193,11 +202,11 @@ func (Drain) Plan(ctx context.Context, req *executor.Request) (contract.Plan, er
 		return contract.Plan{}, err
 	}
 	seen := &podRecorder{Interface: client}
-	list, refused, err := podsToDrain(p.helper(ctx, seen), p.node)
+	list, refusals, err := podsToDrain(p.helper(ctx, seen), p.node)
 	if err != nil {
 		return contract.Plan{}, err
 	}
-	return planDrain(ctx, client, p, seen.pods, list, refused)
+	return planDrain(ctx, client, newAudience(ctx, client, req), p, seen.pods, list, refusals)
 }
 
 // helper is kubectl's drain as node.drain runs it, acting through client.
@@ -215,19 +224,23 @@ func (p drainParams) helper(ctx context.Context, client kubernetes.Interface) *d
 	}
 }
 
-// podsToDrain lists the node's pods as kubectl's drain sorts them. refused are the pods
+// podsToDrain lists the node's pods as kubectl's drain sorts them. refusals are the pods
 // its rules refuse to drain (unmanaged pods, local storage), which need a change of
-// parameters, each error naming them; err is a failure to list them, worth a retry.
-func podsToDrain(helper *drain.Helper, node string) (list *drain.PodDeleteList, refused []error, err error) {
+// parameters, each with kubectl's reason in the step's terms; err is a failure to list
+// them, worth a retry.
+func podsToDrain(helper *drain.Helper, node string) (list *drain.PodDeleteList, refusals map[string]string, err error) {
 	list, errs := helper.GetPodsForDeletion(node)
 	// No list at all is a selector that did not parse, which parseDrainParams rules out.
 	if isAPIError(errs) || list == nil {
 		return nil, nil, fmt.Errorf("list pods of node %q: %w", node, errors.Join(errs...))
 	}
+	// kubectl keeps its verdict on each pod to itself; its messages name the pods they are
+	// about, and say why.
+	var texts []string
 	for _, err := range errs {
-		refused = append(refused, errors.New(inStepTerms.Replace(err.Error())))
+		texts = append(texts, inStepTerms.Replace(err.Error()))
 	}
-	return list, refused, nil
+	return list, podMessages(texts), nil
 }
 
 // inStepTerms turns the kubectl flags its drain's messages suggest into the parameters
@@ -237,15 +250,69 @@ var inStepTerms = strings.NewReplacer(
 	"use --force", "set policy: Force",
 )
 
-// describeLeft says how many pods are left and what blocks each blocked one.
-func describeLeft(pods []corev1.Pod, blocked map[string]string) string {
+// fixedRefusals are kubectl's refusals, in step terms, that name nothing but the pods they
+// list, and so are said of pods the status may not name too. Any other (an API error
+// reading a DaemonSet) names what it is about.
+var fixedRefusals = map[string]bool{
+	inStepTerms.Replace("cannot delete Pods with local storage (use --delete-emptydir-data to override)"): true,
+	inStepTerms.Replace("cannot delete Pods that declare no controller (use --force to override)"):        true,
+}
+
+// refusalTexts says, a line per reason, which pods kubectl's drain refuses: "REASON:
+// ns/a, ns/b and 2 pods in another namespace", naming only what a may.
+func refusalTexts(refusals map[string]string, a *audience) []string {
+	named := map[string][]string{}
+	hidden := map[string]*unnamed{}
+	var reasons []string
+	for _, key := range slices.Sorted(maps.Keys(refusals)) {
+		reason := refusals[key]
+		mayName := a.pods(namespaceOf(key))
+		if !mayName && !fixedRefusals[reason] {
+			reason = "cannot delete"
+		}
+		if !slices.Contains(reasons, reason) {
+			reasons = append(reasons, reason)
+		}
+		if mayName {
+			named[reason] = append(named[reason], key)
+			continue
+		}
+		if hidden[reason] == nil {
+			hidden[reason] = &unnamed{}
+		}
+		hidden[reason].add(namespaceOf(key))
+	}
+	slices.Sort(reasons)
+	texts := make([]string, 0, len(reasons))
+	for _, reason := range reasons {
+		pods := strings.Join(named[reason], ", ")
+		if u := hidden[reason]; u != nil {
+			pods = joinAnd(pods, u.of("pod"))
+		}
+		texts = append(texts, reason+": "+pods)
+	}
+	return texts
+}
+
+// describeLeft says how many pods are left and what blocks each blocked one, naming only
+// the pods a may name and counting the others.
+func describeLeft(pods []corev1.Pod, blocked map[string]string, a *audience) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d pods left", len(pods))
+	var hidden unnamed
 	for _, pod := range pods {
-		key := pod.Namespace + "/" + pod.Name
-		if cause, ok := blocked[key]; ok {
+		key := podKey(&pod)
+		cause, ok := blocked[key]
+		switch {
+		case !ok:
+		case a.pods(pod.Namespace):
 			fmt.Fprintf(&b, "; %s: %s", key, cause)
+		default:
+			hidden.add(pod.Namespace)
 		}
+	}
+	if hidden.count > 0 {
+		fmt.Fprintf(&b, "; evictions refused for %s", hidden.of("pod"))
 	}
 	return b.String()
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -92,6 +93,7 @@ func TestDrainEvictsWhatItCanAndSaysWhatBlocks(t *testing.T) {
 	ctx := context.Background()
 	clock := testingclock.NewFakeClock(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
 	client := fake.NewClientset(newNode("n1", true, nil), managedPod("web-1"), managedPod("web-2"))
+	readsEverything(client)
 	evicted := evictions(client, map[string]bool{"web-2": true})
 	d := Drain{Clock: clock}
 	req := request(t, d, client, map[string]string{"node": "n1", "timeout": "10m"})
@@ -220,6 +222,7 @@ func TestDrainIgnoresDaemonSetPodsAndRefusesBarePods(t *testing.T) {
 
 	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "apps"}, Spec: corev1.PodSpec{NodeName: "n1"}}
 	client = fake.NewClientset(newNode("n1", true, nil), bare)
+	readsEverything(client)
 	_, err = Drain{}.Create(ctx, request(t, Drain{}, client, map[string]string{"node": "n1"}))
 	require.Error(t, err)
 	assert.Equal(t, "DrainBlocked", executor.ReasonFor(err))
@@ -266,6 +269,7 @@ func TestARefusedEvictionNamesItsBudget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client := fake.NewClientset(newNode("n1", true, nil), managedPod("web-1"), managedPod("web-2"), managedPod("web-3"))
+			readsEverything(client)
 			client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 				if action.GetSubresource() != "eviction" {
 					return false, nil, nil
@@ -279,4 +283,135 @@ func TestARefusedEvictionNamesItsBudget(t *testing.T) {
 			assert.Equal(t, tt.wantBlocks, res.BlockedBy)
 		})
 	}
+}
+
+// refusals answers evictions as the API server does: a pod named in budgets is refused by
+// that PodDisruptionBudget of its namespace, one in failures fails with that error, and
+// the others go.
+func refusals(client *fake.Clientset, budgets map[string]string, failures map[string]error) {
+	client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		name := action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction).Name
+		if pdb, ok := budgets[name]; ok {
+			err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: policyv1.DisruptionBudgetCause,
+				Message: "The disruption budget " + pdb + " needs 2 healthy pods and has 2 currently"}}
+			return true, nil, err
+		}
+		return true, nil, failures[name]
+	})
+}
+
+func podIn(namespace, name string) *corev1.Pod {
+	pod := managedPod(name)
+	pod.Namespace = namespace
+	return pod
+}
+
+// TestABlockedDrainNamesOnlyWhatTheServiceAccountMayRead: the step's message and
+// blockedBy, which whoever reads the pipeline (ops) sees, name the pods and
+// PodDisruptionBudgets of another namespace only where the pipeline's ServiceAccount may
+// read them, and count the others; those of ops are always named.
+func TestABlockedDrainNamesOnlyWhatTheServiceAccountMayRead(t *testing.T) {
+	const (
+		webRefusal = "The disruption budget web-pdb needs 2 healthy pods and has 2 currently"
+		jobRefusal = "The disruption budget job-pdb needs 2 healthy pods and has 2 currently"
+	)
+	jobBudget := contract.Blocker{Kind: v1alpha1.KindPodDisruptionBudget, Namespace: "ops", Name: "job-pdb"}
+	tests := []struct {
+		name        string
+		grants      []string
+		wantMessage string
+		wantBlocks  []contract.Blocker
+	}{
+		{
+			name:        "it may read both",
+			grants:      []string{"pods *", "poddisruptionbudgets *"},
+			wantMessage: "3 pods left; apps/web-1: " + webRefusal + "; ops/job-1: " + jobRefusal,
+			wantBlocks:  []contract.Blocker{{Kind: v1alpha1.KindPodDisruptionBudget, Namespace: "apps", Name: "web-pdb"}, jobBudget},
+		},
+		{
+			name:        "it may read neither",
+			wantMessage: "3 pods left; ops/job-1: " + jobRefusal + "; evictions refused for 1 pod in another namespace",
+			wantBlocks:  []contract.Blocker{jobBudget},
+		},
+		{
+			name:        "it may read pods, not budgets",
+			grants:      []string{"pods apps"},
+			wantMessage: "3 pods left; apps/web-1: eviction refused by a PodDisruptionBudget; ops/job-1: " + jobRefusal,
+			wantBlocks:  []contract.Blocker{jobBudget},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(newNode("n1", true, nil), podIn("ops", "job-1"), podIn("apps", "web-1"), podIn("apps", "web-2"))
+			asked := grants(client, tt.grants...)
+			refusals(client, map[string]string{"job-1": "job-pdb", "web-1": "web-pdb"}, nil)
+			d := Drain{Clock: testingclock.NewFakeClock(time.Now())}
+			res, err := d.Create(context.Background(), request(t, d, client, map[string]string{"node": "n1"}))
+			require.NoError(t, err)
+			assert.False(t, res.Done)
+			assert.Equal(t, tt.wantMessage, res.Message)
+			assert.Equal(t, tt.wantBlocks, res.BlockedBy)
+			assert.Equal(t, "1", res.Outputs[OutputPodsEvicted])
+			for _, a := range *asked {
+				assert.NotEqual(t, "ops", a.Namespace, "the pipeline's own namespace needs no review")
+			}
+		})
+	}
+}
+
+// TestADrainsErrorsNameOnlyWhatTheServiceAccountMayRead: a failed eviction and pods the
+// drain refuses are said without the names the ServiceAccount may not read, and a failure
+// keeps its API error for the engine.
+func TestADrainsErrorsNameOnlyWhatTheServiceAccountMayRead(t *testing.T) {
+	forbiddenEviction := apierrors.NewForbidden(corev1.Resource("pods"), "web-1",
+		errors.New(`User "system:serviceaccount:ops:retire" cannot create resource "pods/eviction" in the namespace "apps"`))
+	const refusal = "cannot delete Pods that declare no controller (set policy: Force to override)"
+	tests := []struct {
+		name      string
+		pods      []runtime.Object
+		grants    []string
+		wantErr   string
+		permanent bool
+	}{
+		{
+			name:    "a failed eviction, named",
+			pods:    []runtime.Object{podIn("apps", "web-1")},
+			grants:  []string{"pods *"},
+			wantErr: `evict pod apps/web-1: pods "web-1" is forbidden: User "system:serviceaccount:ops:retire" cannot create resource "pods/eviction" in the namespace "apps"`,
+		},
+		{
+			name:    "a failed eviction, not named",
+			pods:    []runtime.Object{podIn("apps", "web-1")},
+			wantErr: "evict a pod in another namespace: Forbidden",
+		},
+		{
+			name:      "pods the drain refuses, named and counted",
+			pods:      []runtime.Object{bare("ops", "bare-1"), bare("apps", "bare-2"), bare("team", "bare-3")},
+			grants:    []string{"pods apps"},
+			wantErr:   `cannot drain node "n1": ` + refusal + ": apps/bare-2, ops/bare-1 and 1 pod in another namespace",
+			permanent: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(append(tt.pods, newNode("n1", true, nil))...)
+			grants(client, tt.grants...)
+			refusals(client, nil, map[string]error{"web-1": forbiddenEviction})
+			_, err := Drain{}.Create(context.Background(), request(t, Drain{}, client, map[string]string{"node": "n1"}))
+			require.Error(t, err)
+			assert.Equal(t, tt.wantErr, err.Error())
+			assert.Equal(t, tt.permanent, contract.IsPermanent(err))
+			if !tt.permanent {
+				assert.True(t, apierrors.IsForbidden(err), "the engine still sees the API's error")
+			}
+		})
+	}
+}
+
+func bare(namespace, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: corev1.PodSpec{NodeName: "n1"}}
 }

@@ -22,22 +22,14 @@ import (
 )
 
 // planDrain is node.drain's plan: a row per pod kubectl's drain listed (seen), evicted or
-// left as its rules sorted them (list, refused), and a row per PodDisruptionBudget that
-// guards a pod it would evict.
-func planDrain(ctx context.Context, client kubernetes.Interface, p drainParams, seen []corev1.Pod,
-	list *drain.PodDeleteList, refused []error) (contract.Plan, error) {
+// left as its rules sorted them (list, refusals), and a row per PodDisruptionBudget that
+// guards a pod it would evict; what a may not name is counted in a row per action.
+func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p drainParams, seen []corev1.Pod,
+	list *drain.PodDeleteList, refusals map[string]string) (contract.Plan, error) {
 	evictable := map[string]bool{}
 	for _, pod := range list.Pods() {
 		evictable[podKey(&pod)] = true
 	}
-	// kubectl keeps its verdict on each pod to itself; its messages name the pods they are
-	// about, and say why.
-	var refusedTexts []string
-	for _, err := range refused {
-		refusedTexts = append(refusedTexts, err.Error())
-	}
-	sort.Strings(refusedTexts) // kubectl gathers them in a map
-	refusals := podMessages(refusedTexts)
 	notes := podMessages(strings.Split(list.Warnings(), "; "))
 	for key, msg := range refusals {
 		notes[key] = msg
@@ -53,13 +45,14 @@ func planDrain(ctx context.Context, client kubernetes.Interface, p drainParams, 
 	var budgets budgetCheck
 	if len(refusals) == 0 { // a drain kubectl refuses evicts nothing: no budget comes into it
 		var err error
-		if budgets, err = checkBudgets(ctx, client, evict); err != nil {
+		if budgets, err = checkBudgets(ctx, client, a, evict); err != nil {
 			return contract.Plan{}, err
 		}
 	}
 
 	var plan contract.Plan
 	var waiting, daemons, mirrors, others int
+	hidden := map[string]*unnamed{}
 	for i := range seen {
 		pod := &seen[i]
 		key := podKey(pod)
@@ -71,7 +64,7 @@ func planDrain(ctx context.Context, client kubernetes.Interface, p drainParams, 
 		case evictable[key]:
 			row.Action = "evict"
 			if by := budgets.blockers[key]; len(by) > 0 {
-				row.Note = joinNotes(row.Note, blockedNote(by, p))
+				row.Note = joinNotes(row.Note, blockedNote(by, p, a))
 			}
 		case refusals[key] != "": // its note says why; the summary counts it
 		case isDaemonSetPod(pod):
@@ -82,10 +75,22 @@ func planDrain(ctx context.Context, client kubernetes.Interface, p drainParams, 
 		default:
 			others++
 		}
+		if !a.pods(pod.Namespace) {
+			if hidden[row.Action] == nil {
+				hidden[row.Action] = &unnamed{}
+			}
+			hidden[row.Action].add(pod.Namespace)
+			continue
+		}
 		plan.Details = append(plan.Details, row)
 	}
+	for _, action := range []string{"evict", "wait", "skip"} {
+		if u := hidden[action]; u != nil {
+			plan.Details = append(plan.Details, unnamedRow("Pod", action, u.of("pod")))
+		}
+	}
 	plan.Details = append(plan.Details, budgets.rows...)
-	for _, text := range refusedTexts {
+	for _, text := range refusalTexts(refusals, a) {
 		plan.Warnings = append(plan.Warnings, "the drain would fail: "+text)
 	}
 	plan.Warnings = append(plan.Warnings, budgets.warnings...)
@@ -108,30 +113,41 @@ func planDrain(ctx context.Context, client kubernetes.Interface, p drainParams, 
 		fmt.Fprintf(&b, " (%s)", stay)
 	}
 	if len(budgets.blockers) > 0 {
-		fmt.Fprintf(&b, "; %d blocked by %s", len(budgets.blockers), budgetNames(budgets.blocking))
+		fmt.Fprintf(&b, "; %d blocked by %s", len(budgets.blockers), budgetList(budgets.blocking, a))
 	}
 	plan.Summary = b.String()
 	plan.Outputs = map[string]string{OutputPodsEvicted: strconv.Itoa(len(evict))}
 	return plan, nil
 }
 
+// unnamedRow counts, in one row, the things of a kind that a plan may not name.
+func unnamedRow(kind, action, count string) contract.PlanItem {
+	return contract.PlanItem{Kind: kind, Name: "…", Action: action, Note: count + ", not named"}
+}
+
+// budgetRef is a PodDisruptionBudget.
+type budgetRef struct{ namespace, name string }
+
+func (r budgetRef) String() string { return r.namespace + "/" + r.name }
+
 // budgetCheck is how the PodDisruptionBudgets of the pods a drain would evict meet it now.
 type budgetCheck struct {
 	rows     []contract.PlanItem
 	warnings []string
-	// blockers names, by pod, the budgets that would refuse its eviction now.
-	blockers map[string][]string
-	// blocking names every budget that blocks a pod, once each.
-	blocking []string
+	// blockers are, by pod, the budgets that would refuse its eviction now.
+	blockers map[string][]budgetRef
+	// blocking is every budget that blocks a pod, once each.
+	blocking []budgetRef
 }
 
 // checkBudgets reads the PodDisruptionBudgets in the pods' namespaces and matches them
 // to the pods as the Eviction API does, in the order the drain evicts them: a budget
 // allowing N disruptions lets N of its pods go, and holds the others back until it allows
 // more. The drain itself never reads budgets (the Eviction API applies them), so one the
-// ServiceAccount may not read is a warning, not a failure.
-func checkBudgets(ctx context.Context, client kubernetes.Interface, pods []*corev1.Pod) (budgetCheck, error) {
-	c := budgetCheck{blockers: map[string][]string{}}
+// ServiceAccount may not read is a warning, not a failure. Rows and warnings name only
+// what a may name, and count the rest.
+func checkBudgets(ctx context.Context, client kubernetes.Interface, a *audience, pods []*corev1.Pod) (budgetCheck, error) {
+	c := budgetCheck{blockers: map[string][]budgetRef{}}
 	byNamespace := map[string][]*corev1.Pod{}
 	var namespaces []string
 	for _, pod := range pods {
@@ -141,14 +157,20 @@ func checkBudgets(ctx context.Context, client kubernetes.Interface, pods []*core
 		byNamespace[pod.Namespace] = append(byNamespace[pod.Namespace], pod)
 	}
 	sort.Strings(namespaces)
+	var unread, held unnamed
+	hidden := map[string]*unnamed{} // by action
 	for _, ns := range namespaces {
 		list, err := client.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
 		if apierrors.IsForbidden(err) {
-			c.warnings = append(c.warnings, fmt.Sprintf("cannot read PodDisruptionBudgets in %s: %v", ns, err))
+			if a.budgets(ns) {
+				c.warnings = append(c.warnings, fmt.Sprintf("cannot read PodDisruptionBudgets in %s: %v", ns, err))
+			} else {
+				unread.add(ns)
+			}
 			continue
 		}
 		if err != nil {
-			return budgetCheck{}, fmt.Errorf("list PodDisruptionBudgets in %s: %w", ns, err)
+			return budgetCheck{}, failure(a.budgets(ns), "list PodDisruptionBudgets in "+ns, "list PodDisruptionBudgets in another namespace", err)
 		}
 		budgets := list.Items
 		sort.Slice(budgets, func(i, j int) bool { return budgets[i].Name < budgets[j].Name })
@@ -157,13 +179,23 @@ func checkBudgets(ctx context.Context, client kubernetes.Interface, pods []*core
 			matching := guarding(budgets, pod)
 			switch {
 			case len(matching) > 1:
+				var refs []budgetRef
 				var names []string
 				for _, i := range matching {
-					names = append(names, ns+"/"+budgets[i].Name)
+					refs = append(refs, budgetRef{ns, budgets[i].Name})
+					names = append(names, refs[len(refs)-1].String())
 				}
-				c.block(podKey(pod), names...)
+				c.block(podKey(pod), refs...)
+				if !a.pods(ns) {
+					held.add(ns)
+					continue
+				}
+				which := strings.Join(names, ", ")
+				if !a.budgets(ns) {
+					which = fmt.Sprintf("%d of them", len(refs))
+				}
 				c.warnings = append(c.warnings, fmt.Sprintf("pod %s: the Eviction API refuses a pod with more than one PodDisruptionBudget (%s)",
-					podKey(pod), strings.Join(names, ", ")))
+					podKey(pod), which))
 			case len(matching) == 1 && takesDisruption(pod, &budgets[matching[0]]):
 				guarded[matching[0]] = append(guarded[matching[0]], pod)
 			}
@@ -172,17 +204,33 @@ func checkBudgets(ctx context.Context, client kubernetes.Interface, pods []*core
 			if len(guarded[i]) == 0 {
 				continue
 			}
-			name := ns + "/" + budgets[i].Name
+			ref := budgetRef{ns, budgets[i].Name}
 			allowed := int(budgets[i].Status.DisruptionsAllowed)
 			action := "allows " + strconv.Itoa(allowed)
 			if len(guarded[i]) > allowed {
 				action = "blocks"
 			}
-			c.rows = append(c.rows, contract.PlanItem{Kind: "PodDisruptionBudget", Name: name, Action: action,
-				Note: fmt.Sprintf("%d of its pods on this node; disruptionsAllowed %d", len(guarded[i]), allowed)})
+			if a.budgets(ns) {
+				c.rows = append(c.rows, contract.PlanItem{Kind: "PodDisruptionBudget", Name: ref.String(), Action: action,
+					Note: fmt.Sprintf("%d of its pods on this node; disruptionsAllowed %d", len(guarded[i]), allowed)})
+			} else {
+				action, _, _ = strings.Cut(action, " ") // "allows", without what a count cannot say
+				if hidden[action] == nil {
+					hidden[action] = &unnamed{}
+				}
+				hidden[action].add(ns)
+			}
 			for _, pod := range guarded[i][min(max(allowed, 0), len(guarded[i])):] {
-				c.block(podKey(pod), name)
-				warning := fmt.Sprintf("pod %s: PodDisruptionBudget %s allows %s now", podKey(pod), name, plural(allowed, "disruption"))
+				c.block(podKey(pod), ref)
+				if !a.pods(ns) {
+					held.add(ns)
+					continue
+				}
+				budget := "its PodDisruptionBudget"
+				if a.budgets(ns) {
+					budget = "PodDisruptionBudget " + ref.String()
+				}
+				warning := fmt.Sprintf("pod %s: %s allows %s now", podKey(pod), budget, plural(allowed, "disruption"))
 				if allowed > 0 {
 					warning += ", taken by the pods evicted before it"
 				}
@@ -190,10 +238,21 @@ func checkBudgets(ctx context.Context, client kubernetes.Interface, pods []*core
 			}
 		}
 	}
+	for _, action := range []string{"blocks", "allows"} {
+		if u := hidden[action]; u != nil {
+			c.rows = append(c.rows, unnamedRow("PodDisruptionBudget", action, u.of("PodDisruptionBudget")))
+		}
+	}
+	if held.count > 0 {
+		c.warnings = append(c.warnings, "PodDisruptionBudgets would hold back "+held.of("pod")+" now")
+	}
+	if n := len(unread.namespaces); n > 0 {
+		c.warnings = append(c.warnings, fmt.Sprintf("cannot read the PodDisruptionBudgets of %s", otherNamespaces(n)))
+	}
 	return c, nil
 }
 
-func (c *budgetCheck) block(pod string, budgets ...string) {
+func (c *budgetCheck) block(pod string, budgets ...budgetRef) {
 	c.blockers[pod] = append(c.blockers[pod], budgets...)
 	for _, b := range budgets {
 		if !slices.Contains(c.blocking, b) {
@@ -236,12 +295,32 @@ func takesDisruption(pod *corev1.Pod, budget *policyv1.PodDisruptionBudget) bool
 
 // blockedNote says what holds a pod back now, and what the drain does if it still does at
 // the timeout.
-func blockedNote(budgets []string, p drainParams) string {
+func blockedNote(budgets []budgetRef, p drainParams, a *audience) string {
 	then := fmt.Sprintf("the step fails if still blocked after %s", p.timeout)
 	if p.policy == PolicyForce {
 		then = fmt.Sprintf("policy Force deletes it if still blocked after %s", p.timeout)
 	}
-	return fmt.Sprintf("blocked now by %s; %s", budgetNames(budgets), then)
+	return fmt.Sprintf("blocked now by %s; %s", budgetList(budgets, a), then)
+}
+
+// budgetList names the budgets a may name, and counts the others.
+func budgetList(budgets []budgetRef, a *audience) string {
+	var names []string
+	var hidden unnamed
+	for _, b := range budgets {
+		if a.budgets(b.namespace) {
+			names = append(names, b.String())
+		} else {
+			hidden.add(b.namespace)
+		}
+	}
+	switch {
+	case hidden.count == 0:
+		return budgetNames(names)
+	case len(names) == 0:
+		return hidden.of("PodDisruptionBudget")
+	}
+	return budgetNames(names) + " and " + hidden.of("PodDisruptionBudget")
 }
 
 func budgetNames(names []string) string {
@@ -297,6 +376,14 @@ func isDaemonSetPod(pod *corev1.Pod) bool {
 func isMirrorPod(pod *corev1.Pod) bool {
 	_, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]
 	return mirror
+}
+
+// joinAnd joins two parts of a list: "a, b and c".
+func joinAnd(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " and " + b
 }
 
 func joinNotes(a, b string) string {

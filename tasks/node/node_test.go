@@ -2,13 +2,17 @@ package node
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
@@ -28,6 +32,28 @@ func request(t *testing.T, e executor.TaskExecutor, client *fake.Clientset, para
 		},
 		Clients: &executor.Clients{Kube: client},
 	}
+}
+
+// grants answers the ServiceAccount's access reviews as the API server would: get of a
+// resource ("pods", "poddisruptionbudgets") in a namespace is allowed when grants holds
+// "RESOURCE NAMESPACE" or "RESOURCE *". It returns the reviews asked.
+func grants(client *fake.Clientset, allowed ...string) *[]authorizationv1.ResourceAttributes {
+	var asked []authorizationv1.ResourceAttributes
+	client.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		review := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+		attrs := *review.Spec.ResourceAttributes
+		asked = append(asked, attrs)
+		review.Status.Allowed = attrs.Verb == "get" &&
+			(slices.Contains(allowed, attrs.Resource+" "+attrs.Namespace) || slices.Contains(allowed, attrs.Resource+" *"))
+		return true, review, nil
+	})
+	return &asked
+}
+
+// readsEverything lets the ServiceAccount read pods and PodDisruptionBudgets everywhere:
+// a drain names them all.
+func readsEverything(client *fake.Clientset) {
+	grants(client, "pods *", "poddisruptionbudgets *")
 }
 
 func newNode(name string, unschedulable bool, annotations map[string]string) *corev1.Node {

@@ -21,10 +21,14 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
-// assertReadOnly checks that a plan only read: every call it made is a get or a list.
+// assertReadOnly checks that a plan only read: every call it made is a get, a list or an
+// access review (which changes nothing).
 func assertReadOnly(t *testing.T, client *fake.Clientset) {
 	t.Helper()
 	for _, a := range client.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "selfsubjectaccessreviews" {
+			continue
+		}
 		assert.Contains(t, []string{"get", "list"}, a.GetVerb(), "a plan %ss %s", a.GetVerb(), a.GetResource().Resource)
 	}
 }
@@ -302,6 +306,7 @@ func TestDrainPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client := fake.NewClientset(tt.objects...)
+			readsEverything(client)
 			if tt.react != nil {
 				tt.react(client)
 			}
@@ -313,6 +318,173 @@ func TestDrainPlan(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, plan)
 			assertReadOnly(t, client)
+		})
+	}
+}
+
+func inNamespace(namespace string) func(*policyv1.PodDisruptionBudget) {
+	return func(b *policyv1.PodDisruptionBudget) { b.Namespace = namespace }
+}
+
+// TestDrainPlanNamesOnlyWhatTheServiceAccountMayRead: whoever reads the pipeline (ops)
+// learns the names of pods and PodDisruptionBudgets of another namespace only where the
+// pipeline's ServiceAccount may read them; the others are counted. Those of ops are always
+// named.
+func TestDrainPlanNamesOnlyWhatTheServiceAccountMayRead(t *testing.T) {
+	const failNote = "; the step fails if still blocked after 10m0s"
+	jobRow := contract.PlanItem{Kind: "Pod", Name: "ops/job-1", Action: "evict", Note: "blocked now by PodDisruptionBudget ops/job-pdb" + failNote}
+	jobBudgetRow := contract.PlanItem{Kind: "PodDisruptionBudget", Name: "ops/job-pdb", Action: "blocks", Note: "1 of its pods on this node; disruptionsAllowed 0"}
+	jobWarning := "pod ops/job-1: PodDisruptionBudget ops/job-pdb allows 0 disruptions now"
+	drainable := objects(one(
+		runningPod("ops", "job-1", "ReplicaSet", map[string]string{"app": "job"}), budget("job-pdb", "job", 0, inNamespace("ops")),
+		webPod("web-1"), webPod("web-2"), budget("web-pdb", "web", 1),
+		runningPod("team", "api-1", "ReplicaSet", map[string]string{"app": "api"}),
+	), daemonSetPod())
+	refused := objects(one(runningPod("ops", "bare-1", "", nil), runningPod("apps", "bare-2", "", nil), runningPod("team", "bare-3", "", nil)))
+	const refusal = "cannot delete Pods that declare no controller (set policy: Force to override)"
+
+	tests := []struct {
+		name    string
+		objects []runtime.Object
+		grants  []string
+		react   func(*fake.Clientset)
+		want    contract.Plan
+	}{
+		{
+			name:    "it may read both everywhere: every one named",
+			objects: drainable,
+			grants:  []string{"pods *", "poddisruptionbudgets *"},
+			want: contract.Plan{
+				Summary: "evict 4 pods from node n1 (1 DaemonSet pod stays); 2 blocked by PodDisruptionBudgets apps/web-pdb, ops/job-pdb",
+				Details: []contract.PlanItem{
+					{Kind: "Pod", Name: "apps/web-1", Action: "evict"},
+					{Kind: "Pod", Name: "apps/web-2", Action: "evict", Note: "blocked now by PodDisruptionBudget apps/web-pdb" + failNote},
+					{Kind: "Pod", Name: "kube-system/agent", Action: "skip", Note: "ignoring DaemonSet-managed Pods"},
+					jobRow,
+					{Kind: "Pod", Name: "team/api-1", Action: "evict"},
+					{Kind: "PodDisruptionBudget", Name: "apps/web-pdb", Action: "blocks", Note: "2 of its pods on this node; disruptionsAllowed 1"},
+					jobBudgetRow,
+				},
+				Warnings: []string{
+					"pod apps/web-2: PodDisruptionBudget apps/web-pdb allows 1 disruption now, taken by the pods evicted before it",
+					jobWarning,
+				},
+				Outputs: map[string]string{OutputPodsEvicted: "4"},
+			},
+		},
+		{
+			name:    "it may read neither: the pipeline's namespace named, the others counted",
+			objects: drainable,
+			want: contract.Plan{
+				Summary: "evict 4 pods from node n1 (1 DaemonSet pod stays); 2 blocked by PodDisruptionBudget ops/job-pdb and 1 PodDisruptionBudget in another namespace",
+				Details: []contract.PlanItem{
+					jobRow,
+					{Kind: "Pod", Name: "…", Action: "evict", Note: "3 pods in 2 other namespaces, not named"},
+					{Kind: "Pod", Name: "…", Action: "skip", Note: "1 pod in another namespace, not named"},
+					jobBudgetRow,
+					{Kind: "PodDisruptionBudget", Name: "…", Action: "blocks", Note: "1 PodDisruptionBudget in another namespace, not named"},
+				},
+				Warnings: []string{jobWarning, "PodDisruptionBudgets would hold back 1 pod in another namespace now"},
+				Outputs:  map[string]string{OutputPodsEvicted: "4"},
+			},
+		},
+		{
+			name:    "it may read pods, not budgets",
+			objects: drainable,
+			grants:  []string{"pods *"},
+			want: contract.Plan{
+				Summary: "evict 4 pods from node n1 (1 DaemonSet pod stays); 2 blocked by PodDisruptionBudget ops/job-pdb and 1 PodDisruptionBudget in another namespace",
+				Details: []contract.PlanItem{
+					{Kind: "Pod", Name: "apps/web-1", Action: "evict"},
+					{Kind: "Pod", Name: "apps/web-2", Action: "evict", Note: "blocked now by 1 PodDisruptionBudget in another namespace" + failNote},
+					{Kind: "Pod", Name: "kube-system/agent", Action: "skip", Note: "ignoring DaemonSet-managed Pods"},
+					jobRow,
+					{Kind: "Pod", Name: "team/api-1", Action: "evict"},
+					jobBudgetRow,
+					{Kind: "PodDisruptionBudget", Name: "…", Action: "blocks", Note: "1 PodDisruptionBudget in another namespace, not named"},
+				},
+				Warnings: []string{
+					"pod apps/web-2: its PodDisruptionBudget allows 1 disruption now, taken by the pods evicted before it",
+					jobWarning,
+				},
+				Outputs: map[string]string{OutputPodsEvicted: "4"},
+			},
+		},
+		{
+			name:    "it may read both in one namespace",
+			objects: drainable,
+			grants:  []string{"pods apps", "poddisruptionbudgets apps"},
+			want: contract.Plan{
+				Summary: "evict 4 pods from node n1 (1 DaemonSet pod stays); 2 blocked by PodDisruptionBudgets apps/web-pdb, ops/job-pdb",
+				Details: []contract.PlanItem{
+					{Kind: "Pod", Name: "apps/web-1", Action: "evict"},
+					{Kind: "Pod", Name: "apps/web-2", Action: "evict", Note: "blocked now by PodDisruptionBudget apps/web-pdb" + failNote},
+					jobRow,
+					{Kind: "Pod", Name: "…", Action: "evict", Note: "1 pod in another namespace, not named"},
+					{Kind: "Pod", Name: "…", Action: "skip", Note: "1 pod in another namespace, not named"},
+					{Kind: "PodDisruptionBudget", Name: "apps/web-pdb", Action: "blocks", Note: "2 of its pods on this node; disruptionsAllowed 1"},
+					jobBudgetRow,
+				},
+				Warnings: []string{
+					"pod apps/web-2: PodDisruptionBudget apps/web-pdb allows 1 disruption now, taken by the pods evicted before it",
+					jobWarning,
+				},
+				Outputs: map[string]string{OutputPodsEvicted: "4"},
+			},
+		},
+		{
+			name:    "budgets it may neither list nor name",
+			objects: objects(one(webPod("web-1"), budget("web-pdb", "web", 0))),
+			react:   func(c *fake.Clientset) { forbidden(c, "list", "poddisruptionbudgets") },
+			want: contract.Plan{
+				Summary:  "evict 1 pod from node n1",
+				Details:  []contract.PlanItem{{Kind: "Pod", Name: "…", Action: "evict", Note: "1 pod in another namespace, not named"}},
+				Warnings: []string{"cannot read the PodDisruptionBudgets of another namespace"},
+				Outputs:  map[string]string{OutputPodsEvicted: "1"},
+			},
+		},
+		{
+			name:    "pods the drain refuses, named and counted",
+			objects: refused,
+			want: contract.Plan{
+				Summary: "drain of node n1 would fail: 3 pods refused",
+				Details: []contract.PlanItem{
+					{Kind: "Pod", Name: "ops/bare-1", Action: "skip", Note: refusal},
+					{Kind: "Pod", Name: "…", Action: "skip", Note: "2 pods in 2 other namespaces, not named"},
+				},
+				Warnings: []string{"the drain would fail: " + refusal + ": ops/bare-1 and 2 pods in 2 other namespaces"},
+			},
+		},
+		{
+			name:    "pods the drain refuses, all named",
+			objects: refused,
+			grants:  []string{"pods *"},
+			want: contract.Plan{
+				Summary: "drain of node n1 would fail: 3 pods refused",
+				Details: []contract.PlanItem{
+					{Kind: "Pod", Name: "apps/bare-2", Action: "skip", Note: refusal},
+					{Kind: "Pod", Name: "ops/bare-1", Action: "skip", Note: refusal},
+					{Kind: "Pod", Name: "team/bare-3", Action: "skip", Note: refusal},
+				},
+				Warnings: []string{"the drain would fail: " + refusal + ": apps/bare-2, ops/bare-1, team/bare-3"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(tt.objects...)
+			asked := grants(client, tt.grants...)
+			if tt.react != nil {
+				tt.react(client)
+			}
+			plan, err := Drain{}.Plan(context.Background(), request(t, Drain{}, client, map[string]string{"node": "n1"}))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, plan)
+			assertReadOnly(t, client)
+			for _, a := range *asked {
+				assert.NotEqual(t, "ops", a.Namespace, "the pipeline's own namespace needs no review")
+				assert.Equal(t, "get", a.Verb)
+			}
 		})
 	}
 }
