@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	// --logging-format=json: component-base's JSON logger, as Kubernetes' own components.
 	_ "k8s.io/component-base/logs/json/register"
@@ -24,6 +25,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/tracing"
 	"github.com/stepwise-dev/stepwise/pkg/trigger"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/gate"
 )
 
 // options are the operator's command-line flags.
@@ -66,8 +68,12 @@ type options struct {
 	// pluginAllowedCIDRsFor holds each --plugin-allowed-cidrs-for as given, PLUGIN=CIDRS.
 	pluginAllowedCIDRsFor []string
 	pluginMemoryLimit     string
-	// gateAllowedCIDRs are the internal ranges health gates may query (Prometheus).
+	// gateAllowedCIDRs are the ranges health gates may query (Prometheus).
 	gateAllowedCIDRs string
+	// gateAllowPublic lets health gates query public addresses.
+	gateAllowPublic bool
+	// gatePrometheusURLFor holds each --gate-prometheus-url-for as given, NAMESPACE=URL.
+	gatePrometheusURLFor []string
 
 	// tracing: OTLP export of the pipelines' traces, off without an endpoint.
 	otlpEndpoint     string
@@ -149,7 +155,12 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector (OTLP over gRPC, host:port) to send the pipelines' traces to: a span per pipeline, step, hook call and plugin call, carried into plugins and on in their HTTP requests (W3C traceparent); the plugins send theirs there too. Empty: no tracing, at no cost.")
 	fs.BoolVar(&o.otlpInsecure, "otlp-insecure", false, "Send traces to --otlp-endpoint in plaintext (a collector on loopback or beside the operator) rather than over TLS.")
 	fs.Float64Var(&o.traceSampleRatio, "trace-sample-ratio", 1, "The share of pipelines whose traces are sent, 0 to 1; a pipeline's trace is kept or dropped whole.")
-	fs.StringVar(&o.gateAllowedCIDRs, "gate-allowed-cidrs", "", "Comma-separated CIDRs that triggers' Prometheus health gates may query although they are loopback, private or otherwise internal (refused by default, after DNS resolution, as for plugins), e.g. the Service CIDR where Prometheus runs. Plugins are not given them.")
+	fs.StringVar(&o.gateAllowedCIDRs, "gate-allowed-cidrs", "", "Comma-separated CIDRs that triggers' Prometheus health gates may query at the URL a gate names: loopback, private or otherwise internal ones (refused by default, after DNS resolution, on every connection), and public ones (refused too unless --gate-allow-public-addresses). Every tenant's gates may then reach every address of these ranges, and tell from their status whether it answers: list the Prometheus' own address (its Service IP/32) rather than the Service CIDR, or use --gate-prometheus-url-for. Plugins are not given them.")
+	fs.BoolVar(&o.gateAllowPublic, "gate-allow-public-addresses", false, "Let triggers' Prometheus health gates query any public (globally reachable) address at the URL a gate names, as well as the ranges of --gate-allowed-cidrs. Off: a gate reaches only those ranges, so that a tenant cannot send the operator's requests anywhere on the Internet.")
+	fs.Func("gate-prometheus-url-for", "Repeatable: NAMESPACE=URL makes the Prometheus health gates of the triggers of namespace NAMESPACE query URL, whatever URL they name, with their query as written: the operator adds no namespace matcher, leaving to that Prometheus (one of the namespace's own, or a label proxy such as prom-label-proxy, e.g. http://prom-label-proxy.monitoring:8080/?namespace=ops) what the namespace may read. It is the admin's address: --gate-allowed-cidrs does not apply to it, and a gate's status does not show it. Elsewhere a gate queries its own URL, its query limited to series labelled namespace=\"<the trigger's namespace>\".", func(v string) error {
+		o.gatePrometheusURLFor = append(o.gatePrometheusURLFor, v)
+		return nil
+	})
 	fs.Func("plugin-allowed-cidrs-for", "Repeatable: PLUGIN=CIDR[,CIDR...] adds CIDRs to --plugin-allowed-cidrs for the plugin PLUGIN only (its executable's name, with or without the stepwise-plugin- prefix), e.g. vsphere=10.20.0.0/16 lets the vSphere plugin reach an on-premises vCenter without letting every tenant's webhook reach it. A name no plugin has is logged when the plugins start.", func(v string) error {
 		o.pluginAllowedCIDRsFor = append(o.pluginAllowedCIDRsFor, v)
 		return nil
@@ -210,6 +221,9 @@ func (o *options) validate() error {
 	}
 	if _, err := egress.Parse(o.gateAllowedCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--gate-allowed-cidrs: %w", err))
+	}
+	if _, err := o.gatePrometheusURLs(); err != nil {
+		errs = append(errs, fmt.Errorf("--gate-prometheus-url-for: %w", err))
 	}
 	if _, err := o.allowedCIDRsFor(); err != nil {
 		errs = append(errs, fmt.Errorf("--plugin-allowed-cidrs-for: %w", err))
@@ -312,6 +326,47 @@ func (o *options) allowedCIDRsFor() (map[string][]string, error) {
 			return nil, fmt.Errorf("plugin %s: %w", short, err)
 		}
 		out[host.Prefix+short] = append(out[host.Prefix+short], cidrs...)
+	}
+	return out, nil
+}
+
+// gatePolicy is the egress policy of the URLs health gates name: the ranges of
+// --gate-allowed-cidrs, and public addresses only with --gate-allow-public-addresses.
+func (o *options) gatePolicy() (*egress.Policy, error) {
+	policy, err := egress.Parse(o.gateAllowedCIDRs)
+	if err != nil {
+		return nil, fmt.Errorf("--gate-allowed-cidrs: %w", err)
+	}
+	if o.gateAllowPublic {
+		return policy, nil
+	}
+	return policy.RefusingPublic(), nil
+}
+
+// gatePrometheusURLs reads --gate-prometheus-url-for: the Prometheus URL of each
+// namespace that has one.
+func (o *options) gatePrometheusURLs() (map[string]string, error) {
+	if len(o.gatePrometheusURLFor) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, v := range o.gatePrometheusURLFor {
+		namespace, raw, ok := strings.Cut(v, "=")
+		if !ok || namespace == "" || raw == "" {
+			// Not quoted: the URL may hold a token in its query.
+			return nil, errors.New("an entry is not NAMESPACE=URL")
+		}
+		if len(validation.IsDNS1123Label(namespace)) > 0 {
+			// Not quoted: of a URL given alone, it would be the URL up to its first "=".
+			return nil, errors.New("an entry's NAMESPACE is not a namespace's name (NAMESPACE=URL)")
+		}
+		if _, err := gate.CheckURL(raw); err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", namespace, err)
+		}
+		if _, dup := out[namespace]; dup {
+			return nil, fmt.Errorf("namespace %s is given twice", namespace)
+		}
+		out[namespace] = raw
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/dynamic"
@@ -41,10 +42,16 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 		rbacV1.Roles().Informer(), rbacV1.RoleBindings().Informer(),
 		rbacV1.ClusterRoles().Informer(), rbacV1.ClusterRoleBindings().Informer(),
 	}
-	gatePolicy, err := egress.Parse(e.opts.gateAllowedCIDRs)
+	gatePolicy, err := e.opts.gatePolicy()
 	if err != nil {
-		return nil, fmt.Errorf("--gate-allowed-cidrs: %w", err)
+		return nil, err
 	}
+	gateURLs, err := e.opts.gatePrometheusURLs()
+	if err != nil {
+		return nil, fmt.Errorf("--gate-prometheus-url-for: %w", err)
+	}
+	// The admin's Prometheus URLs are where the admin chose: no address is refused.
+	anywhere := egress.New(netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0"))
 	return trigger.New(ctx, trigger.Config{
 		Client:              e.clients.stepwise,
 		Kube:                e.clients.kube,
@@ -57,6 +64,8 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 		NodeBudgets:         sw.NodeBudgets(),
 		Workers:             e.opts.triggerWorkers,
 		GateHTTP:            sdkhttp.ClientFor(gatePolicy),
+		GatePrometheusURLs:  gateURLs,
+		GateAdminHTTP:       sdkhttp.ClientFor(anywhere),
 		Resources:           resources,
 		Recorder:            e.recorder,
 		Resync:              e.opts.resync,

@@ -94,9 +94,17 @@ type Config struct {
 	// Workers is how many workers Run will be given (the queue's shares of them per
 	// namespace); 0: one.
 	Workers int
-	// GateHTTP makes the health gates' Prometheus queries: it must connect only where
-	// the installer allows (the egress policy); nil: gates of that kind never hold.
+	// GateHTTP makes the health gates' Prometheus queries to the URLs the gates name: it
+	// must connect only where the installer allows (the egress policy); nil: gates of that
+	// kind never hold, but where GatePrometheusURLs sets a URL.
 	GateHTTP *http.Client
+	// GatePrometheusURLs are the Prometheus URLs an operator admin set by namespace: a
+	// gate of such a namespace queries that URL, through GateAdminHTTP, whatever URL it
+	// names, and its query is sent as written (that Prometheus, or label proxy, holds what
+	// the namespace may read). Elsewhere the operator scopes the query (gate.Scope).
+	GatePrometheusURLs map[string]string
+	// GateAdminHTTP makes the queries to GatePrometheusURLs.
+	GateAdminHTTP *http.Client
 	// Resources are the kinds the installer lets triggers watch (ParseResources).
 	Resources []schema.GroupResource
 	Recorder  record.EventRecorder
@@ -159,6 +167,10 @@ type Controller struct {
 	raw             lenient.Patcher
 	clock           clock.WithTicker
 
+	// gateAdminHTTP and gatePrometheusURLs: see Config. Read only once made.
+	gateAdminHTTP      *http.Client
+	gatePrometheusURLs map[string]string
+
 	mu sync.Mutex
 	// memories are what each trigger's syncs remember between them.
 	memories map[cache.ObjectName]*memory
@@ -173,6 +185,10 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		templates:   cfg.Templates.Lister(),
 		nodeBudgets: cfg.NodeBudgets.Lister(),
 		gateHTTP:    cfg.GateHTTP,
+
+		gateAdminHTTP:      cfg.GateAdminHTTP,
+		gatePrometheusURLs: cfg.GatePrometheusURLs,
+
 		recorder:    cfg.Recorder,
 		faults:      cfg.Faults,
 		undecodable: cfg.UndecodableTriggers,

@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
+	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
-	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/gate"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
@@ -140,23 +140,60 @@ func (ts *triggerSync) checkGate(ctx context.Context, spec *v1alpha1.HealthGate,
 	case spec.Objects != nil:
 		return ts.checkObjectsGate(ctx, spec.Objects)
 	case spec.Prometheus != nil:
-		if ts.c.gateHTTP == nil {
-			return false, "this operator makes no Prometheus queries"
-		}
-		res, err := gate.Query(ctx, ts.c.gateHTTP, spec.Prometheus.URL, spec.Prometheus.Query, now)
-		var refused *egress.RefusedError
-		switch {
-		case errors.As(err, &refused):
-			return false, fmt.Sprintf("query Prometheus at %s: %s is %s: health gates may not query it unless an operator admin allows its range with the operator's flag --gate-allowed-cidrs",
-				egress.RedactURL(spec.Prometheus.URL), refused.Addr, refused.Range)
-		case err != nil:
-			return false, err.Error()
-		case res.Series > 0:
-			return false, fmt.Sprintf("the query returns %s, first %s", count(res.Series, "series", "series"), res.First)
-		}
-		return true, ""
+		return ts.checkPrometheusGate(ctx, spec.Name, spec.Prometheus, now)
 	}
 	return false, "the gate has neither objects nor prometheus"
+}
+
+// gateRefusedHint completes a Prometheus gate's message when the egress policy refused
+// its address: the flags that would allow it.
+const gateRefusedHint = " (an operator admin allows addresses with the operator's flag --gate-allowed-cidrs, " +
+	"public ones with --gate-allow-public-addresses, or sets this namespace's Prometheus with --gate-prometheus-url-for)"
+
+// checkPrometheusGate runs a gate's query where the trigger's namespace may read: at the
+// URL an operator admin set for the namespace (--gate-prometheus-url-for), as written,
+// for that Prometheus or label proxy holds what the namespace may read; else at the
+// gate's own URL, under the egress policy, with namespace="<the trigger's namespace>" on
+// every selector (gate.Scope). What it writes of a failure is the failure's fixed text
+// (gate.QueryError), never the answer's bytes nor the OS's error text; of a result, the
+// count and the first series' labels, which are then of that namespace's series.
+func (ts *triggerSync) checkPrometheusGate(ctx context.Context, name string, spec *v1alpha1.PrometheusGate, now time.Time) (bool, string) {
+	client, url, query := ts.c.gateHTTP, spec.URL, spec.Query
+	adminURL, byAdmin := ts.c.gatePrometheusURLs[ts.trig.Namespace]
+	if byAdmin {
+		client, url = ts.c.gateAdminHTTP, adminURL
+	} else {
+		scoped, err := gate.Scope(query, ts.trig.Namespace)
+		if err != nil {
+			return false, err.Error()
+		}
+		query = scoped
+	}
+	if client == nil {
+		return false, "this operator makes no Prometheus queries"
+	}
+	res, err := gate.Query(ctx, client, url, query, now)
+	var failed *gate.QueryError
+	switch {
+	case errors.As(err, &failed):
+		// The cause may quote the answer or the OS: for an admin who asks, never by default.
+		klog.FromContext(ctx).V(4).Info("A Prometheus gate's query failed", "trigger", klog.KObj(ts.trig), "gate", name,
+			"byAdmin", byAdmin, "err", errors.Unwrap(failed))
+		message := failed.Error()
+		if byAdmin {
+			// The admin's URL is the admin's to show.
+			message = "query the namespace's Prometheus (set by the operator admin): " + failed.Reason()
+		}
+		if failed.Failure == gate.FailureRefused {
+			message += gateRefusedHint
+		}
+		return false, message
+	case err != nil: // not reached: Query's errors are QueryErrors
+		return false, "the Prometheus query failed"
+	case res.Series > 0:
+		return false, fmt.Sprintf("the query returns %s, first %s", count(res.Series, "series", "series"), res.First)
+	}
+	return true, ""
 }
 
 // checkObjectsGate lists the gate's objects as the trigger's ServiceAccount (so that a

@@ -189,3 +189,23 @@ func TestAsPermanent(t *testing.T) {
 	assert.NoError(t, AsPermanent(nil))
 	assert.NoError(t, AsPermanent(errors.New("connection refused")))
 }
+
+// TestControlRefusesAPublicAddressBeforeConnecting checks the address being connected to,
+// after DNS resolution: a policy refusing public addresses refuses it there, so that a name
+// resolving to one (or rebound to one) is refused as its address is.
+func TestControlRefusesAPublicAddressBeforeConnecting(t *testing.T) {
+	p := New(netip.MustParsePrefix("127.0.0.0/8")).RefusingPublic()
+	var refused *RefusedError
+	require.ErrorAs(t, p.Control("tcp4", "8.8.8.8:9090", nil), &refused)
+	assert.Equal(t, "a public address", refused.Range)
+	require.ErrorAs(t, p.Control("tcp6", "[2606:4700:4700::1111]:443", nil), &refused)
+	assert.NoError(t, p.Control("tcp4", "127.0.0.1:9090", nil))
+
+	secret := loopbackService(t)
+	port := secret.Listener.Addr().(*net.TCPAddr).Port
+	client := &http.Client{Transport: p.Transport(nil)}
+	defer client.CloseIdleConnections()
+	body, err := get(t, client, "http://localhost:"+strconv.Itoa(port))
+	require.NoError(t, err, "a name resolving to an allowed address")
+	assert.Equal(t, `{"db_password":"s3cret"}`, body)
+}

@@ -34,11 +34,26 @@ import (
 const EnvAllowedCIDRs = "STEPWISE_PLUGIN_ALLOWED_CIDRS"
 
 // Policy decides which addresses a plugin may connect to: every globally reachable
-// address, and the addresses in the prefixes an operator admin allowed. A nil *Policy
-// allows no prefix: it refuses what the policy refuses. A Policy is immutable, so one
-// serves every hook of a plugin.
+// address (unless RefusingPublic), and the addresses in the prefixes an operator admin
+// allowed. A nil *Policy allows no prefix: it refuses what the policy refuses. A Policy is
+// immutable, so one serves every hook of a plugin.
 type Policy struct {
 	allowed []netip.Prefix
+	// refusePublic refuses globally reachable addresses too: see RefusingPublic.
+	refusePublic bool
+}
+
+// RefusingPublic returns the policy that refuses what p refuses and globally reachable
+// addresses too: it allows only p's prefixes (which may be public ones). It is for the
+// operator's own requests to an address a tenant names (a trigger's Prometheus gate),
+// which have no reason to leave the cluster unless an admin says so, and which would
+// otherwise let a tenant send the operator's requests anywhere on the Internet.
+func (p *Policy) RefusingPublic() *Policy {
+	out := &Policy{refusePublic: true}
+	if p != nil {
+		out.allowed = p.allowed
+	}
+	return out
 }
 
 // New returns the policy that allows the given prefixes despite the refused ranges (e.g.
@@ -102,7 +117,8 @@ func FromEnvironment() (*Policy, error) {
 //     documentation addresses, and IPv6's discard, site-local, Teredo, local-use NAT64 and
 //     deprecated IPv4-compatible ranges;
 //   - IPv6 addresses that carry a refused IPv4 address: IPv4-mapped (::ffff:a.b.c.d, read
-//     as a.b.c.d), NAT64 (64:ff9b::/96) and 6to4 (2002::/16).
+//     as a.b.c.d), NAT64 (64:ff9b::/96) and 6to4 (2002::/16);
+//   - of a policy RefusingPublic, every other address too ("a public address").
 func (p *Policy) Check(ip netip.Addr) error {
 	if !ip.IsValid() {
 		return &RefusedError{Addr: ip, Range: "not an IP address"}
@@ -125,7 +141,10 @@ func (p *Policy) Check(ip netip.Addr) error {
 		if errors.As(err, &inner) {
 			return &RefusedError{Addr: ip, Range: fmt.Sprintf("%s carrying %s, which is %s", r.name, inner.Addr, inner.Range)}
 		}
-		return nil // translated to a globally reachable (or allowed) IPv4 address
+		return nil // translated to an allowed IPv4 address
+	}
+	if p != nil && p.refusePublic {
+		return &RefusedError{Addr: ip, Range: "a public address"}
 	}
 	return nil
 }

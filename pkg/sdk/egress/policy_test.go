@@ -188,3 +188,42 @@ func TestFromEnvironment(t *testing.T) {
 	assert.Contains(t, err.Error(), "--plugin-allowed-cidrs")
 	assert.Contains(t, err.Error(), `"localhost"`)
 }
+
+// TestRefusingPublic refuses public addresses too, allows only the given prefixes
+// (private or public), and still refuses what the base policy refuses.
+func TestRefusingPublic(t *testing.T) {
+	p := New(netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("203.0.113.7/32"),
+		netip.MustParsePrefix("8.8.4.0/24")).RefusingPublic()
+	tests := []struct {
+		addr      string
+		wantRange string // empty: allowed
+	}{
+		{addr: "10.96.0.10"},
+		{addr: "203.0.113.7"}, // a documentation address, allowed by name
+		{addr: "8.8.4.4"},     // a public address, allowed by its prefix
+		{addr: "64:ff9b::808:404"},
+		{addr: "8.8.8.8", wantRange: "a public address"},
+		{addr: "2606:4700:4700::1111", wantRange: "a public address"},
+		{addr: "::ffff:1.1.1.1", wantRange: "a public address"},
+		{addr: "64:ff9b::808:808", wantRange: "a NAT64 address carrying 8.8.8.8, which is a public address"},
+		{addr: "2002:808:808::1", wantRange: "a 6to4 address carrying 8.8.8.8, which is a public address"},
+		{addr: "10.0.0.1", wantRange: "a private address (10.0.0.0/8)"},
+		{addr: "127.0.0.1", wantRange: "a loopback address"},
+		{addr: "169.254.169.254", wantRange: "a link-local address (169.254.0.0/16, where cloud metadata services answer)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			err := p.Check(netip.MustParseAddr(tt.addr))
+			if tt.wantRange == "" {
+				assert.NoError(t, err)
+				return
+			}
+			var refused *RefusedError
+			require.ErrorAs(t, err, &refused)
+			assert.Equal(t, tt.wantRange, refused.Range)
+		})
+	}
+	var none *Policy
+	assert.Error(t, none.RefusingPublic().Check(netip.MustParseAddr("8.8.8.8")), "a nil policy refusing public addresses allows nothing")
+	assert.NoError(t, New().Check(netip.MustParseAddr("8.8.8.8")), "the base policy is not changed")
+}

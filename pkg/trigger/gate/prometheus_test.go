@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // Answers of the Prometheus HTTP API (/api/v1/query), as Prometheus writes them.
@@ -60,11 +64,12 @@ func prometheus(t *testing.T, prefix string, code int, body string) (*httptest.S
 func TestQuery(t *testing.T) {
 	at := time.Date(2026, 11, 26, 8, 0, 0, 500_000_000, time.UTC)
 	tests := []struct {
-		name    string
-		code    int
-		body    string
-		want    QueryResult
-		wantErr []string
+		name        string
+		code        int
+		body        string
+		want        QueryResult
+		wantErr     []string
+		wantFailure Failure
 	}{
 		{name: "nothing fires: holds", code: http.StatusOK, body: emptyVector, want: QueryResult{}},
 		{name: "two alerts fire", code: http.StatusOK, body: firing, want: QueryResult{Series: 2,
@@ -75,15 +80,23 @@ func TestQuery(t *testing.T) {
 		{name: "an empty matrix", code: http.StatusOK, body: emptyMatrix, want: QueryResult{}},
 		{name: "a scalar", code: http.StatusOK, body: scalar, want: QueryResult{Series: 1, First: "scalar: 0.97 @[1795939200]"}},
 
-		{name: "a query that does not parse", code: http.StatusBadRequest, body: badData,
-			wantErr: []string{"query Prometheus at http://127.0.0.1:", "bad_data: invalid parameter \"query\": 1:8: parse error: unexpected \"}\""}},
-		{name: "a query that fails", code: http.StatusUnprocessableEntity, body: execError,
-			wantErr: []string{"execution: query processing would load too many samples"}},
-		{name: "a proxy's 502", code: http.StatusBadGateway, body: badGateway,
-			wantErr: []string{"server_error: server error: 502: <html> <head><title>502 Bad Gateway</title></head>"}},
-		{name: "not JSON with 200", code: http.StatusOK, body: "OK", wantErr: []string{"bad_response"}},
-		{name: "a string: the API client does not decode it", code: http.StatusOK, body: str,
-			wantErr: []string{"query Prometheus at http://127.0.0.1:", `unexpected value type "string"`}},
+		{name: "a query that does not parse", code: http.StatusBadRequest, body: badData, wantFailure: FailureBadQuery,
+			wantErr: []string{"query Prometheus at http://127.0.0.1:", ": the Prometheus refused the query as malformed"}},
+		{name: "a query that fails", code: http.StatusUnprocessableEntity, body: execError, wantFailure: FailureQueryFailed,
+			wantErr: []string{": the query failed in the Prometheus"}},
+		{name: "a query that times out: Prometheus answers 503", code: http.StatusServiceUnavailable, wantFailure: FailureStatus,
+			body:    `{"status":"error","errorType":"timeout","error":"query timed out in expression evaluation"}`,
+			wantErr: []string{": the Prometheus answered 503"}},
+		{name: "a 503 that is not the API's", code: http.StatusServiceUnavailable, body: "no healthy upstream", wantFailure: FailureStatus,
+			wantErr: []string{": the Prometheus answered 503"}},
+		{name: "a proxy's 502", code: http.StatusBadGateway, body: badGateway, wantFailure: FailureStatus,
+			wantErr: []string{": the Prometheus answered 502"}},
+		{name: "a 404", code: http.StatusNotFound, body: "404 page not found", wantFailure: FailureStatus,
+			wantErr: []string{": the Prometheus answered 404"}},
+		{name: "not JSON with 200", code: http.StatusOK, body: "OK", wantFailure: FailureNotPrometheus,
+			wantErr: []string{": the answer is not a Prometheus query result"}},
+		{name: "a string: the API client does not decode it", code: http.StatusOK, body: str, wantFailure: FailureNotPrometheus,
+			wantErr: []string{"query Prometheus at http://127.0.0.1:", ": the answer is not a Prometheus query result"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,6 +109,9 @@ func TestQuery(t *testing.T) {
 				for _, want := range tt.wantErr {
 					assert.Contains(t, err.Error(), want)
 				}
+				var qerr *QueryError
+				require.ErrorAs(t, err, &qerr)
+				assert.Equal(t, tt.wantFailure, qerr.Failure)
 				assert.Equal(t, QueryResult{}, got)
 				return
 			}
@@ -150,15 +166,16 @@ func TestQueryCallersClient(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{strings.TrimPrefix(srv.URL, "http://")}, seen)
 
+	refused := &egress.RefusedError{Addr: netip.MustParseAddr("127.0.0.1"), Range: "a loopback address"}
 	denied := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		return nil, errors.New("egress to 127.0.0.1 denied by policy")
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: refused}
 	})}
 	_, err = Query(context.Background(), denied, srv.URL, "up", time.Time{})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "query Prometheus at "+srv.URL+": egress to 127.0.0.1 denied by policy")
+	assert.EqualError(t, err, "query Prometheus at "+srv.URL+": refused: the address is not allowed")
+	assert.ErrorIs(t, err, refused, "the refusal is the cause, for a log at a debug verbosity")
 
 	_, err = Query(context.Background(), nil, srv.URL, "up", time.Time{})
-	assert.EqualError(t, err, "query Prometheus at "+srv.URL+": no HTTP client")
+	assert.EqualError(t, err, "query Prometheus at "+srv.URL+": could not connect")
 }
 
 // TestQueryDeadline gives up on a server that never answers when ctx ends.
@@ -199,7 +216,8 @@ func TestQueryLargeResponse(t *testing.T) {
 	t.Cleanup(srv.Close)
 	_, err := Query(context.Background(), srv.Client(), srv.URL, "up", time.Time{})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), fmt.Sprintf("response larger than %d bytes", MaxResponseBytes))
+	assert.EqualError(t, err, "query Prometheus at "+srv.URL+": the answer is larger than the operator reads")
+	assert.ErrorIs(t, err, errResponseTooLarge)
 }
 
 // TestQueryBaseURL refuses a base URL that is not http(s) with a host, or holds a user
@@ -209,23 +227,24 @@ func TestQueryBaseURL(t *testing.T) {
 	tests := []struct {
 		name    string
 		baseURL string
-		wantErr string
 	}{
-		{name: "a password", baseURL: "https://admin:" + secret + "@prometheus.monitoring:9090", wantErr: "the Prometheus URL must not hold a user or password"},
-		{name: "a user", baseURL: "http://" + secret + "@prometheus.monitoring:9090", wantErr: "the Prometheus URL must not hold a user or password"},
-		{name: "a password that does not parse", baseURL: "http://admin:" + secret + "%zz@prometheus:9090", wantErr: "the Prometheus URL does not parse"},
-		{name: "another scheme", baseURL: "ftp://prometheus.monitoring/", wantErr: "the Prometheus URL must be http or https"},
-		{name: "no scheme, a password", baseURL: "admin:" + secret + "@prometheus.monitoring:9090", wantErr: "the Prometheus URL must be http or https"},
-		{name: "no scheme", baseURL: "prometheus.monitoring:9090", wantErr: "the Prometheus URL must be http or https"},
-		{name: "no host", baseURL: "http:///api", wantErr: "the Prometheus URL has no host"},
-		{name: "empty", baseURL: "", wantErr: "the Prometheus URL must be http or https"},
+		{name: "a password", baseURL: "https://admin:" + secret + "@prometheus.monitoring:9090"},
+		{name: "a user", baseURL: "http://" + secret + "@prometheus.monitoring:9090"},
+		{name: "a password that does not parse", baseURL: "http://admin:" + secret + "%zz@prometheus:9090"},
+		{name: "another scheme", baseURL: "ftp://prometheus.monitoring/"},
+		{name: "no scheme, a password", baseURL: "admin:" + secret + "@prometheus.monitoring:9090"},
+		{name: "no scheme", baseURL: "prometheus.monitoring:9090"},
+		{name: "no host", baseURL: "http:///api"},
+		{name: "empty", baseURL: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Query(context.Background(), http.DefaultClient, tt.baseURL, "up", time.Time{})
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tt.wantErr)
-			assert.NotContains(t, err.Error(), secret)
+			assert.EqualError(t, err, "the Prometheus URL must be http or https with a host, and hold no user or password")
+			var qerr *QueryError
+			require.ErrorAs(t, err, &qerr)
+			assert.Equal(t, FailureURL, qerr.Failure)
+			assert.NotContains(t, errors.Unwrap(err).Error(), secret, "nor does the cause")
 		})
 	}
 }
@@ -237,7 +256,7 @@ func TestQueryErrorsHideURL(t *testing.T) {
 	srv, asked := prometheus(t, "/prom", http.StatusBadGateway, badGateway)
 	_, err := Query(context.Background(), srv.Client(), srv.URL+"/prom?access_token="+secret, "up", time.Time{})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "query Prometheus at "+srv.URL+"/prom: server_error")
+	assert.Equal(t, "query Prometheus at "+srv.URL+"/prom: the Prometheus answered 502", err.Error())
 	assert.NotContains(t, err.Error(), secret)
 	assert.Equal(t, secret, asked.Form.Get("access_token"), "the base URL's query is still sent")
 
@@ -246,5 +265,107 @@ func TestQueryErrorsHideURL(t *testing.T) {
 	})}
 	_, err = Query(context.Background(), refused, srv.URL+"/prom?access_token="+secret, "up", time.Time{})
 	require.Error(t, err)
-	assert.Equal(t, "query Prometheus at "+srv.URL+"/prom: connection refused", err.Error())
+	assert.Equal(t, "query Prometheus at "+srv.URL+"/prom: could not connect", err.Error())
+}
+
+// TestQueryQuotesNoAnswerNorOSError: what Query's error says is one of a closed set of
+// fixed texts. Neither the bytes of an answer (a proxy's page, an internal service's
+// banner, an API error's text) nor the OS's error text (which tells a closed port from a
+// filtered one) reach it: the gate must not be a port scanner that reads back.
+func TestQueryQuotesNoAnswerNorOSError(t *testing.T) {
+	const secret = "internal-banner-7f3a"
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	tests := []struct {
+		name    string
+		code    int
+		body    string
+		baseURL string // default: the server's
+		want    string
+		notWant []string
+	}{
+		{name: "a proxy's 502", code: http.StatusBadGateway, body: "<html><h1>502 Bad Gateway</h1>" + secret + "</html>",
+			want: "the Prometheus answered 502", notWant: []string{secret, "Bad Gateway", "<html>"}},
+		{name: "a service that is not Prometheus", code: http.StatusOK, body: "SSH-2.0-OpenSSH_9.6 " + secret,
+			want: "the answer is not a Prometheus query result", notWant: []string{secret, "SSH", "invalid character"}},
+		{name: "a 401 with a page", code: http.StatusUnauthorized, body: secret,
+			want: "the Prometheus answered 401", notWant: []string{secret}},
+		{name: "an API error's text", code: http.StatusUnprocessableEntity,
+			body: `{"status":"error","errorType":"execution","error":"` + secret + `"}`,
+			want: "the query failed in the Prometheus", notWant: []string{secret}},
+		{name: "an API error of a type Prometheus has not", code: http.StatusBadRequest,
+			body: `{"status":"error","errorType":"` + secret + `","error":"x"}`,
+			want: "the query failed in the Prometheus", notWant: []string{secret}},
+		{name: "a string result", code: http.StatusOK, body: `{"status":"success","data":{"resultType":"string","result":[1,"` + secret + `"]}}`,
+			want: "the answer is not a Prometheus query result", notWant: []string{secret}},
+		{name: "a closed port", baseURL: closedURL, want: "could not connect",
+			notWant: []string{"connection refused", "dial tcp", "connect:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			baseURL := tt.baseURL
+			if baseURL == "" {
+				srv, _ := prometheus(t, "", tt.code, tt.body)
+				baseURL = srv.URL
+			}
+			_, err := Query(context.Background(), &http.Client{}, baseURL, "up", time.Time{})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			for _, s := range tt.notWant {
+				assert.NotContains(t, err.Error(), s)
+			}
+		})
+	}
+}
+
+// TestScope adds namespace="<ns>" to every selector, keeps one that already says so, and
+// refuses one that matches the label otherwise, or a query it cannot parse.
+func TestScope(t *testing.T) {
+	tests := []struct {
+		name    string
+		query   string
+		want    string
+		wantErr string
+	}{
+		{name: "a selector without namespace gets one", query: `ALERTS{alertstate="firing"}`, want: `ALERTS{alertstate="firing",namespace="ops"}`},
+		{name: "a bare metric name", query: `up == 0`, want: `up{namespace="ops"} == 0`},
+		{name: "a selector by name only", query: `{__name__=~"kube_pod_.+"}`, want: `{__name__=~"kube_pod_.+",namespace="ops"}`},
+		{name: "its own namespace is kept once", query: `up{namespace="ops",job="web"}`, want: `up{job="web",namespace="ops"}`},
+		{name: "its own namespace twice", query: `up{namespace="ops",namespace="ops"}`, want: `up{namespace="ops"}`},
+		{name: "a range, a subquery, both sides of an operator, offset and @",
+			query: `rate(errors_total[5m] offset 1m) / on(job) group_left rate(requests_total[5m]) > 0.1 or max_over_time(up[1h:5m] @ 1700000000) == 0`,
+			want:  `rate(errors_total{namespace="ops"}[5m] offset 1m) / on (job) group_left () rate(requests_total{namespace="ops"}[5m]) > 0.1 or max_over_time(up{namespace="ops"}[1h:5m] @ 1700000000.000) == 0`},
+		{name: "an aggregation's parameter", query: `topk(scalar(count(up)), up)`, want: `topk(scalar(count(up{namespace="ops"})), up{namespace="ops"})`},
+		{name: "absent names the namespace it looked in", query: `absent(up{job="web"})`, want: `absent(up{job="web",namespace="ops"})`},
+		{name: "no selector reads nothing", query: `vector(1)`, want: `vector(1)`},
+		{name: "a label name written as a string", query: `{"namespace"="ops","__name__"="up"}`, want: `{__name__="up",namespace="ops"}`},
+
+		{name: "another namespace", query: `up{namespace="kube-system"}`,
+			wantErr: `the query selects namespace="kube-system": a gate reads its own namespace's series only (namespace="ops", which the operator adds to every selector); leave the matcher out`},
+		{name: "another namespace in one selector of two", query: `up{namespace="ops"} and on() up{namespace="monitoring"}`,
+			wantErr: `the query selects namespace="monitoring"`},
+		{name: "another namespace as a quoted label name", query: `{"namespace"="kube-system","__name__"="up"}`,
+			wantErr: `the query selects namespace="kube-system"`},
+		{name: "a regular expression, even one matching its own", query: `up{namespace=~"ops"}`, wantErr: `the query selects namespace=~"ops"`},
+		{name: "a negative matcher", query: `up{namespace!="ops"}`, wantErr: `the query selects namespace!="ops"`},
+		{name: "a negative regular expression", query: `up{namespace!~""}`, wantErr: `the query selects namespace!~""`},
+		{name: "its own and another", query: `up{namespace="ops",namespace="other"}`, wantErr: `the query selects namespace="other"`},
+		{name: "a query that does not parse", query: `up{`, wantErr: `the query does not parse: 1:4: parse error: unexpected end of input`},
+		{name: "an experimental function", query: `info(up)`, wantErr: `the query does not parse`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Scope(tt.query, "ops")
+			if tt.wantErr != "" {
+				var scopeErr *ScopeError
+				require.ErrorAs(t, err, &scopeErr)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.Empty(t, got)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
