@@ -26,8 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
@@ -310,34 +314,43 @@ func jsonSize(t *testing.T, p *v1alpha1.Pipeline) int {
 }
 
 // waitHandled waits until each of the tenant's pipelines has a Ready condition for its
-// generation: the operator has acted on each.
+// generation: the operator has acted on each. It lists them once and then watches: a list
+// of the tenant's pipelines is as many megabytes as it wrote, which listing again every
+// few seconds would make the API server's work, not the operator's.
 func waitHandled(ctx context.Context, t *testing.T, client clientset.Interface, ns string, want int) {
 	t.Helper()
-	handled := 0
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		handled = 0
-		// Small pages, each bounded: a page of the largest pipelines is megabytes the API
-		// server reads from etcd while the replicas write.
-		opts := metav1.ListOptions{Limit: 5}
-		for {
-			pageCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			list, err := client.StepwiseV1alpha1().Pipelines(ns).List(pageCtx, opts)
-			cancel()
-			if err != nil {
-				return false, nil
-			}
-			for i := range list.Items {
-				p := &list.Items[i]
-				if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.ObservedGeneration == p.Generation {
-					handled++
-				}
-			}
-			if opts.Continue = list.Continue; opts.Continue == "" {
-				return handled == want, nil
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	pipelines := client.StepwiseV1alpha1().Pipelines(ns)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return pipelines.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return pipelines.Watch(ctx, opts)
+		},
+	}
+	handled := map[string]bool{}
+	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Pipeline{}, nil, func(e watch.Event) (bool, error) {
+		if p, ok := e.Object.(*v1alpha1.Pipeline); ok {
+			c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+			handled[p.Name] = c != nil && c.ObservedGeneration == p.Generation
+		}
+		n := 0
+		for _, h := range handled {
+			if h {
+				n++
 			}
 		}
+		return n == want, nil
 	})
-	require.NoError(t, err, "%d of the tenant's %d pipelines handled", handled, want)
+	n := 0
+	for _, h := range handled {
+		if h {
+			n++
+		}
+	}
+	require.NoError(t, err, "%d of the tenant's %d pipelines handled", n, want)
 }
 
 // canary measures how soon a one-step pipeline of another namespace is Ready.
