@@ -147,7 +147,9 @@ func TestTheLargestObjectsOfATenant(t *testing.T) {
 		op, err := cluster.StartOperator(leaderElectArgs...)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = op.Stop() })
-		require.NoError(t, op.WaitReady(startCtx))
+		ready, cancel := context.WithTimeout(ctx, 2*time.Minute) // its own: one starts minutes in
+		defer cancel()
+		require.NoError(t, op.WaitReady(ready))
 		return op
 	}
 	// The first to start leads: the second waits for the Lease to be free.
@@ -318,7 +320,7 @@ func jsonSize(t *testing.T, p *v1alpha1.Pipeline) int {
 // few seconds would make the API server's work, not the operator's.
 func waitHandled(ctx context.Context, t *testing.T, client clientset.Interface, ns string, want int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	pipelines := client.StepwiseV1alpha1().Pipelines(ns)
 	lw := &cache.ListWatch{
