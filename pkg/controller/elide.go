@@ -45,7 +45,7 @@ func elideStepValues(steps []v1alpha1.Step) {
 	}
 }
 
-// valueBytes counts the bytes elideValues would leave out, stopping once past the budget.
+// valueBytes counts the bytes elideValues would leave out.
 func valueBytes(p *v1alpha1.Pipeline) int {
 	n := mapBytes(p.Spec.Params)
 	for i := range p.Spec.Steps {
