@@ -66,7 +66,8 @@ type TenantLimits struct {
 	PluginQPS   float64
 	PluginBurst int
 	// MaxWait is how long a request may wait for a token of the plugin's bucket before it
-	// fails; DefaultMaxWait when 0 or less.
+	// fails, unless its namespace has fewer than its share of the requests waiting there
+	// (see TenantLimiter); DefaultMaxWait when 0 or less.
 	MaxWait time.Duration
 	// MaxBuckets bounds the tenant buckets kept, the least recently used going first (it
 	// comes back full); DefaultMaxBuckets when 0 or less.
@@ -78,17 +79,33 @@ type TenantLimits struct {
 // others: each (namespace, host) has its own token bucket (TenantFrom of the request's
 // context; requests made outside any hook share one bucket of their own), and every
 // request also takes a token of the plugin's bucket. A request whose tenant's bucket is
-// empty fails at once, and one that would wait longer than MaxWait for the plugin's
-// bucket fails too, with a retryable RateLimited error: the hook is retried with backoff,
-// rather than holding the engine's worker. Share one TenantLimiter among all the
-// executors of a plugin.
+// empty fails at once, with a retryable RateLimited error: the hook is retried with
+// backoff, rather than holding the engine's worker.
+//
+// The plugin's bucket lets PluginQPS × MaxWait requests wait (at least one), shared
+// between the namespaces with requests waiting as the engine shares its workers
+// (pkg/fairqueue): while n namespaces have requests waiting, each may have its share,
+// that number divided by n (rounded up, at least one). A request that would wait longer
+// than MaxWait fails as above when its namespace has its share waiting already, and
+// waits otherwise, failing at once only when its token would come after its context's
+// deadline. So a namespace whose hooks hold every worker but one (--workers 11 and more
+// with the plugins' limits) fails fast beyond its share, and another namespace's request
+// is delayed, not refused: how many wait follows the engine's workers, not a fixed
+// bound. Share one TenantLimiter among all the executors of a plugin.
 type TenantLimiter struct {
 	limits TenantLimits
 	plugin *rate.Limiter
-	// mu makes finding a bucket, or adding it, one step.
+	// pool is how many requests may wait for the plugin's bucket, shared by the
+	// namespaces waiting: PluginQPS × MaxWait, at least 1.
+	pool int
+	// mu makes finding a bucket, or adding it, one step, and a reservation of the
+	// plugin's bucket and the count of the requests waiting for it another.
 	mu sync.Mutex
 	// buckets holds a *rate.Limiter by bucketKey.
 	buckets *lru.Cache
+	// waiting counts the requests waiting for a token of the plugin's bucket, by
+	// namespace ("" outside any hook); a namespace with none is not kept.
+	waiting map[string]int
 }
 
 // bucketKey names the bucket of a request: its tenant ("" outside any hook) and host.
@@ -108,7 +125,9 @@ func NewTenantLimiter(limits TenantLimits) *TenantLimiter {
 	return &TenantLimiter{
 		limits:  limits,
 		plugin:  rate.NewLimiter(rate.Limit(limits.PluginQPS), limits.PluginBurst),
+		pool:    max(1, int(limits.PluginQPS*limits.MaxWait.Seconds())),
 		buckets: lru.New(limits.MaxBuckets),
+		waiting: map[string]int{},
 	}
 }
 
@@ -138,34 +157,41 @@ func (t *tenantLimitedTransport) RoundTrip(req *http.Request) (*http.Response, e
 }
 
 // take takes a token of the bucket of ctx's tenant and host, then one of the plugin's,
-// waiting no longer than MaxWait for it, or says why not.
+// waiting no longer than MaxWait for it unless the tenant has fewer than its share of the
+// requests waiting (and never past ctx's deadline), or says why not.
 func (l *TenantLimiter) take(ctx context.Context, host string) error {
 	namespace, inHook := TenantFrom(ctx)
+	who := fmt.Sprintf("namespace %q", namespace)
+	if !inHook {
+		who = "requests made outside any hook"
+	}
 	now := time.Now()
 	own := l.bucket(bucketKey{namespace: namespace, host: host}).ReserveN(now, 1)
 	if !own.OK() || own.DelayFrom(now) > 0 {
 		own.CancelAt(now)
-		who := fmt.Sprintf("namespace %q", namespace)
-		if !inHook {
-			who = "requests made outside any hook"
-		}
 		return Retryable(reasonRateLimited, fmt.Errorf(
 			"client-side rate limit: %s reached its limit of requests to %s, %g requests a second in bursts of %d for each namespace and host",
 			who, host, l.limits.TenantQPS, l.limits.TenantBurst))
 	}
-	shared := l.plugin.ReserveN(now, 1)
-	wait := shared.DelayFrom(now)
-	if !shared.OK() || wait > l.limits.MaxWait {
+	shared, wait, refused := l.reserveShared(ctx, namespace, now)
+	if refused != nil {
 		// Neither bucket keeps a token for a request that is not sent.
-		shared.CancelAt(now)
 		own.CancelAt(now)
+		why := ""
+		switch {
+		case refused.share > 0:
+			why = fmt.Sprintf(", and %s has %d of its requests waiting for it already, its share while %d namespaces wait", who, refused.share, refused.namespaces)
+		case refused.deadline:
+			why = ", nor before the request's deadline"
+		}
 		return Retryable(reasonRateLimited, fmt.Errorf(
-			"client-side rate limit: the plugin, which every namespace shares, reached its limit of %g requests a second in bursts of %d, with no request free within %s",
-			l.limits.PluginQPS, l.limits.PluginBurst, l.limits.MaxWait))
+			"client-side rate limit: the plugin, which every namespace shares, reached its limit of %g requests a second in bursts of %d, with no request free within %s%s",
+			l.limits.PluginQPS, l.limits.PluginBurst, l.limits.MaxWait, why))
 	}
 	if wait == 0 {
 		return nil
 	}
+	defer l.doneWaiting(namespace)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
@@ -175,6 +201,62 @@ func (l *TenantLimiter) take(ctx context.Context, host string) error {
 		shared.Cancel()
 		own.Cancel()
 		return fmt.Errorf("wait for the plugin's client-side rate limit: %w", ctx.Err())
+	}
+}
+
+// refusal is why a request may not wait for the plugin's bucket: its namespace has share
+// requests waiting already, its share while namespaces wait (share 0: not that), or its
+// token comes after its deadline; or neither, when the bucket never gives a token.
+type refusal struct {
+	share, namespaces int
+	deadline          bool
+}
+
+// reserveShared reserves a token of the plugin's bucket for a request of namespace at
+// now, and says how long the request waits for it: a wait is counted among namespace's
+// requests waiting until doneWaiting. A wait over MaxWait is allowed only while namespace
+// has fewer requests waiting than its share (the pool divided between the namespaces
+// waiting, it among them, rounded up, at least one; as pkg/fairqueue shares workers),
+// and only when the token comes before ctx's deadline; otherwise nothing is reserved.
+func (l *TenantLimiter) reserveShared(ctx context.Context, namespace string, now time.Time) (*rate.Reservation, time.Duration, *refusal) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	shared := l.plugin.ReserveN(now, 1)
+	if !shared.OK() {
+		return nil, 0, &refusal{}
+	}
+	wait := shared.DelayFrom(now)
+	if wait > l.limits.MaxWait {
+		held := l.waiting[namespace]
+		namespaces := len(l.waiting)
+		if held == 0 {
+			namespaces++ // namespace's request would wait too
+		}
+		share := max(1, (l.pool+namespaces-1)/namespaces)
+		var refused *refusal
+		if held >= share {
+			refused = &refusal{share: share, namespaces: namespaces}
+		} else if deadline, ok := ctx.Deadline(); ok && now.Add(wait).After(deadline) {
+			refused = &refusal{deadline: true}
+		}
+		if refused != nil {
+			shared.CancelAt(now)
+			return nil, 0, refused
+		}
+	}
+	if wait > 0 {
+		l.waiting[namespace]++
+	}
+	return shared, wait, nil
+}
+
+// doneWaiting counts a request of namespace that waited for the plugin's bucket as no
+// longer waiting.
+func (l *TenantLimiter) doneWaiting(namespace string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.waiting[namespace]--; l.waiting[namespace] <= 0 {
+		delete(l.waiting, namespace)
 	}
 }
 

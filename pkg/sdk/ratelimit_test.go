@@ -254,3 +254,132 @@ func TestTenantLimiterCountsConcurrentRequests(t *testing.T) {
 		assert.Equal(t, int32(burst), passed[i].Load(), "namespace %q", tenant)
 	}
 }
+
+// TestTenantLimiterDelaysAnotherNamespaceAtAnyWorkers: the busy namespaces hold all the
+// engine's workers but one (fairqueue.Shares), every hook of theirs sending a request
+// once the plugin's burst is spent, so that as many requests wait in the plugin's bucket
+// as it lets wait (PluginQPS × MaxWait). Another namespace's request, from the last
+// worker, is then delayed, never refused, whatever --workers is: a fixed bound on the
+// requests waiting, reached at 11 workers with the plugins' limits, must not turn
+// another namespace's hook into a failed attempt (and, retry after retry, a failed step
+// counted against its trigger's failure budget). The busy namespaces' requests beyond
+// what may wait still fail fast.
+func TestTenantLimiterDelaysAnotherNamespaceAtAnyWorkers(t *testing.T) {
+	// The limits of the plugins of this repository (plugins/*/main.go).
+	vsphere := sdk.TenantLimits{TenantQPS: 5, TenantBurst: 35, PluginQPS: 10, PluginBurst: 20}
+	cloud := sdk.TenantLimits{TenantQPS: 5, TenantBurst: 10, PluginQPS: 10, PluginBurst: 20} // aws, openstack, webhook
+	tests := []struct {
+		name    string
+		limits  sdk.TenantLimits
+		workers int
+		busy    int // namespaces holding the workers but one
+	}{
+		{name: "vsphere, 8 workers, 1 busy namespace", limits: vsphere, workers: 8, busy: 1},
+		{name: "vsphere, 11 workers, 1 busy namespace", limits: vsphere, workers: 11, busy: 1},
+		{name: "vsphere, 16 workers, 1 busy namespace", limits: vsphere, workers: 16, busy: 1},
+		{name: "vsphere, 32 workers, 2 busy namespaces", limits: vsphere, workers: 32, busy: 2},
+		{name: "cloud, 8 workers, 3 busy namespaces", limits: cloud, workers: 8, busy: 3},
+		{name: "cloud, 32 workers, 3 busy namespaces", limits: cloud, workers: 32, busy: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			defer srv.Close()
+			client := &http.Client{Transport: sdk.NewTenantLimiter(tt.limits).Transport(nil)}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // as the engine bounds a call
+			defer cancel()
+			get := func(namespace string) error {
+				req, err := http.NewRequestWithContext(sdk.WithTenant(ctx, namespace), http.MethodGet, srv.URL, nil)
+				require.NoError(t, err)
+				resp, err := client.Do(req)
+				if err == nil {
+					_ = resp.Body.Close()
+				}
+				return err
+			}
+			busy := func(i int) string { return fmt.Sprintf("busy-%d", i%tt.busy) }
+
+			// The busy namespaces spend the plugin's burst...
+			for i := range tt.limits.PluginBurst {
+				require.NoError(t, get(busy(i)), "request %d of the burst", i)
+			}
+			// ...then each of their hooks sends a request: as many wait as may, the others fail fast.
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			var passed atomic.Int32
+			for i := range tt.workers - 1 {
+				wg.Go(func() {
+					if get(busy(i)) == nil {
+						passed.Add(1)
+					}
+				})
+			}
+			time.Sleep(20 * time.Millisecond) // the busy hooks' requests are waiting, or refused
+
+			start := time.Now()
+			err := get("other")
+			require.NoError(t, err, "another namespace's request is delayed, not refused")
+			assert.Less(t, time.Since(start), 5*time.Second, "delayed by the requests waiting before it, no more")
+			wg.Wait()
+			// What may wait, each busy namespace's share rounded up.
+			maxWaiting := int32(tt.limits.PluginQPS*sdk.DefaultMaxWait.Seconds()) + int32(tt.busy) - 1
+			assert.LessOrEqual(t, passed.Load(), maxWaiting, "the busy namespaces' requests beyond what may wait fail fast")
+		})
+	}
+}
+
+// TestTenantLimiterSharesTheWaitsBetweenNamespaces: the requests that may wait for the
+// plugin's bucket (PluginQPS × MaxWait) are shared between the namespaces waiting: a
+// namespace that has its share waiting fails fast, naming it, and another namespace's
+// request waits even past MaxWait.
+func TestTenantLimiterSharesTheWaitsBetweenNamespaces(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	// One request may wait (10 a second × 100 ms), after the burst of one.
+	client := &http.Client{Transport: sdk.NewTenantLimiter(sdk.TenantLimits{
+		TenantQPS: 1000, TenantBurst: 1000, PluginQPS: 10, PluginBurst: 1, MaxWait: 100 * time.Millisecond,
+	}).Transport(nil)}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	get := func(namespace string) error {
+		req, err := http.NewRequestWithContext(sdk.WithTenant(ctx, namespace), http.MethodGet, srv.URL, nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+
+	require.NoError(t, get("team-a"), "the burst")
+	waited := make(chan error, 1)
+	go func() { waited <- get("team-a") }() // waits 100 ms: the one that may wait
+	time.Sleep(20 * time.Millisecond)
+
+	tests := []struct {
+		namespace   string
+		wantLimited []string // "" when it passes
+	}{
+		{namespace: "team-a", wantLimited: []string{`namespace "team-a" has 1 of its requests waiting`, "its share while 1 namespaces wait", "100ms"}},
+		{namespace: "team-b"}, // waits about 200 ms, over MaxWait: none of its requests wait
+	}
+	for _, tt := range tests {
+		start := time.Now()
+		err := get(tt.namespace)
+		if len(tt.wantLimited) == 0 {
+			require.NoError(t, err, tt.namespace)
+			assert.Greater(t, time.Since(start), 100*time.Millisecond, "%s waited past MaxWait", tt.namespace)
+			continue
+		}
+		var e *sdk.Error
+		require.ErrorAs(t, err, &e, tt.namespace)
+		assert.Equal(t, "RateLimited", e.Reason)
+		assert.False(t, e.Permanent)
+		for _, want := range tt.wantLimited {
+			assert.Contains(t, e.Error(), want, tt.namespace)
+		}
+		assert.Less(t, time.Since(start), 50*time.Millisecond, "%s failed fast", tt.namespace)
+	}
+	require.NoError(t, <-waited)
+}
