@@ -232,6 +232,29 @@ func TestTheChartsValues(t *testing.T) {
 				sm := objs["ServiceMonitor/stepwise-system/stepwise-operator"]
 				require.NotNil(t, sm)
 				assert.Equal(t, "prom", sm.GetLabels()["release"])
+				endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+				require.Len(t, endpoints, 1)
+				ep := endpoints[0].(map[string]any)
+				assert.Equal(t, "https", ep["scheme"], "the token travels encrypted")
+				assert.Equal(t, "/var/run/secrets/kubernetes.io/serviceaccount/token", ep["bearerTokenFile"], "Prometheus says who it is")
+				assert.Nil(t, objs["ClusterRoleBinding//stepwise-metrics-reader"], "no binding unless Prometheus' ServiceAccount is named")
+			}},
+		{name: "a ServiceMonitor whose Prometheus may read the metrics, of a certificate it checks",
+			set: []string{"metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.prometheusServiceAccount.namespace=monitoring",
+				"metrics.serviceMonitor.prometheusServiceAccount.name=prometheus-k8s", "metrics.tlsSecretName=stepwise-metrics-tls"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				binding := as[rbacv1.ClusterRoleBinding](t, objs["ClusterRoleBinding//stepwise-metrics-reader"])
+				assert.Equal(t, "stepwise-metrics-reader", binding.RoleRef.Name)
+				assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "monitoring", Name: "prometheus-k8s"}}, binding.Subjects)
+				require.NotNil(t, objs["ClusterRole//stepwise-metrics-reader"])
+				endpoints, _, _ := unstructured.NestedSlice(objs["ServiceMonitor/stepwise-system/stepwise-operator"].Object, "spec", "endpoints")
+				tlsConfig := endpoints[0].(map[string]any)["tlsConfig"].(map[string]any)
+				assert.Equal(t, "stepwise-operator-metrics.stepwise-system.svc", tlsConfig["serverName"])
+				assert.NotContains(t, tlsConfig, "insecureSkipVerify")
+				d := deployment(t, objs)
+				assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--metrics-tls-cert-file=/etc/stepwise/metrics-tls/tls.crt")
+				assert.Contains(t, d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "metrics-tls",
+					VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "stepwise-metrics-tls"}}})
 			}},
 		{name: "a PrometheusRule of the rules pkg/alerts makes", set: []string{"metrics.prometheusRule.enabled=true", "metrics.prometheusRule.labels.release=prom"},
 			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
@@ -406,6 +429,8 @@ func TestTheChartsSchemaRefusesWrongValues(t *testing.T) {
 		`namespaced.quota.extra.count/pipelines\.stepwise\.dev=5`,                        // pipelines sets it
 		"namespaced.quota.extra.count/secrets=lots",
 		"namespaced.quota.enabled=yes",
+		"metrics.serviceMonitor.prometheusServiceAccount.name=prometheus", // without its namespace
+		"metrics.tlsSecretName=Not_A_Name",
 	} {
 		t.Run(set, func(t *testing.T) {
 			out, err := renderErr(t, "--set", set)

@@ -79,6 +79,7 @@ func TestObjects(t *testing.T) {
 	assert.Equal(t, []string{
 		"ClusterRole/stepwise-approver",
 		"ClusterRole/stepwise-edit",
+		"ClusterRole/stepwise-metrics-reader",
 		"ClusterRole/stepwise-operator",
 		"ClusterRole/stepwise-view",
 		"ClusterRoleBinding/stepwise-operator",

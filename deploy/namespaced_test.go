@@ -54,7 +54,9 @@ func TestNamespacedVariantImpersonatesNobody(t *testing.T) {
 		case slices.Equal(r.Resources, []string{"namespaces"}):
 			assert.Equal(t, []string{"list", "watch"}, r.Verbs, "it only learns which namespaces are being deleted")
 		case slices.Equal(r.Resources, []string{"subjectaccessreviews"}):
-			assert.Equal(t, []string{"create"}, r.Verbs, "it only asks what a trigger's ServiceAccount may do")
+			assert.Equal(t, []string{"create"}, r.Verbs, "it only asks what a trigger's ServiceAccount (or a scraper) may do")
+		case slices.Equal(r.Resources, []string{"tokenreviews"}):
+			assert.Equal(t, []string{"create"}, r.Verbs, "it only asks who a scraper of its metrics is")
 		case slices.Equal(r.APIGroups, []string{"rbac.authorization.k8s.io"}):
 			assert.Equal(t, []string{"list", "watch"}, r.Verbs, "it only learns that RBAC changed")
 		case slices.Equal(r.Resources, []string{"nodes"}) || slices.Equal(r.Resources, []string{"webapps"}):

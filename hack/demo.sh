@@ -134,10 +134,10 @@ operator_up() {
         echo "    the operator is already running (PID $(cat "${OPERATOR_PID}"))"
     else
         # The vCenter stand-in, and a plugin author's fake API, listen on loopback, which
-        # plugins may reach only when allowed.
+        # plugins may reach only when allowed. Its metrics are on loopback, in plain HTTP.
         "${BIN}/stepwise-operator" --kubeconfig "${KUBECONFIG}" --enable-test-executors --leader-elect=false \
             --namespace=stepwise-system --plugin-dir "${BIN}/plugins" --plugin-allowed-cidrs=127.0.0.0/8 \
-            --metrics-bind-address=127.0.0.1:8480 --health-probe-bind-address=127.0.0.1:8481 \
+            --metrics-bind-address=127.0.0.1:8480 --metrics-secure=false --health-probe-bind-address=127.0.0.1:8481 \
             >"${LOGS}/operator.log" 2>&1 &
         echo $! >"${OPERATOR_PID}"
         echo "    started (PID $!, log .local/logs/operator.log, metrics http://127.0.0.1:8480/metrics)"

@@ -108,7 +108,7 @@ func run(ctx context.Context, opts *options) error {
 	if opts.leaderElect {
 		election = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	}
-	servers, err := startServers(ctx, opts, reg, &ready, election)
+	servers, err := startServers(ctx, opts, clients.kube, reg, &ready, election)
 	defer shutdownServers(servers)
 	if err != nil {
 		return err

@@ -49,7 +49,12 @@ type options struct {
 	retryPeriod          time.Duration
 
 	metricsAddr string
-	healthAddr  string
+	// metricsSecure serves the metrics endpoint over TLS to callers the API server
+	// authenticates and authorizes (pkg/delegatedauth).
+	metricsSecure   bool
+	metricsCertFile string
+	metricsKeyFile  string
+	healthAddr      string
 	// profiling serves Go's /debug/pprof on the metrics endpoint.
 	profiling     bool
 	shutdownGrace time.Duration
@@ -128,7 +133,10 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader election is tried.")
 
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint. Empty or 0 turns it off.")
-	fs.BoolVar(&o.profiling, "profiling", false, "Serve Go's profiles (/debug/pprof/: heap, CPU, goroutines) on the metrics endpoint. Off by default: that endpoint has no authentication, and a CPU profile costs while it runs.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve the metrics endpoint over HTTPS, only to callers the API server authenticates (a bearer token, by TokenReview) and authorizes to get the path (by SubjectAccessReview: a ClusterRole with nonResourceURLs [/metrics] and verb get, such as the chart's stepwise-metrics-reader). false serves plain HTTP to anyone who reaches the address: for a loopback address only.")
+	fs.StringVar(&o.metricsCertFile, "metrics-tls-cert-file", "", "With --metrics-secure: the serving certificate's PEM file (with --metrics-tls-key-file). Empty: a self-signed certificate made at start, in memory only.")
+	fs.StringVar(&o.metricsKeyFile, "metrics-tls-key-file", "", "With --metrics-secure: the serving certificate's private key, PEM.")
+	fs.BoolVar(&o.profiling, "profiling", false, "Serve Go's profiles (/debug/pprof/: heap, CPU, goroutines) on the metrics endpoint, to callers allowed to get their paths (nonResourceURLs [/debug/pprof/*]) under --metrics-secure. Off by default: a profile shows the operator's memory, and a CPU profile costs while it runs.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints. Empty or 0 turns them off.")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace-period", 30*time.Second, "On SIGTERM, how long running hooks may take to finish before they are cancelled.")
 	fs.DurationVar(&o.hookCall, "hook-call-timeout", 30*time.Second, "The longest one call of a hook may take, whatever its step's timeout: a call that does not answer fails (retryable, reason HookCallTimeout) and frees its worker. Executors return Wait for long work. 0: no bound but the step's timeout.")
@@ -230,6 +238,12 @@ func (o *options) validate() error {
 	}
 	if _, err := o.memoryLimit(); err != nil {
 		errs = append(errs, err)
+	}
+	if (o.metricsCertFile == "") != (o.metricsKeyFile == "") {
+		errs = append(errs, errors.New("--metrics-tls-cert-file and --metrics-tls-key-file go together"))
+	}
+	if !o.metricsSecure && (o.metricsCertFile != "" || o.metricsKeyFile != "") {
+		errs = append(errs, errors.New("--metrics-tls-cert-file and --metrics-tls-key-file need --metrics-secure"))
 	}
 	return errors.Join(errs...)
 }

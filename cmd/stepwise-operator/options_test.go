@@ -20,6 +20,10 @@ func TestTriggerFlags(t *testing.T) {
 		{name: "not a resource", args: []string{"--trigger-resources=Nodes"}, wantErr: `"Nodes": not a resource.group`},
 		{name: "no workers", args: []string{"--trigger-workers=0"}, wantErr: "--trigger-workers must be at least 1"},
 		{name: "negative hook call bound", args: []string{"--hook-call-timeout=-1s"}, wantErr: "--hook-call-timeout must not be negative"},
+		{name: "a metrics certificate and its key", args: []string{"--metrics-tls-cert-file=tls.crt", "--metrics-tls-key-file=tls.key"}},
+		{name: "a metrics certificate without its key", args: []string{"--metrics-tls-cert-file=tls.crt"}, wantErr: "go together"},
+		{name: "a metrics certificate for plain HTTP", args: []string{"--metrics-secure=false", "--metrics-tls-cert-file=tls.crt", "--metrics-tls-key-file=tls.key"}, wantErr: "need --metrics-secure"},
+		{name: "plain HTTP metrics", args: []string{"--metrics-secure=false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,7 +34,12 @@ func startOperator(ctx context.Context, cluster *framework.Cluster, started func
 	if err != nil {
 		return nil, err
 	}
-	o := &operator{Operator: op, pid: op.PID(), plugins: map[int]string{}, http: &http.Client{Timeout: 10 * time.Second}}
+	scraper, err := cluster.AdminMetricsClient()
+	if err != nil {
+		return nil, errors.Join(err, op.Stop())
+	}
+	scraper.Timeout = 10 * time.Second
+	o := &operator{Operator: op, pid: op.PID(), plugins: map[int]string{}, http: scraper}
 	if started != nil {
 		if err := op.WaitServing(ctx); err != nil {
 			return nil, errors.Join(err, o.stop())
@@ -237,7 +242,9 @@ func (o *operator) lastCPUProfile(ctx context.Context, path string, d time.Durat
 func (o *operator) readCPUProfile(ctx context.Context, d time.Duration) ([]byte, error) {
 	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(o.MetricsURL, "/metrics"), int(d.Seconds()))
 	var data []byte
-	err := fetch(ctx, &http.Client{Timeout: d + 30*time.Second}, url, func(body io.Reader) (err error) {
+	long := *o.http // a profile answers after d
+	long.Timeout = d + 30*time.Second
+	err := fetch(ctx, &long, url, func(body io.Reader) (err error) {
 		data, err = io.ReadAll(body)
 		return err
 	})

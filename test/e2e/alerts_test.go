@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stepwise-dev/stepwise/pkg/alerts"
+	"github.com/stepwise-dev/stepwise/test/e2e/framework"
 )
 
 // TestAnAlertFiresForADrainHeldByAPodDisruptionBudget: a real Prometheus (Debian's)
@@ -79,13 +80,25 @@ func startPrometheus(t *testing.T, metricsURL string, th alerts.Thresholds) prom
 	rules, err := alerts.YAML(th)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), rules, 0o644))
+	// Prometheus reads the metrics as a chart's would: over HTTPS, with the token of a
+	// ServiceAccount bound to the install's stepwise-metrics-reader.
+	require.NoError(t, cluster.InstallMetricsReaderRole(t.Context()))
+	ns := cluster.CreateNamespace(t)
+	cluster.ServiceAccount(t, ns, "prometheus")
+	cluster.BindClusterWide(t, ns, "prometheus", framework.MetricsReaderRole)
+	token, err := cluster.ServiceAccountToken(t.Context(), ns, "prometheus")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600))
 	config := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
 rule_files: [%q]
 scrape_configs:
 - job_name: stepwise
+  scheme: %s
   metrics_path: %q
+  authorization: {credentials_file: %q}
+  tls_config: {ca_file: %q}
   static_configs: [{targets: [%q]}]
-`, filepath.Join(dir, "rules.yaml"), target.Path, target.Host)
+`, filepath.Join(dir, "rules.yaml"), target.Scheme, target.Path, filepath.Join(dir, "token"), cluster.MetricsCAFile(), target.Host)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644))
 
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -91,6 +91,9 @@ type Cluster struct {
 	// benchmark's GOMEMLIMIT), and to theirs only.
 	OperatorEnv []string
 
+	// metricsCert and metricsKey are the operators' metrics serving certificate.
+	metricsCert, metricsKey string
+
 	root     string
 	bin      string
 	keepDir  bool
@@ -139,6 +142,9 @@ func StartCluster(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 
 	if err := c.startWatchdog(); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	if c.metricsCert, c.metricsKey, err = c.metricsCertificate(); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
@@ -372,6 +378,23 @@ func (c *Cluster) GrantClusterWide(t testing.TB, ns, sa, name string, rules ...r
 	t.Cleanup(func() {
 		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
 		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// BindClusterWide binds the ClusterRole role to the ServiceAccount ns/sa in every
+// namespace and for non-resource paths (a ClusterRoleBinding, deleted when the test ends).
+func (c *Cluster) BindClusterWide(t testing.TB, ns, sa, role string) {
+	t.Helper()
+	binding, err := c.Client.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: role + "-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("bind ClusterRole %s to %s/%s: %v", role, ns, sa, err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 	})
 }
 

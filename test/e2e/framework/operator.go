@@ -202,7 +202,8 @@ type Operator struct {
 	waitErr error
 	Log     string
 	// MetricsURL and HealthURL are known after WaitReady: the endpoints listen on port 0,
-	// so only the log tells where.
+	// so only the log tells where. MetricsURL is HTTPS, behind the API server's
+	// authentication: read it with Cluster.AdminMetricsClient.
 	MetricsURL string
 	HealthURL  string
 }
@@ -231,6 +232,8 @@ func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 		"--enable-test-executors",
 		"--leader-elect=false",
 		"--metrics-bind-address=127.0.0.1:0",
+		"--metrics-tls-cert-file=" + c.metricsCert,
+		"--metrics-tls-key-file=" + c.metricsKey,
 		"--health-probe-bind-address=127.0.0.1:0",
 		"--shutdown-grace-period=5s",
 		// The executor catalogue goes to a namespace every cluster has.
@@ -256,8 +259,9 @@ func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 }
 
 // servingRE finds the addresses the operator logs once its endpoints listen, in the text
-// format (`"Serving" endpoint="metrics" address="..."`) or JSON (`"msg":"Serving","endpoint":"metrics",...`).
-var servingRE = regexp.MustCompile(`"Serving"[ ,]"?endpoint"?[=:]"(metrics|health)"[ ,]"?address"?[=:]"([^"]+)"`)
+// format (`"Serving" endpoint="metrics" address="..." tls=true`) or JSON
+// (`"msg":"Serving","endpoint":"metrics",...,"tls":true`).
+var servingRE = regexp.MustCompile(`"Serving"[ ,]"?endpoint"?[=:]"(metrics|health)"[ ,]"?address"?[=:]"([^"]+)"[ ,]"?tls"?[=:](true|false)`)
 
 // WaitServing reads the endpoints' addresses (MetricsURL, HealthURL) from the log, once
 // they listen. It fails at once if the operator exits.
@@ -271,10 +275,14 @@ func (o *Operator) WaitServing(ctx context.Context) error {
 			return false, fmt.Errorf("read operator log: %w", err)
 		}
 		for _, m := range servingRE.FindAllStringSubmatch(string(data), -1) {
+			scheme := "http://"
+			if m[3] == "true" {
+				scheme = "https://"
+			}
 			if m[1] == "metrics" {
-				o.MetricsURL = "http://" + m[2] + "/metrics"
+				o.MetricsURL = scheme + m[2] + "/metrics"
 			} else {
-				o.HealthURL = "http://" + m[2] + "/readyz"
+				o.HealthURL = scheme + m[2] + "/readyz"
 			}
 		}
 		return o.MetricsURL != "" && o.HealthURL != "", nil

@@ -160,11 +160,13 @@ func TestTheLargestObjectsOfATenant(t *testing.T) {
 	tenant := tenantClient(t, cluster, tenantNS)
 	admin, err := clientset.NewForConfig(cluster.Config)
 	require.NoError(t, err)
+	scraper, err := cluster.AdminMetricsClient()
+	require.NoError(t, err)
 	can := &canary{client: admin, ns: otherNS}
 
 	can.measure(ctx, t, "alone", 5)
 	leaderBefore, standbyBefore := rss(t, leader), rss(t, standby)
-	leaderHeapBefore, standbyHeapBefore := liveHeap(ctx, t, leader), liveHeap(ctx, t, standby)
+	leaderHeapBefore, standbyHeapBefore := liveHeap(ctx, t, scraper, leader), liveHeap(ctx, t, scraper, standby)
 
 	stop := can.run(ctx, t, "writes")
 	written, count := writeLargest(ctx, t, tenant, tenantNS)
@@ -173,10 +175,10 @@ func TestTheLargestObjectsOfATenant(t *testing.T) {
 	waitHandled(ctx, t, admin, tenantNS, count)
 	stop()
 	can.measure(ctx, t, "settled", 10)
-	leaderAfter, leaderPeak, leaderHeap := rss(t, leader), peakRSS(t, leader), liveHeap(ctx, t, leader)
+	leaderAfter, leaderPeak, leaderHeap := rss(t, leader), peakRSS(t, leader), liveHeap(ctx, t, scraper, leader)
 	standbyAfter := rss(t, standby)
 	if *profileFlag != "" {
-		require.NoError(t, os.WriteFile(*profileFlag, []byte(get(ctx, t, strings.TrimSuffix(leader.MetricsURL, "/metrics")+"/debug/pprof/heap")), 0o644))
+		require.NoError(t, os.WriteFile(*profileFlag, []byte(get(ctx, t, scraper, strings.TrimSuffix(leader.MetricsURL, "/metrics")+"/debug/pprof/heap")), 0o644))
 	}
 
 	// The leader dies: the standby takes the Lease and lists all the tenant wrote; a new
@@ -185,7 +187,7 @@ func TestTheLargestObjectsOfATenant(t *testing.T) {
 	can.measure(ctx, t, "takeover", 1)
 	start()
 	can.measure(ctx, t, "failover", 10)
-	leadingAfter, leadingPeak, leadingHeap := rss(t, standby), peakRSS(t, standby), liveHeap(ctx, t, standby)
+	leadingAfter, leadingPeak, leadingHeap := rss(t, standby), peakRSS(t, standby), liveHeap(ctx, t, scraper, standby)
 
 	perMiB := func(after, before float64) float64 { return (after - before) / written }
 	t.Logf("largest: the tenant wrote %d pipelines, %.0f MiB of JSON; leader: RSS %.1f -> %.1f MiB (peak %.1f), %.3f MiB a MiB written, live heap %.1f -> %.1f MiB; "+
@@ -203,11 +205,11 @@ func TestTheLargestObjectsOfATenant(t *testing.T) {
 }
 
 // get is the body of a GET of url, which must answer 200.
-func get(ctx context.Context, t *testing.T, url string) string {
+func get(ctx context.Context, t *testing.T, client *http.Client, url string) string {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
@@ -219,10 +221,10 @@ func get(ctx context.Context, t *testing.T, url string) string {
 // liveHeap is what a replica's heap holds after a collection, in MiB: what it keeps, as
 // opposed to RSS, which holds garbage until the collector runs and pages until the
 // runtime returns them.
-func liveHeap(ctx context.Context, t *testing.T, op *framework.Operator) float64 {
+func liveHeap(ctx context.Context, t *testing.T, scraper *http.Client, op *framework.Operator) float64 {
 	t.Helper()
-	get(ctx, t, strings.TrimSuffix(op.MetricsURL, "/metrics")+"/debug/pprof/heap?gc=1")
-	for line := range strings.SplitSeq(get(ctx, t, op.MetricsURL), "\n") {
+	get(ctx, t, scraper, strings.TrimSuffix(op.MetricsURL, "/metrics")+"/debug/pprof/heap?gc=1")
+	for line := range strings.SplitSeq(get(ctx, t, scraper, op.MetricsURL), "\n") {
 		if v, ok := strings.CutPrefix(line, "go_memstats_heap_alloc_bytes "); ok {
 			bytes, err := strconv.ParseFloat(v, 64)
 			require.NoError(t, err)
