@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -42,4 +45,14 @@ func newClients(opts *options, reg prometheus.Registerer) (*clients, error) {
 		return nil, fmt.Errorf("create stepwise client: %w", err)
 	}
 	return &clients{config: cfg, kube: kube, stepwise: sw}, nil
+}
+
+// whoAmI is the user the API server authenticates the operator as (a SelfSubjectReview,
+// which every authenticated user may ask).
+func whoAmI(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("ask the API server who the operator is: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
 }

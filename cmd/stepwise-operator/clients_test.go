@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 // TestResponsesAreNotCompressedUnlessAsked: the API server gzips a response the client asks
@@ -69,4 +74,22 @@ current-context: c
 			}
 		})
 	}
+}
+
+func TestWhoAmIIsWhomTheAPIServerAuthenticates(t *testing.T) {
+	kube := fake.NewClientset()
+	kube.PrependReactor("create", "selfsubjectreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, &authenticationv1.SelfSubjectReview{Status: authenticationv1.SelfSubjectReviewStatus{
+			UserInfo: authenticationv1.UserInfo{Username: "system:serviceaccount:stepwise-system:stepwise-operator"}}}, nil
+	})
+	user, err := whoAmI(t.Context(), kube)
+	require.NoError(t, err)
+	assert.Equal(t, "system:serviceaccount:stepwise-system:stepwise-operator", user)
+
+	refusing := fake.NewClientset()
+	refusing.PrependReactor("create", "selfsubjectreviews", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("forbidden")
+	})
+	_, err = whoAmI(t.Context(), refusing)
+	assert.ErrorContains(t, err, "ask the API server who the operator is")
 }

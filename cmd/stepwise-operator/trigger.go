@@ -50,10 +50,17 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 	if err != nil {
 		return nil, fmt.Errorf("--gate-prometheus-url-for: %w", err)
 	}
+	operator, err := whoAmI(ctx, e.clients.kube)
+	if err != nil {
+		// Adoption is for pipelines of versions before the trigger's UID label: without
+		// it, those are left alone, and everything else works.
+		klog.FromContext(ctx).Error(err, "Pipelines of earlier versions without their trigger's UID will not be adopted")
+	}
 	// The admin's Prometheus URLs are where the admin chose: no address is refused.
 	anywhere := egress.New(netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0"))
 	return trigger.New(ctx, trigger.Config{
 		Client:              e.clients.stepwise,
+		Operator:            operator,
 		Kube:                e.clients.kube,
 		Clients:             clients,
 		Dynamic:             dyn,

@@ -101,8 +101,9 @@ func readTriggerQueue(ctx context.Context, c *Clients, ns, name string) (*trigge
 	var owned []*v1alpha1.Pipeline
 	for i := range list.Items {
 		// An earlier trigger's of the same name, or a copy, is not counted: the trigger
-		// leaves it. An old version's that the trigger would adopt is.
-		if p := &list.Items[i]; rules.OwnershipOf(trig, p) != rules.NotOwned {
+		// leaves it. Nor is an old version's until the operator adopted it: only the
+		// operator knows the user it acts as, which adoption checks.
+		if p := &list.Items[i]; rules.OwnershipOf(trig, p, "") != rules.NotOwned {
 			owned = append(owned, p)
 		}
 	}

@@ -77,6 +77,11 @@ const (
 // Config holds the controller's dependencies.
 type Config struct {
 	Client clientset.Interface
+	// Operator is the user the operator acts as, as the API server authenticates it (a
+	// SelfSubjectReview): a pipeline an earlier version made without LabelTriggerUID is
+	// adopted only when the API server recorded Operator as its creator
+	// (rules.OwnershipOf). Empty: none is adopted.
+	Operator string
 	// Kube makes the SubjectAccessReviews.
 	Kube kubernetes.Interface
 	// Clients act as a trigger's ServiceAccount (to taint waiting nodes).
@@ -139,6 +144,8 @@ type Config struct {
 // Controller runs PipelineTriggers.
 type Controller struct {
 	client clientset.Interface
+	// operator is the user the operator acts as (Config.Operator).
+	operator string
 	// triggers and pipelines are the informers' caches overlaid with what our own writes
 	// returned, whichever is newer: a sync that follows our write never works from the
 	// state before it (a pipeline created twice over the budget, a status written twice).
@@ -181,6 +188,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
 		client:      cfg.Client,
+		operator:    cfg.Operator,
 		clients:     cfg.Clients,
 		templates:   cfg.Templates.Lister(),
 		nodeBudgets: cfg.NodeBudgets.Lister(),

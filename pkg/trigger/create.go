@@ -91,7 +91,7 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 type nameTakenError struct{ name string }
 
 func (e *nameTakenError) Error() string {
-	return fmt.Sprintf("pipeline %s exists and is not this trigger's (an earlier trigger of the same name made it, or it is a copy): "+
+	return fmt.Sprintf("pipeline %s exists and is not this trigger's (an earlier trigger of the same name made it, someone other than the operator did, or it is a copy): "+
 		"delete it for the trigger to run one", e.name)
 }
 
@@ -105,7 +105,7 @@ func (ts *triggerSync) create(ctx context.Context, cand candidate) error {
 	if err != nil {
 		return fmt.Errorf("get pipeline %s/%s from cache: %w", p.Namespace, p.Name, err)
 	}
-	if other, ok := existing.(*v1alpha1.Pipeline); exists && ok && rules.OwnershipOf(ts.trig, other) == rules.NotOwned {
+	if other, ok := existing.(*v1alpha1.Pipeline); exists && ok && rules.OwnershipOf(ts.trig, other, ts.c.operator) == rules.NotOwned {
 		return &nameTakenError{name: p.Name}
 	}
 	created, err := ts.c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Create(ctx, p, metav1.CreateOptions{FieldManager: ControllerName})

@@ -119,6 +119,7 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 		NodeBudgets: sw.NodeBudgets(),
 		Recorder:    f.recorder,
 		Clock:       f.clock,
+		Operator:    operatorUser,
 	}
 	withResources(DefaultResources)(&cfg)
 	for _, o := range opts {

@@ -17,6 +17,9 @@ import (
 // existingPipeline is an unfinished pipeline of trigger "retire" for obj, made before the
 // test's sync: labelled with the trigger UID uid (none when empty, as the versions before
 // LabelTriggerUID made them) and created at created.
+// operatorUser is the user the operator acts as in these tests.
+const operatorUser = "system:serviceaccount:stepwise-system:stepwise-operator"
+
 func existingPipeline(obj *unstructured.Unstructured, uid string, created time.Time) *v1alpha1.Pipeline {
 	name := rules.PipelineName("retire", obj.GetName(), obj.GetUID())
 	labels := map[string]string{v1alpha1.LabelTrigger: "retire", v1alpha1.LabelObjectUID: string(obj.GetUID())}
@@ -27,7 +30,9 @@ func existingPipeline(obj *unstructured.Unstructured, uid string, created time.T
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: "1", Generation: 1,
 			CreationTimestamp: metav1.NewTime(created), Labels: labels,
-			Annotations: map[string]string{v1alpha1.AnnotationObject: rules.ObjectKey(obj.GetNamespace(), obj.GetName())},
+			// The admission policy records the operator as the creator of what it creates.
+			Annotations: map[string]string{v1alpha1.AnnotationObject: rules.ObjectKey(obj.GetNamespace(), obj.GetName()),
+				v1alpha1.AnnotationCreatedBy: operatorUser},
 		},
 		Spec: v1alpha1.PipelineSpec{
 			TemplateRef:        &v1alpha1.TemplateRef{Name: "retire-node"},
@@ -76,7 +81,7 @@ func TestRecreatedTriggerLeavesTheOldTriggersPipelines(t *testing.T) {
 	assert.Equal(t, []string{"n1"}, got.Status.Queue)
 	assert.Contains(t, readyOf(got).Message, "n1 cannot start: pipeline "+oldN1.Name+" exists and is not this trigger's")
 	assert.Contains(t, f.events(), "Warning Waiting n1 waits: pipeline "+oldN1.Name+
-		" exists and is not this trigger's (an earlier trigger of the same name made it, or it is a copy): delete it for the trigger to run one")
+		" exists and is not this trigger's (an earlier trigger of the same name made it, someone other than the operator did, or it is a copy): delete it for the trigger to run one")
 
 	// Once deleted, n1's pipeline is the trigger's own.
 	require.NoError(t, f.client.StepwiseV1alpha1().Pipelines("ns").Delete(f.ctx, oldN1.Name, metav1.DeleteOptions{}))
@@ -121,21 +126,31 @@ func TestCopiesAreNotAdopted(t *testing.T) {
 // TestPipelineOfAnOldVersionIsAdoptedOnce: a pipeline made before LabelTriggerUID existed,
 // after the trigger was created, is the trigger's: it is stamped with the trigger's UID,
 // once, and counted. One made at the trigger's creation second is too; one made before is
-// an earlier trigger's.
+// an earlier trigger's. One that an editor of the namespace made or changed (as the API
+// server recorded: AnnotationCreatedBy, AnnotationEditedBy) is never adopted, whatever
+// its labels: it would count against the trigger's failure budget, or hold its object.
 func TestPipelineOfAnOldVersionIsAdoptedOnce(t *testing.T) {
 	tests := []struct {
 		name        string
 		created     time.Time
+		change      func(*v1alpha1.Pipeline)
 		wantAdopted bool
 	}{
 		{name: "made after the trigger", created: start.Add(time.Minute), wantAdopted: true},
 		{name: "made in the trigger's creation second", created: start, wantAdopted: true},
 		{name: "made before the trigger", created: start.Add(-time.Second)},
+		{name: "like an old version's, made by an editor of the namespace", created: start.Add(time.Minute),
+			change: func(p *v1alpha1.Pipeline) { p.Annotations[v1alpha1.AnnotationCreatedBy] = "alice" }},
+		{name: "an old version's, its trigger label changed since by an editor", created: start.Add(time.Minute),
+			change: func(p *v1alpha1.Pipeline) { p.Annotations[v1alpha1.AnnotationEditedBy] = "alice" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
 			legacy := existingPipeline(n1, "", tt.created)
+			if tt.change != nil {
+				tt.change(legacy)
+			}
 			trig := recreatedTrigger()
 			trig.Spec.WhenUnmatched = v1alpha1.UnmatchedKeep
 			f := newFixture(t, objs(trig, newTemplate("retire-node"), n1, n2, legacy))

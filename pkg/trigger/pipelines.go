@@ -24,7 +24,7 @@ func (ts *triggerSync) collectPipelines(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		switch rules.OwnershipOf(ts.trig, p) {
+		switch rules.OwnershipOf(ts.trig, p, ts.c.operator) {
 		case rules.Owned:
 			ts.pipelines = append(ts.pipelines, p)
 		case rules.Adoptable:

@@ -102,7 +102,9 @@ func existingPipeline(obj *unstructured.Unstructured, uid string, created time.T
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: "ns", UID: types.UID("uid-" + name), Generation: 1,
 			CreationTimestamp: metav1.NewTime(created), Labels: labels,
-			Annotations: map[string]string{v1alpha1.AnnotationObject: ObjectKey(obj.GetNamespace(), obj.GetName())},
+			// The admission policy records the operator as the creator of what it creates.
+			Annotations: map[string]string{v1alpha1.AnnotationObject: ObjectKey(obj.GetNamespace(), obj.GetName()),
+				v1alpha1.AnnotationCreatedBy: operatorUser},
 		},
 		Spec: v1alpha1.PipelineSpec{
 			TemplateRef:        &v1alpha1.TemplateRef{Name: "retire-node"},

@@ -92,7 +92,7 @@ func UsageOf(budget *v1alpha1.NodeBudget, nodes []*unstructured.Unstructured, pi
 // LabelTriggerUID (Adoptable) is not: none carried LabelNodeBudget.
 func StartedUnder(budget string, trig *v1alpha1.PipelineTrigger, p *v1alpha1.Pipeline) bool {
 	if trig == nil || trig.Spec.NodeBudgetRef == nil || trig.Spec.NodeBudgetRef.Name != budget ||
-		p.Labels[v1alpha1.LabelNodeBudget] != NodeBudgetLabelOf(budget) || OwnershipOf(trig, p) != Owned {
+		p.Labels[v1alpha1.LabelNodeBudget] != NodeBudgetLabelOf(budget) || OwnershipOf(trig, p, "") != Owned {
 		return false
 	}
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {

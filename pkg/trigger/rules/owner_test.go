@@ -10,6 +10,9 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
+// operatorUser is the user the operator acts as in these tests.
+const operatorUser = "system:serviceaccount:stepwise-system:stepwise-operator"
+
 func TestOwnershipOf(t *testing.T) {
 	node := newNode("n1", 0, retiring)
 	webApp := newWebApp("ns", "wiki", 0, nil)
@@ -18,7 +21,9 @@ func TestOwnershipOf(t *testing.T) {
 		name   string
 		trig   func(*v1alpha1.PipelineTrigger)
 		change func(*v1alpha1.Pipeline)
-		want   Ownership
+		// unknownOperator: the operator does not know the user it acts as.
+		unknownOperator bool
+		want            Ownership
 	}{
 		{name: "made by the trigger", want: Owned},
 		{name: "of a namespaced object", change: func(p *v1alpha1.Pipeline) {
@@ -44,6 +49,18 @@ func TestOwnershipOf(t *testing.T) {
 			delete(p.Labels, v1alpha1.LabelTriggerUID)
 			p.CreationTimestamp = metav1.NewTime(start)
 		}, want: Adoptable},
+		{name: "like an old version's, made by an editor of the namespace", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, v1alpha1.LabelTriggerUID)
+			p.Annotations[v1alpha1.AnnotationCreatedBy] = "alice"
+		}, want: NotOwned},
+		{name: "like an old version's, no creator recorded", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, v1alpha1.LabelTriggerUID)
+			delete(p.Annotations, v1alpha1.AnnotationCreatedBy)
+		}, want: NotOwned},
+		{name: "an old version's, its labels or spec changed by an editor since", change: func(p *v1alpha1.Pipeline) {
+			delete(p.Labels, v1alpha1.LabelTriggerUID)
+			p.Annotations[v1alpha1.AnnotationEditedBy] = "alice"
+		}, want: NotOwned},
 		{name: "an old version's, created before the trigger: an earlier trigger's", change: func(p *v1alpha1.Pipeline) {
 			delete(p.Labels, v1alpha1.LabelTriggerUID)
 			p.CreationTimestamp = metav1.NewTime(start.Add(-time.Second))
@@ -52,6 +69,8 @@ func TestOwnershipOf(t *testing.T) {
 			delete(p.Labels, v1alpha1.LabelTriggerUID)
 			p.Name += "-x7k2q"
 		}, want: NotOwned},
+		{name: "an operator that does not know who it is adopts nothing", unknownOperator: true,
+			change: func(p *v1alpha1.Pipeline) { delete(p.Labels, v1alpha1.LabelTriggerUID) }, want: NotOwned},
 		{name: "a trigger with no UID owns nothing", trig: func(tr *v1alpha1.PipelineTrigger) { tr.UID = "" },
 			change: func(p *v1alpha1.Pipeline) { p.Labels[v1alpha1.LabelTriggerUID] = "" }, want: NotOwned},
 	}
@@ -65,7 +84,11 @@ func TestOwnershipOf(t *testing.T) {
 			if tt.change != nil {
 				tt.change(p)
 			}
-			assert.Equal(t, tt.want, OwnershipOf(tr, p))
+			operator := operatorUser
+			if tt.unknownOperator {
+				operator = ""
+			}
+			assert.Equal(t, tt.want, OwnershipOf(tr, p, operator))
 		})
 	}
 }

@@ -63,7 +63,7 @@ func TestPipelineFor(t *testing.T) {
 			assert.Equal(t, []metav1.OwnerReference{{
 				APIVersion: "demo.stepwise.dev/v1alpha1", Kind: "WebApp", Name: "n1", UID: tt.obj.GetUID(), BlockOwnerDeletion: ptr.To(false),
 			}}, p.OwnerReferences)
-			assert.Equal(t, Owned, OwnershipOf(trig, p), "the trigger owns the pipeline it makes")
+			assert.Equal(t, Owned, OwnershipOf(trig, p, operatorUser), "the trigger owns the pipeline it makes")
 		})
 	}
 }
