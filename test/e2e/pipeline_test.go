@@ -180,11 +180,7 @@ func TestOperatorRestartResumesWithoutRerunningSteps(t *testing.T) {
 	require.NoError(t, err)
 
 	// Open the gate.
-	cm, err := cluster.Client.CoreV1().ConfigMaps(ns).Get(ctx, "stepwise-record-resume", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.Data["open.gated"] = "yes"
-	_, err = cluster.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	require.NoError(t, framework.OpenGate(ctx, cluster.Client, ns, "stepwise-record-resume", "gated", "yes"))
 
 	waitPipeline(t, ns, "resume", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineSucceeded })
 	calls := recordedCalls(t, ns, "stepwise-record-resume")

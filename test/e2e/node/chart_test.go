@@ -147,11 +147,7 @@ func anUpgradeWithPipelinesInFlight(t *testing.T) {
 	}
 
 	for _, name := range names {
-		cm, err := cluster.Client.CoreV1().ConfigMaps(ns).Get(ctx, "stepwise-record-"+name, metav1.GetOptions{})
-		require.NoError(t, err)
-		cm.Data["open.hold"] = "true"
-		_, err = cluster.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		require.NoError(t, framework.OpenGate(ctx, cluster.Client, ns, "stepwise-record-"+name, "hold", "true"))
 	}
 	for _, name := range names {
 		waitForPipeline(t, ns, name, 2*time.Minute, succeeded)
