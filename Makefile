@@ -76,8 +76,8 @@ krew-manifest: ## Build kubectl-stepwise, archive it into dist/ for this platfor
 	@echo "wrote $(DIST)/stepwise.yaml"
 
 .PHONY: images
-images: ## Build the operator's image and each plugin's, static, on an empty base, as OCI archives in bin/images (no container engine, no registry; IMAGE_REPO=REGISTRY IMAGE_TAG=v0.3.0).
-	PLUGINS="$(PLUGINS)" IMAGE_REPO="$(IMAGE_REPO)" IMAGE_TAG="$(IMAGE_TAG)" hack/images.sh
+images: ## Build the operator's image and each plugin's, static, on an empty base, as OCI archives in bin/images (no container engine, no registry; IMAGE_REPO=REGISTRY IMAGE_TAG=v0.3.0; SIGNING_KEY=FILE signs the plugins).
+	PLUGINS="$(PLUGINS)" IMAGE_REPO="$(IMAGE_REPO)" IMAGE_TAG="$(IMAGE_TAG)" SIGNING_KEY="$(SIGNING_KEY)" hack/images.sh
 
 .PHONY: demo
 demo: ## Build what the demo runs, start a local control plane, a vCenter simulator and the operator, and retire a node through a plugin.

@@ -283,8 +283,9 @@ func TestTheChartsValues(t *testing.T) {
 				assert.False(t, slices.ContainsFunc(cluster.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Verbs, "impersonate") }),
 					"namespaced: no impersonation cluster-wide")
 			}},
-		{name: "plugins from their own images", set: []string{"plugins[0].name=example", "plugins[0].image=registry.example/stepwise-plugin-example@sha256:" + strings.Repeat("b", 64),
-			"plugins[0].sha256=" + strings.Repeat("a", 64), "plugins[1].name=ticket", "plugins[1].image=registry.example/stepwise-plugin-ticket:v1",
+		{name: "plugins from their own images, by init containers", set: []string{"pluginDelivery=initContainer", "plugins[0].name=example",
+			"plugins[0].image=registry.example/stepwise-plugin-example@sha256:" + strings.Repeat("b", 64),
+			"plugins[0].sha256=" + strings.Repeat("a", 64), "plugins[1].name=ticket", "plugins[1].image=registry.example/stepwise-plugin-ticket@sha256:" + strings.Repeat("d", 64),
 			"plugins[1].sha256=" + strings.Repeat("c", 64)},
 			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 				cm := objs["ConfigMap/stepwise-system/stepwise-installed-plugins"]
@@ -303,12 +304,13 @@ func TestTheChartsValues(t *testing.T) {
 				assert.Contains(t, args, "--installed-plugin-dir=/installed-plugins")
 				assert.Contains(t, args, "--installed-plugin-checksums=/etc/stepwise/installed-plugins/SHA256SUMS")
 				assert.NotEmpty(t, deployment(t, objs).Spec.Template.Annotations["checksum/installed-plugins"], "a new list rolls the Pods")
+				assertNoTokenWherePluginCodeRuns(t, pod)
 			}},
-		{name: "plugins as image volumes", set: []string{"pluginDelivery=imageVolume", "plugins[0].name=example",
-			"plugins[0].image=registry.example/stepwise-plugin-example:v1", "plugins[0].sha256=" + strings.Repeat("a", 64)},
+		{name: "plugins as image volumes, by default", set: []string{"plugins[0].name=example",
+			"plugins[0].image=registry.example/stepwise-plugin-example@sha256:" + strings.Repeat("b", 64), "plugins[0].sha256=" + strings.Repeat("a", 64)},
 			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 				pod := deployment(t, objs).Spec.Template.Spec
-				assert.Empty(t, pod.InitContainers)
+				assert.Empty(t, pod.InitContainers, "nothing of a plugin's image runs")
 				var image *corev1.ImageVolumeSource
 				for _, v := range pod.Volumes {
 					if v.Name == "plugin-example" {
@@ -316,11 +318,39 @@ func TestTheChartsValues(t *testing.T) {
 					}
 				}
 				require.NotNil(t, image)
-				assert.Equal(t, "registry.example/stepwise-plugin-example:v1", image.Reference)
+				assert.Equal(t, "registry.example/stepwise-plugin-example@sha256:"+strings.Repeat("b", 64), image.Reference)
 				assert.Contains(t, pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "plugin-example", ReadOnly: true,
-					MountPath: "/installed-plugins/stepwise-plugin-example", SubPath: "stepwise-plugin-example"})
+					MountPath: "/installed-plugins/example"}, "the image's binary and signature, in a directory of their own")
+				assertNoTokenWherePluginCodeRuns(t, pod)
+			}},
+		{name: "signed plugins", set: []string{"plugins[0].name=example",
+			"plugins[0].image=registry.example/stepwise-plugin-example@sha256:" + strings.Repeat("b", 64),
+			"plugins[0].signature.publicKey=-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n",
+			"plugins[1].name=vsphere", "plugins[1].image=registry.example/stepwise-plugin-vsphere@sha256:" + strings.Repeat("c", 64),
+			"plugins[1].signature.identity=https://github.com/acme/plugins/.github/workflows/release.yml@refs/tags/v1",
+			"plugins[1].signature.issuer=https://token.actions.githubusercontent.com", "pluginTrustedRoot=the trustedroot JSON"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				cm := objs["ConfigMap/stepwise-system/stepwise-installed-plugins"]
+				require.NotNil(t, cm)
+				policies, _, _ := unstructured.NestedString(cm.Object, "data", "policies.json")
+				assert.JSONEq(t, `{"example":{"publicKey":"-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n"},`+
+					`"vsphere":{"identity":"https://github.com/acme/plugins/.github/workflows/release.yml@refs/tags/v1","issuer":"https://token.actions.githubusercontent.com"}}`, policies)
+				root, _, _ := unstructured.NestedString(cm.Object, "data", "trusted_root.json")
+				assert.Contains(t, root, "trustedroot")
+				sums, _, _ := unstructured.NestedString(cm.Object, "data", "SHA256SUMS")
+				assert.Empty(t, strings.TrimSpace(sums), "no checksum given, none listed")
+				args := deployment(t, objs).Spec.Template.Spec.Containers[0].Args
+				assert.Contains(t, args, "--installed-plugin-policies=/etc/stepwise/installed-plugins/policies.json")
+				assert.Contains(t, args, "--plugin-trusted-root=/etc/stepwise/installed-plugins/trusted_root.json")
+			}},
+		{name: "an unpinned plugin image, accepted in so many words", set: []string{"plugins[0].name=example",
+			"plugins[0].image=registry.example/stepwise-plugin-example:v1", "plugins[0].sha256=" + strings.Repeat("a", 64),
+			"plugins[0].unpinnedImage=I accept that a re-pushed tag runs other code"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				assert.NotNil(t, objs["ConfigMap/stepwise-system/stepwise-installed-plugins"])
 			}},
 		{name: "no plugins, no installed source", check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+			assertNoTokenWherePluginCodeRuns(t, deployment(t, objs).Spec.Template.Spec)
 			assert.NotContains(t, objs, "ConfigMap/stepwise-system/stepwise-installed-plugins")
 			assert.NotContains(t, strings.Join(deployment(t, objs).Spec.Template.Spec.Containers[0].Args, " "), "installed-plugin")
 		}},
@@ -419,7 +449,7 @@ func TestTheChartsSchemaRefusesWrongValues(t *testing.T) {
 		"triggerResources[0].resource=secrets",
 		"egress.pluginAllowedCIDRs={not-a-cidr}",
 		"podDisruptionBudget.maxUnavailable=0",
-		"plugins[0].name=example", // no image, no sha256
+		"plugins[0].name=example", // no image, no sha256 nor signature
 		"pluginDelivery=copy",
 		"goMemLimit=256Mi", // Go's unit is MiB, not Kubernetes' Mi
 		"namespaced.quota.pipelines=-1",
@@ -436,6 +466,53 @@ func TestTheChartsSchemaRefusesWrongValues(t *testing.T) {
 			out, err := renderErr(t, "--set", set)
 			require.Error(t, err, "helm template accepted %s", set)
 			assert.Contains(t, out, "values don't meet the specifications of the schema")
+		})
+	}
+}
+
+// assertNoTokenWherePluginCodeRuns: the Pod mounts no ServiceAccount token of its own
+// accord, and only the operator's container mounts the projected one.
+func assertNoTokenWherePluginCodeRuns(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
+	assert.Equal(t, new(false), pod.AutomountServiceAccountToken, "no token in every container")
+	for _, c := range pod.InitContainers {
+		assert.Empty(t, c.VolumeMounts[1:], "init container %s mounts the plugin directory alone", c.Name)
+		for _, m := range c.VolumeMounts {
+			assert.NotEqual(t, "kube-api-access", m.Name, "init container %s", c.Name)
+		}
+	}
+	require.Len(t, pod.Containers, 1)
+	assert.Contains(t, pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "kube-api-access", ReadOnly: true,
+		MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}, "the operator's container has its token")
+}
+
+func TestTheChartRefusesPluginsItCannotVerify(t *testing.T) {
+	image := "registry.example/stepwise-plugin-example@sha256:" + strings.Repeat("b", 64)
+	for _, tt := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{name: "a tag, not a digest", set: []string{"plugins[0].name=example", "plugins[0].image=registry.example/stepwise-plugin-example:v1",
+			"plugins[0].sha256=" + strings.Repeat("a", 64)}, want: "is not pinned by digest"},
+		{name: "neither a checksum nor a signature policy", set: []string{"plugins[0].name=example", "plugins[0].image=" + image},
+			want: "values don't meet the specifications of the schema"},
+		{name: "a key and an identity", set: []string{"plugins[0].name=example", "plugins[0].image=" + image,
+			"plugins[0].signature.publicKey=-----BEGIN PUBLIC KEY-----", "plugins[0].signature.identity=a@example.com",
+			"plugins[0].signature.issuer=https://accounts.example"}, want: "values don't meet the specifications of the schema"},
+		{name: "an identity without its issuer", set: []string{"plugins[0].name=example", "plugins[0].image=" + image,
+			"plugins[0].signature.identity=a@example.com"}, want: "values don't meet the specifications of the schema"},
+		{name: "unpinned, accepted in other words", set: []string{"plugins[0].name=example", "plugins[0].image=registry.example/stepwise-plugin-example:v1",
+			"plugins[0].sha256=" + strings.Repeat("a", 64), "plugins[0].unpinnedImage=yes"}, want: "values don't meet the specifications of the schema"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var args []string
+			for _, s := range tt.set {
+				args = append(args, "--set", s)
+			}
+			out, err := renderErr(t, args...)
+			require.Error(t, err, "helm template accepted %v", tt.set)
+			assert.Contains(t, out, tt.want)
 		})
 	}
 }

@@ -10,9 +10,11 @@
 #   IMAGE_REPO=registry.example/platform ...   # names REPO/stepwise-operator:TAG
 #   OPERATOR_PLUGINS="" ...          # an operator's image without plugins (they come from their own)
 #   IMAGES_DIR=DIR ...               # write the archives there
+#   SIGNING_KEY=stepwise-signing.key ... # sign each plugin binary (kubectl stepwise plugin
+#                                    # keygen makes the key); its image holds the signature
 #
-# It prints each archive's name and digest, and each plugin binary's SHA-256: the chart's
-# plugins[].sha256. Load an archive into containerd with `ctr -n k8s.io images import`,
+# It prints each archive's name and digest, and for each plugin the image by digest and its
+# binary's SHA-256: the chart's plugins[].image and plugins[].sha256. Load an archive into containerd with `ctr -n k8s.io images import`,
 # or push it with `skopeo copy oci-archive:bin/images/stepwise-operator.tar docker://REPO/...`.
 set -o errexit -o nounset -o pipefail
 
@@ -43,6 +45,11 @@ mkdir -p "${OUT}"
     -tag "${REPO}stepwise-operator:${TAG}" -o "${OUT}/stepwise-operator.tar"
 for p in ${PLUGINS}; do
     name="stepwise-plugin-${p}"
-    "${STAGE}/image" -plugin "${STAGE}/plugins/${name}" -tag "${REPO}${name}:${TAG}" -o "${OUT}/${name}.tar"
+    rm -f "${STAGE}/plugins/${name}.sigstore.json" # a signature of an earlier build
+    built="$("${STAGE}/image" -plugin "${STAGE}/plugins/${name}" ${SIGNING_KEY:+-signing-key "${SIGNING_KEY}"} \
+        -tag "${REPO}${name}:${TAG}" -o "${OUT}/${name}.tar")"
+    echo "${built}"
+    # What the chart's plugins[] needs: the image by digest, and the binary's SHA-256.
+    echo "${name}: image ${REPO}${name}@${built##* }"
     echo "${name}: binary sha256 $(grep " ${name}\$" "${STAGE}/plugins/SHA256SUMS" | cut -d' ' -f1)"
 done

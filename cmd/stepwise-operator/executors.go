@@ -9,6 +9,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/signature"
 	"github.com/stepwise-dev/stepwise/tasks/k8s"
 	"github.com/stepwise-dev/stepwise/tasks/node"
 	"github.com/stepwise-dev/stepwise/tasks/testexec"
@@ -40,9 +41,20 @@ func loadExecutors(ctx context.Context, opts *options, restarts host.RestartReco
 	if err != nil {
 		return nil, nil, err
 	}
+	verifier, err := signature.NewVerifier(opts.pluginTrustedRoot)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--plugin-trusted-root: %w", err)
+	}
+	var policies signature.Policies
+	if opts.installedPluginPolicies != "" {
+		if policies, err = signature.LoadPolicies(opts.installedPluginPolicies); err != nil {
+			return nil, nil, fmt.Errorf("--installed-plugin-policies: %w", err)
+		}
+	}
 	plugins := host.New(logger, host.Options{
 		Dir: opts.pluginDir, Checksums: opts.pluginChecksums,
 		InstalledDir: opts.installedPluginDir, InstalledChecksums: opts.installedPluginChecksums,
+		InstalledPolicies: policies, Verifier: verifier,
 		Env: env, EnvFor: envFor, MemoryLimit: memoryLimit,
 		Reattach: reattach, Restarts: restarts, TracerProvider: tp,
 	})

@@ -68,8 +68,13 @@ type options struct {
 	// own images and the checksum file the installer wrote for them.
 	installedPluginDir       string
 	installedPluginChecksums string
-	pluginAllowedCIDRs       string
-	pluginReattach           map[string]string
+	// installedPluginPolicies is who must have signed the installed plugins (a JSON file
+	// of signature.Policies); pluginTrustedRoot the trusted root keyless ones are checked
+	// against.
+	installedPluginPolicies string
+	pluginTrustedRoot       string
+	pluginAllowedCIDRs      string
+	pluginReattach          map[string]string
 	// pluginAllowedCIDRsFor holds each --plugin-allowed-cidrs-for as given, PLUGIN=CIDRS.
 	pluginAllowedCIDRsFor []string
 	pluginMemoryLimit     string
@@ -177,6 +182,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.version, "version", false, "Print the operator's version and exit.")
 	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
 	fs.StringVar(&o.installedPluginDir, "installed-plugin-dir", "", "Directory of plugins installed from their own images (the chart's init containers copy them there); verified against --installed-plugin-checksums, never against checksums the images carry.")
+	fs.StringVar(&o.installedPluginPolicies, "installed-plugin-policies", "", "JSON file of who must have signed each plugin of --installed-plugin-dir, by plugin name: {\"NAME\": {\"publicKey\": \"PEM\"}} or {\"NAME\": {\"identity\": \"...\", \"issuer\": \"...\"}} (keyless, checked against --plugin-trusted-root), written by the installer. Such a plugin runs only when the Sigstore bundle next to it (stepwise-plugin-NAME.sigstore.json, as cosign sign-blob --bundle makes it) is a signature of its bytes by that signer; a plugin neither listed in --installed-plugin-checksums nor given a policy is refused. Needs --installed-plugin-dir.")
+	fs.StringVar(&o.pluginTrustedRoot, "plugin-trusted-root", "", "Sigstore trusted root (trusted_root.json: the CAs, transparency logs and timestamp authorities) that keyless signature policies are checked against, offline: copy it from Sigstore's TUF repository, or your own deployment's. Without it a keyless policy refuses its plugin.")
 	fs.StringVar(&o.installedPluginChecksums, "installed-plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin of --installed-plugin-dir, written by the installer (e.g. a mounted ConfigMap), not by the plugin images; a plugin missing from it or not matching it is refused, and so is one whose name --plugin-dir has. Needs --installed-plugin-dir, and the other way round.")
 }
 
@@ -211,6 +218,9 @@ func (o *options) validate() error {
 	}
 	if o.installedPluginChecksums != "" && o.installedPluginDir == "" {
 		errs = append(errs, errors.New("--installed-plugin-checksums needs --installed-plugin-dir"))
+	}
+	if o.installedPluginPolicies != "" && o.installedPluginDir == "" {
+		errs = append(errs, errors.New("--installed-plugin-policies needs --installed-plugin-dir"))
 	}
 	if o.installedPluginDir != "" && o.pluginDir != "" && filepath.Clean(o.installedPluginDir) == filepath.Clean(o.pluginDir) {
 		errs = append(errs, errors.New("--installed-plugin-dir must be another directory than --plugin-dir"))

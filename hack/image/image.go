@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	pluginlayout "github.com/stepwise-dev/stepwise/pkg/plugin/layout"
 )
 
 // nonRoot is the user and group the images run as (distroless' "nonroot").
@@ -76,13 +78,23 @@ func operatorSpec(operator, pluginDir, caBundle string) (spec, error) {
 	return s, nil
 }
 
-// pluginSpec is a plugin's own image: its binary alone, which is also its entrypoint.
+// pluginSpec is a plugin's own image: its binary, which is also its entrypoint, and its
+// signature when one is next to it (what the operator verifies the binary against).
 func pluginSpec(binary string) spec {
 	name := path.Base(binary)
-	return spec{
+	s := spec{
 		files:      []file{{path: "/" + name, mode: 0o755, source: binary}},
 		entrypoint: []string{"/" + name},
 	}
+	if sig := pluginlayout.SignaturePath(binary); fileExists(sig) {
+		s.files = append(s.files, file{path: "/" + path.Base(sig), mode: 0o644, source: sig})
+	}
+	return s
+}
+
+func fileExists(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
 }
 
 // build makes the image of s for linux/arch on an empty base, running as 65532:65532.

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"os"
@@ -18,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stepwise-dev/stepwise/pkg/plugin/signature"
 )
 
 // entry is a file of an image as its layer holds it.
@@ -156,6 +159,30 @@ func TestAPluginsOwnImage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "65532:65532", cfg.Config.User)
 	assert.Equal(t, []string{"/stepwise-plugin-aws"}, cfg.Config.Entrypoint)
+}
+
+// TestASignedPluginsOwnImage: with -signing-key the binary is signed first, and its image
+// holds the signature next to it, which passes the author's key as the operator checks it.
+func TestASignedPluginsOwnImage(t *testing.T) {
+	_, plugins, _ := inputs(t)
+	private, public, err := signature.Keygen()
+	require.NoError(t, err)
+	key := filepath.Join(t.TempDir(), "stepwise-signing.key")
+	require.NoError(t, os.WriteFile(key, private, 0o600))
+	out := filepath.Join(t.TempDir(), "plugin.tar")
+	require.NoError(t, run([]string{"-plugin", filepath.Join(plugins, "stepwise-plugin-aws"), "-signing-key", key,
+		"-tag", "stepwise-plugin-aws:v1", "-o", out}, io.Discard))
+	_, files, _ := readArchive(t, out)
+	require.Contains(t, files, "/stepwise-plugin-aws.sigstore.json", "the signature, next to the binary")
+	assert.Equal(t, int64(0o644), files["/stepwise-plugin-aws.sigstore.json"].mode)
+
+	verifier, err := signature.NewVerifier("")
+	require.NoError(t, err)
+	digest := sha256.Sum256([]byte(files["/stepwise-plugin-aws"].data))
+	assert.NoError(t, verifier.Verify(signature.Policy{PublicKey: string(public)}, []byte(files["/stepwise-plugin-aws.sigstore.json"].data), digest[:]))
+
+	assert.Error(t, run([]string{"-operator", "x", "-plugins", plugins, "-signing-key", key, "-tag", "t", "-o", out}, io.Discard),
+		"-signing-key signs a plugin")
 }
 
 func TestUsage(t *testing.T) {

@@ -1,17 +1,19 @@
 // Command image builds Stepwise's container images without a container engine or a
 // registry: the operator's (the operator, every plugin and their SHA256SUMS, as the
-// Dockerfile builds it) or one plugin's (its binary alone), from static binaries, on an
+// Dockerfile builds it) or one plugin's (its binary and its signature), from static binaries, on an
 // empty base, running as 65532:65532, written as an OCI archive (an OCI image layout in a
 // tar) that containerd imports (ctr images import) and skopeo copies to a registry.
 //
 //	image -operator bin/image/stepwise-operator -plugins bin/image/plugins -tag stepwise-operator:dev -o bin/images/stepwise-operator.tar
 //	image -plugin bin/image/plugins/stepwise-plugin-example -tag stepwise-plugin-example:dev -o bin/images/stepwise-plugin-example.tar
+//	image -plugin ... -signing-key stepwise-signing.key ...   # signed: the image holds the signature too
 //
 // It prints the image's digest. The same binaries make the same image (fixed times).
 package main
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +27,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	pluginlayout "github.com/stepwise-dev/stepwise/pkg/plugin/layout"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/signature"
 )
 
 func main() {
@@ -39,7 +44,8 @@ func run(args []string, stdout io.Writer) error {
 	operator := fs.String("operator", "", "the operator's static binary: build the operator's image")
 	plugins := fs.String("plugins", "", "with -operator: the directory of the plugins' static binaries and their SHA256SUMS")
 	caBundle := fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "with -operator: the CA bundle the plugins trust (TLS to cloud APIs)")
-	plugin := fs.String("plugin", "", "a plugin's static binary: build its own image")
+	plugin := fs.String("plugin", "", "a plugin's static binary: build its own image (with BINARY.sigstore.json, its signature, when it is next to it)")
+	signingKey := fs.String("signing-key", "", "with -plugin: sign the binary with this private key (PEM) first, writing BINARY.sigstore.json")
 	tag := fs.String("tag", "", "the image's name and tag, e.g. stepwise-operator:v0.3.0")
 	out := fs.String("o", "", "the OCI archive to write")
 	arch := fs.String("arch", runtime.GOARCH, "the binaries' architecture")
@@ -48,6 +54,14 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if *tag == "" || *out == "" || (*operator == "") == (*plugin == "") {
 		return errors.New("usage: image (-operator BIN -plugins DIR | -plugin BIN) -tag NAME:TAG -o FILE.tar")
+	}
+	if *signingKey != "" {
+		if *plugin == "" {
+			return errors.New("-signing-key signs a plugin: it needs -plugin")
+		}
+		if err := signPlugin(*plugin, *signingKey); err != nil {
+			return err
+		}
 	}
 	s := pluginSpec(*plugin)
 	if *operator != "" {
@@ -69,6 +83,27 @@ func run(args []string, stdout io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "%s %s %s\n", *out, *tag, digest)
 	return err
+}
+
+// signPlugin signs the plugin binary with the private key in keyFile and writes the
+// signature next to it.
+func signPlugin(binary, keyFile string) error {
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		return fmt.Errorf("read the signing key: %w", err)
+	}
+	content, err := os.ReadFile(binary)
+	if err != nil {
+		return fmt.Errorf("read the plugin to sign: %w", err)
+	}
+	bundleJSON, err := signature.Sign(context.Background(), content, key)
+	if err != nil {
+		return fmt.Errorf("sign %s: %w", binary, err)
+	}
+	if err := os.WriteFile(pluginlayout.SignaturePath(binary), bundleJSON, 0o644); err != nil {
+		return fmt.Errorf("write the signature of %s: %w", binary, err)
+	}
+	return nil
 }
 
 // writeArchive writes img, named tag, as an OCI image layout in the tar file out: what

@@ -270,16 +270,54 @@ func removeNodeNetwork(l layout) error {
 }
 
 // loadImages imports OCI archives (make images, or the pause image) into the node's
-// containerd, where the kubelet finds them by name: what a user's registry would serve.
+// containerd, where the kubelet finds them by name, NAME:TAG, and by digest,
+// NAME@sha256:...: what a user's registry would serve. containerd's CRI finds an image by
+// the names it is stored under only, so each is stored under its digest's name too.
 func loadImages(ctx context.Context, l layout, archives []string) error {
+	ctr := func(args ...string) ([]byte, error) {
+		return exec.CommandContext(ctx, "ctr", append([]string{"--address", l.containerdSocket(), "--namespace", criNamespace}, args...)...).CombinedOutput()
+	}
 	for _, a := range archives {
-		out, err := exec.CommandContext(ctx, "ctr", "--address", l.containerdSocket(), "--namespace", criNamespace,
-			"images", "import", a).CombinedOutput()
+		out, err := ctr("images", "import", a)
 		if err != nil {
 			return fmt.Errorf("import %s into the node's containerd: %w: %s", a, err, out)
 		}
+		for _, imported := range importedImages(string(out)) {
+			if out, err := ctr("images", "tag", "--force", imported.name, imported.byDigest()); err != nil {
+				return fmt.Errorf("name %s by its digest in the node's containerd: %w: %s", imported.name, err, out)
+			}
+		}
 	}
 	return nil
+}
+
+// importedImage is an image `ctr images import` stored: its name and manifest's digest.
+type importedImage struct{ name, digest string }
+
+// byDigest is the image's name by digest: its repository, @, its digest.
+func (i importedImage) byDigest() string {
+	repo := i.name
+	if colon := strings.LastIndex(repo, ":"); colon > strings.LastIndex(repo, "/") {
+		repo = repo[:colon]
+	}
+	return repo + "@" + i.digest
+}
+
+// importedImages reads what `ctr images import` printed: "unpacking NAME (sha256:HEX)...done".
+func importedImages(out string) []importedImage {
+	var images []importedImage
+	for line := range strings.Lines(out) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "unpacking ")
+		if !ok {
+			continue
+		}
+		name, rest, ok := strings.Cut(rest, " (")
+		digest, _, found := strings.Cut(rest, ")")
+		if ok && found && strings.HasPrefix(digest, "sha256:") {
+			images = append(images, importedImage{name: name, digest: digest})
+		}
+	}
+	return images
 }
 
 // runLoadImage loads OCI archives into the node of the cluster in --dir, as `kind load

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stepwise-dev/stepwise/pkg/plugin/layout"
 )
 
 func TestInstallArgs(t *testing.T) {
@@ -117,6 +119,26 @@ func TestInstall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInstallCopiesTheSignatureToo: a plugin image carries its signature next to its
+// executable; the operator verifies the copy against it, so install copies both.
+func TestInstallCopiesTheSignatureToo(t *testing.T) {
+	const name = "stepwise-plugin-fake"
+	exe := writeExe(t, name, "the plugin's bytes")
+	require.NoError(t, os.WriteFile(layout.SignaturePath(exe), []byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}`), 0o600))
+	dir := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, install(exe, dir, &out))
+
+	assert.Equal(t, []string{name, name + layout.SignatureSuffix}, fileNames(t, dir))
+	sig, err := os.ReadFile(layout.SignaturePath(filepath.Join(dir, name)))
+	require.NoError(t, err)
+	assert.Contains(t, string(sig), "sigstore.bundle")
+	info, err := os.Stat(layout.SignaturePath(filepath.Join(dir, name)))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), info.Mode().Perm(), "the operator reads it, nobody runs it")
+	assert.Equal(t, "installed "+name+" (sha256 "+sha256Hex([]byte("the plugin's bytes"))+") into "+dir+", with its signature\n", out.String())
 }
 
 func TestInstallFails(t *testing.T) {

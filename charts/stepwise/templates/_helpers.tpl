@@ -34,6 +34,33 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 binary against. */}}
 {{- define "stepwise.installedPluginSums" -}}
 {{- range .Values.plugins -}}
+{{- if .sha256 -}}
 {{ .sha256 }}  stepwise-plugin-{{ .name }}
 {{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Who must have signed each installed plugin, by name (--installed-plugin-policies):
+its public key, or its keyless identity and issuer. */}}
+{{- define "stepwise.installedPluginPolicies" -}}
+{{- $out := dict -}}
+{{- range $plugin := .Values.plugins -}}
+{{- with $plugin.signature -}}
+{{- $_ := set $out $plugin.name (pick . "publicKey" "identity" "issuer") -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* Fails the rendering when a plugin's image is not pinned by digest (a tag can be
+re-pushed with other code) unless its values accept that in so many words. */}}
+{{- define "stepwise.pinnedPluginImages" -}}
+{{- range .Values.plugins -}}
+{{- if and (not (contains "@sha256:" .image)) (ne (.unpinnedImage | default "") "I accept that a re-pushed tag runs other code") -}}
+{{- fail (printf "plugins: the image of plugin %s, %s, is not pinned by digest (IMAGE@sha256:...): a tag can be re-pushed with other code. Pin it, or set plugins[].unpinnedImage to \"I accept that a re-pushed tag runs other code\"" .name .image) -}}
+{{- end -}}
+{{- if not (or .sha256 .signature) -}}
+{{- fail (printf "plugins: plugin %s needs a signature policy (signature.publicKey, or signature.identity and signature.issuer) or its sha256" .name) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -42,22 +42,34 @@ func TestPluginInitWritesAPluginThatPasses(t *testing.T) {
 		require.NoError(t, err, "go %v:\n%s", args, out)
 	}
 
-	// The README's image without a container engine, its commands as written, run in the
-	// plugin's directory: but the image tool of this checkout (no version) and no push.
+	// The README's signed image without a container engine, its commands as written, run
+	// in the plugin's directory with a home of the test's: but the image tool of this
+	// checkout (no version), this process for kubectl stepwise, and no push.
 	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
 	require.NoError(t, err)
-	commands := shellBlockAfter(t, string(readme), "Without a container engine")
-	require.Len(t, commands, 4, "build, image, push, checksum:\n%s", readme)
+	commands := shellBlockAfter(t, string(readme), "without a container engine")
+	require.Len(t, commands, 5, "keygen, build, image, push, verify:\n%s", readme)
 	binary := "stepwise-plugin-" + name
-	assert.Equal(t, "CGO_ENABLED=0 go build -trimpath -o bin/"+binary+" .", commands[0])
-	assert.True(t, strings.HasPrefix(commands[1], "go run github.com/stepwise-dev/stepwise/hack/image@"), commands[1])
-	assert.Equal(t, "skopeo copy oci-archive:"+binary+".tar docker://REGISTRY/"+binary+":TAG", commands[2])
-	assert.Equal(t, "sha256sum bin/"+binary, commands[3])
-	imageTool, imageFlags, _ := strings.Cut(commands[1], "@")
+	assert.Equal(t, "kubectl stepwise plugin keygen --dir ~/.stepwise", commands[0])
+	assert.Equal(t, "CGO_ENABLED=0 go build -trimpath -o bin/"+binary+" .", commands[1])
+	assert.True(t, strings.HasPrefix(commands[2], "go run github.com/stepwise-dev/stepwise/hack/image@"), commands[2])
+	assert.Equal(t, "skopeo copy oci-archive:"+binary+".tar docker://REGISTRY/"+binary+":TAG", commands[3])
+	assert.Equal(t, "kubectl stepwise plugin verify bin/"+binary+" --key ~/.stepwise/stepwise-signing.pub", commands[4])
+
+	home := t.TempDir()
+	inHome := func(command string) string { return strings.ReplaceAll(command, "~", home) }
+	kubectlStepwise := func(command string) {
+		args := strings.Fields(strings.TrimPrefix(inHome(command), "kubectl stepwise plugin "))
+		t.Chdir(dir)
+		code, out, errOut := runPlugin(t, args...)
+		require.Equal(t, cli.ExitOK, code, "%s:\n%s%s", command, out, errOut)
+	}
+	kubectlStepwise(commands[0])
+	imageTool, imageFlags, _ := strings.Cut(commands[2], "@")
 	_, imageFlags, _ = strings.Cut(imageFlags, " ")
 	outputs := map[string]string{}
-	for _, command := range []string{commands[0], imageTool + " " + imageFlags, commands[3]} {
-		sh := exec.CommandContext(t.Context(), "sh", "-c", command)
+	for _, command := range []string{commands[1], imageTool + " " + imageFlags} {
+		sh := exec.CommandContext(t.Context(), "sh", "-c", inHome(command))
 		sh.Dir = dir
 		out, err := sh.CombinedOutput()
 		require.NoError(t, err, "%s:\n%s", command, out)
@@ -65,17 +77,17 @@ func TestPluginInitWritesAPluginThatPasses(t *testing.T) {
 	}
 	assert.Contains(t, outputs[imageTool+" "+imageFlags], binary+".tar REGISTRY/"+binary+":TAG sha256:")
 	assert.FileExists(t, filepath.Join(dir, binary+".tar"))
-	binarySHA256, _, _ := strings.Cut(outputs[commands[3]], " ")
+	kubectlStepwise(commands[4])
 
-	// The binary installs itself as the init container runs it, with the SHA-256 that
-	// sha256sum gave, which the chart's values list.
+	// The binary installs itself and its signature as the init container runs it.
 	installDir := t.TempDir()
 	install := exec.CommandContext(t.Context(), filepath.Join(dir, "bin", binary), "install", installDir)
 	install.Env = []string{}
 	installed, err := install.CombinedOutput()
 	require.NoError(t, err, "install:\n%s", installed)
-	assert.Equal(t, "installed "+binary+" (sha256 "+binarySHA256+") into "+installDir+"\n", string(installed))
+	assert.Contains(t, string(installed), "installed "+binary+" (sha256 ")
 	assert.FileExists(t, filepath.Join(installDir, binary))
+	assert.FileExists(t, filepath.Join(installDir, binary+".sigstore.json"))
 }
 
 // shellBlockAfter is the lines of the first ```sh block of a Markdown text after the
@@ -121,11 +133,12 @@ func TestPluginInitImageFiles(t *testing.T) {
 			for _, want := range []string{
 				"# stepwise-plugin-acme\n",
 				"\nCGO_ENABLED=0 go build -trimpath -o bin/stepwise-plugin-acme .\n",
-				" -plugin bin/stepwise-plugin-acme -tag REGISTRY/stepwise-plugin-acme:TAG -o stepwise-plugin-acme.tar\n",
+				"\nkubectl stepwise plugin keygen --dir ~/.stepwise\n",
+				" -plugin bin/stepwise-plugin-acme -signing-key ~/.stepwise/stepwise-signing.key -tag REGISTRY/stepwise-plugin-acme:TAG -o stepwise-plugin-acme.tar\n",
 				"\nskopeo copy oci-archive:stepwise-plugin-acme.tar docker://REGISTRY/stepwise-plugin-acme:TAG\n",
-				"\nsha256sum bin/stepwise-plugin-acme\n",
+				"\nkubectl stepwise plugin verify bin/stepwise-plugin-acme --key ~/.stepwise/stepwise-signing.pub\n",
 				"\ndocker build -f " + tt.wantPkg + "/Dockerfile -t REGISTRY/stepwise-plugin-acme:TAG .\n",
-				"plugins:\n- name: acme\n  image: REGISTRY/stepwise-plugin-acme@sha256:IMAGE_DIGEST\n  sha256: BINARY_SHA256\n",
+				"plugins:\n- name: acme\n  image: REGISTRY/stepwise-plugin-acme@sha256:IMAGE_DIGEST\n  signature:\n    publicKey: |\n",
 			} {
 				assert.Contains(t, string(readme), want)
 			}

@@ -10,10 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/stepwise-dev/stepwise/pkg/plugin/layout"
 )
 
 // pluginPrefix starts the name of every plugin executable the operator loads.
-const pluginPrefix = "stepwise-plugin-"
+const pluginPrefix = layout.Prefix
 
 // ErrHookFailed and ErrHookWaiting end `plugin run` once it printed the hook's answer:
 // the hook failed (or the engine would refuse its parameters), or it asks to be called
@@ -30,12 +32,14 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Write executor plugins and run their hooks locally",
 		Long: `Write and try executor plugins (` + pluginPrefix + `* executables built with pkg/sdk) without a
 cluster: plugin init writes a new plugin to start from, plugin run starts a plugin binary as
-the operator does and runs one hook of one of its executors.`,
+the operator does and runs one hook of one of its executors; plugin keygen, sign and verify
+sign a plugin binary as the operator checks it before it runs an installed plugin.`,
 		Example: `  kubectl stepwise plugin init acme
   go build -o ` + pluginDir + `/` + pluginPrefix + `acme ./plugins/acme
   kubectl stepwise plugin run ` + pluginDir + `/` + pluginPrefix + `acme acme.hello Create -p name=Ada`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newRunCommand(streams), newInitCommand(streams))
+	cmd.AddCommand(newRunCommand(streams), newInitCommand(streams),
+		newKeygenCommand(streams), newSignCommand(streams), newVerifyCommand(streams))
 	return cmd
 }

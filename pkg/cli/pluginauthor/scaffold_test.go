@@ -29,13 +29,12 @@ func TestRenderPlugin(t *testing.T) {
 				"`stepwise-plugin-acme install DIR`",
 				"\nCGO_ENABLED=0 go build -trimpath -o bin/stepwise-plugin-acme .\n",
 				"\ngo run github.com/stepwise-dev/stepwise/hack/image@",
-				" -plugin bin/stepwise-plugin-acme -tag REGISTRY/stepwise-plugin-acme:TAG -o stepwise-plugin-acme.tar\n",
+				" -plugin bin/stepwise-plugin-acme -signing-key ~/.stepwise/stepwise-signing.key -tag REGISTRY/stepwise-plugin-acme:TAG -o stepwise-plugin-acme.tar\n",
 				"\nskopeo copy oci-archive:stepwise-plugin-acme.tar docker://REGISTRY/stepwise-plugin-acme:TAG\n",
-				"\nsha256sum bin/stepwise-plugin-acme\n",
+				"\nkubectl stepwise plugin verify bin/stepwise-plugin-acme --key ~/.stepwise/stepwise-signing.pub\n",
 				"\ndocker build -f ./plugins/acme/Dockerfile -t REGISTRY/stepwise-plugin-acme:TAG .\n",
-				"\ndocker run --rm --mount type=tmpfs,destination=/out REGISTRY/stepwise-plugin-acme:TAG install /out\n",
-				"where `go.mod` is; from there:",
-				"```yaml\nplugins:\n- name: acme\n  image: REGISTRY/stepwise-plugin-acme@sha256:IMAGE_DIGEST\n  sha256: BINARY_SHA256\n```\n",
+				"where\n`go.mod` is:",
+				"```yaml\nplugins:\n- name: acme\n  image: REGISTRY/stepwise-plugin-acme@sha256:IMAGE_DIGEST\n  signature:\n    publicKey: |\n",
 			},
 			"Dockerfile": {
 				"\nFROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build\n",
@@ -48,7 +47,7 @@ func TestRenderPlugin(t *testing.T) {
 		{name: "a module of its own", pkg: ".", want: map[string][]string{
 			"README.md": {
 				"\ndocker build -f ./Dockerfile -t REGISTRY/stepwise-plugin-acme:TAG .\n",
-				"where `go.mod` is (this directory); from there:",
+				"`go.mod` is (this directory):",
 			},
 			"Dockerfile": {"\nARG PKG=.\n"},
 		}},

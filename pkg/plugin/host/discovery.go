@@ -8,18 +8,29 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/stepwise-dev/stepwise/pkg/plugin/layout"
 )
 
-// findPlugins lists the executables named stepwise-plugin-* in dir; other files with that
-// prefix are logged and skipped.
-func (h *Host) findPlugins(dir string) ([]string, error) {
+// findPlugins lists the executables named stepwise-plugin-* in dir, and with nested in its
+// subdirectories too (an image volume per plugin, mounted there); other files with that
+// prefix are logged and skipped, signatures (layout.SignatureSuffix) silently.
+func (h *Host) findPlugins(dir string, nested bool) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read plugin directory: %w", err)
 	}
 	var paths []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), Prefix) || e.IsDir() {
+		if nested && e.IsDir() {
+			inner, err := h.findPlugins(filepath.Join(dir, e.Name()), false)
+			if err != nil {
+				return nil, err
+			}
+			paths = append(paths, inner...)
+			continue
+		}
+		if !strings.HasPrefix(e.Name(), Prefix) || e.IsDir() || strings.HasSuffix(e.Name(), layout.SignatureSuffix) {
 			continue
 		}
 		info, err := e.Info()

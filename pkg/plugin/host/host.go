@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,10 +25,12 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/layout"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/signature"
 )
 
 // Prefix is how the executables of plugins are named: stepwise-plugin-<name>.
-const Prefix = "stepwise-plugin-"
+const Prefix = layout.Prefix
 
 // Options configure a Host.
 type Options struct {
@@ -46,6 +49,14 @@ type Options struct {
 	// InstalledDir, and only with it: it has no default, so that a checksum file an image
 	// copies into InstalledDir is never read.
 	InstalledChecksums string
+	// InstalledPolicies say who must have signed a plugin of InstalledDir, by plugin name
+	// (stepwise-plugin-NAME's NAME): such a plugin runs only when the Sigstore bundle next
+	// to it (layout.SignaturePath) passes its policy, checked by Verifier on the bytes that
+	// run, before they run. A plugin of InstalledDir needs a line in InstalledChecksums,
+	// a policy here, or both (then both must pass).
+	InstalledPolicies signature.Policies
+	// Verifier checks the signatures of InstalledPolicies; required with them.
+	Verifier *signature.Verifier
 	// StartTimeout bounds a plugin's start and handshake; default 10s.
 	StartTimeout time.Duration
 	// DescribeTimeout bounds the Describe call; default 10s.
@@ -125,6 +136,8 @@ func New(logger klog.Logger, opts Options) *Host {
 // verified against.
 type source struct {
 	dir, checksums string
+	// installed: the directory of plugins installed from their own images.
+	installed bool
 }
 
 // sources are the directories plugins are found in, the image's (Dir) first: a plugin of
@@ -133,8 +146,11 @@ func (h *Host) sources() ([]source, error) {
 	if (h.opts.InstalledDir == "") != (h.opts.InstalledChecksums == "") {
 		return nil, fmt.Errorf("installed plugins: a directory (%q) and the checksum file of its plugins (%q) go together", h.opts.InstalledDir, h.opts.InstalledChecksums)
 	}
+	if len(h.opts.InstalledPolicies) > 0 && (h.opts.InstalledDir == "" || h.opts.Verifier == nil) {
+		return nil, errors.New("installed plugins: signature policies need the directory of installed plugins and a verifier")
+	}
 	var sources []source
-	for _, src := range []source{{h.opts.Dir, h.opts.Checksums}, {h.opts.InstalledDir, h.opts.InstalledChecksums}} {
+	for _, src := range []source{{dir: h.opts.Dir, checksums: h.opts.Checksums}, {dir: h.opts.InstalledDir, checksums: h.opts.InstalledChecksums, installed: true}} {
 		if src.dir == "" {
 			continue
 		}
@@ -145,7 +161,7 @@ func (h *Host) sources() ([]source, error) {
 		if slices.ContainsFunc(sources, func(other source) bool { return other.dir == dir }) {
 			return nil, fmt.Errorf("plugin directory %s is given twice: the directory of installed plugins must be another than the image's", dir)
 		}
-		sources = append(sources, source{dir: dir, checksums: src.checksums})
+		sources = append(sources, source{dir: dir, checksums: src.checksums, installed: src.installed})
 	}
 	return sources, nil
 }
@@ -161,7 +177,7 @@ type found struct {
 func (h *Host) discover(sources []source) ([]found, error) {
 	var all []found
 	for _, src := range sources {
-		paths, err := h.findPlugins(src.dir)
+		paths, err := h.findPlugins(src.dir, src.installed)
 		if err != nil {
 			return nil, err
 		}
@@ -263,12 +279,17 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 			refuse(sums.err, "no checksum file to verify it against", "checksums", f.src.checksums)
 			continue
 		}
-		sum, ok := sums.sums[name]
-		if !ok {
+		sum, listed := sums.sums[name]
+		policy := h.policyOf(f.src, name)
+		switch {
+		case !listed && policy == nil && f.src.installed && len(h.opts.InstalledPolicies) > 0:
+			refuse(nil, "it is neither listed in the checksum file "+f.src.checksums+" nor given a signature policy")
+			continue
+		case !listed && policy == nil:
 			refuse(nil, "it is not listed in the checksum file "+f.src.checksums)
 			continue
 		}
-		add(&process{name: name, path: f.path, checksums: f.src.checksums, checksum: sum, logger: logger, host: h})
+		add(&process{name: name, path: f.path, checksums: f.src.checksums, checksum: sum, policy: policy, logger: logger, host: h})
 	}
 	for _, name := range slices.Sorted(maps.Keys(h.opts.Reattach)) {
 		logger := h.logger.WithValues("plugin", name, "reattach", h.opts.Reattach[name].Addr.String())
@@ -276,6 +297,19 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 		add(&process{name: name, reattach: h.opts.Reattach[name], logger: logger, host: h})
 	}
 	return executors, refused, nil
+}
+
+// policyOf is the signature policy of plugin name (its executable's name) of src: only
+// installed plugins have one.
+func (h *Host) policyOf(src source, name string) *signature.Policy {
+	if !src.installed {
+		return nil
+	}
+	policy, ok := h.opts.InstalledPolicies[strings.TrimPrefix(name, Prefix)]
+	if !ok {
+		return nil
+	}
+	return &policy
 }
 
 // warnUnknownEnvFor logs the names of Options.EnvFor that no plugin has: a typo there
@@ -309,7 +343,8 @@ func (h *Host) describeStarting(ctx context.Context, p *process) ([]client.Execu
 			return served, nil
 		}
 		var checksumErr *checksumError
-		if errors.As(err, &checksumErr) || attempt == startAttempts {
+		var signatureErr *signature.RefusedError
+		if errors.As(err, &checksumErr) || errors.As(err, &signatureErr) || attempt == startAttempts {
 			break
 		}
 		p.logger.Info("Plugin did not start; trying again", "attempt", attempt, "err", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/signature"
 )
 
 // process is one plugin executable and, while it runs, the client of its process. The
@@ -24,9 +25,13 @@ import (
 // it dies and bounds how often.
 type process struct {
 	name, path string
-	// checksums is the checksum file of the plugin's directory, checksum what it lists.
+	// checksums is the checksum file of the plugin's directory, checksum what it lists
+	// (nil: not listed, and policy says who signed it).
 	checksums string
 	checksum  []byte
+	// policy, for an installed plugin, is who must have signed it; nil: no signature is
+	// checked.
+	policy *signature.Policy
 	// exe is the verified copy the running process was started from.
 	exe string
 	// reattach, for a plugin a developer started, is how to reach it; nil for the others.

@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -60,11 +61,24 @@ func (h *Host) verifiedCopy(p *process) (string, error) {
 		_ = os.Remove(dst.Name())
 		return "", &pluginError{name: p.name, err: fmt.Errorf("copying it to run: %w", err)}
 	}
-	if got := hash.Sum(nil); !bytes.Equal(got, p.checksum) {
+	got := hash.Sum(nil)
+	if p.checksum != nil && !bytes.Equal(got, p.checksum) {
 		_ = os.Remove(dst.Name())
 		return "", &pluginError{name: p.name, err: &checksumError{
 			dir: filepath.Dir(p.path), name: filepath.Base(p.path), file: p.checksums, want: p.checksum, got: got,
 		}}
+	}
+	if p.policy != nil {
+		// The signature is checked against the hash of the copy that runs.
+		if err := p.host.opts.Verifier.VerifyFile(*p.policy, p.path, got); err != nil {
+			_ = os.Remove(dst.Name())
+			return "", &pluginError{name: p.name, err: err}
+		}
+	}
+	if p.checksum == nil && p.policy == nil {
+		// start lists no such plugin; a bug must not run unchecked code.
+		_ = os.Remove(dst.Name())
+		return "", &pluginError{name: p.name, err: errors.New("neither a checksum nor a signature policy to verify it against")}
 	}
 	return dst.Name(), nil
 }

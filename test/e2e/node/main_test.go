@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-dev/stepwise/pkg/plugin/signature"
 	"github.com/stepwise-dev/stepwise/test/e2e/framework"
 )
 
@@ -30,13 +31,16 @@ var (
 const registry = "localhost"
 
 // images are the archives of one tag: the operator's, without plugins (they come from
-// their own images), and the example plugin's, with its binary's SHA-256.
+// their own images), and the example plugin's, signed, with its image by digest.
 type images struct {
 	tag           string
 	operator      string
 	examplePlugin string
-	exampleSHA256 string
+	exampleImage  string // REGISTRY/stepwise-plugin-example@sha256:...
 }
+
+// signingKey and publicKey are the plugin author's key pair, made by the test.
+var signingKey, publicKey string
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -58,6 +62,10 @@ func run(m *testing.M) int {
 			return 1
 		}
 		defer func() { _ = os.RemoveAll(stage) }()
+		if signingKey, publicKey, err = writeKeyPair(stage); err != nil {
+			fmt.Fprintf(os.Stderr, "make the plugin author's key pair: %v\n", err)
+			return 1
+		}
 		for _, im := range []*images{&first, &second} {
 			tag := "e2e-1"
 			if im == &second {
@@ -83,8 +91,22 @@ func run(m *testing.M) int {
 	return code
 }
 
-// buildImages runs hack/images.sh as `make images IMAGE_REPO=localhost IMAGE_TAG=tag`
-// would, for the example plugin, with an operator's image that has no plugin of its own
+// writeKeyPair writes a plugin author's key pair into dir, as `kubectl stepwise plugin
+// keygen` does, and returns the files.
+func writeKeyPair(dir string) (private, public string, err error) {
+	privatePEM, publicPEM, err := signature.Keygen()
+	if err != nil {
+		return "", "", err
+	}
+	private, public = filepath.Join(dir, "stepwise-signing.key"), filepath.Join(dir, "stepwise-signing.pub")
+	if err := os.WriteFile(private, privatePEM, 0o600); err != nil {
+		return "", "", err
+	}
+	return private, public, os.WriteFile(public, publicPEM, 0o644)
+}
+
+// buildImages runs hack/images.sh as `make images IMAGE_REPO=localhost IMAGE_TAG=tag
+// SIGNING_KEY=...` would, for the example plugin, with an operator's image that has no plugin of its own
 // and a version of tag (so two tags are two images).
 func buildImages(ctx context.Context, root, stage, tag string) (images, error) {
 	out := filepath.Join(stage, tag)
@@ -93,7 +115,7 @@ func buildImages(ctx context.Context, root, stage, tag string) (images, error) {
 	cmd.Env = append(os.Environ(),
 		"IMAGE_REPO="+registry, "IMAGE_TAG="+tag, "STEPWISE_VERSION="+tag,
 		"PLUGINS=example", "OPERATOR_PLUGINS=",
-		"IMAGES_DIR="+out, "LOCALBIN="+filepath.Join(stage, "bin"))
+		"IMAGES_DIR="+out, "LOCALBIN="+filepath.Join(stage, "bin"), "SIGNING_KEY="+signingKey)
 	output, err := cmd.CombinedOutput()
 	if err != nil {
 		return images{}, fmt.Errorf("hack/images.sh: %w\n%s", err, output)
@@ -103,15 +125,15 @@ func buildImages(ctx context.Context, root, stage, tag string) (images, error) {
 		operator:      filepath.Join(out, "stepwise-operator.tar"),
 		examplePlugin: filepath.Join(out, "stepwise-plugin-example.tar"),
 	}
-	// "stepwise-plugin-example: binary sha256 HEX", as the script prints it for the installer.
+	// "stepwise-plugin-example: image REF@DIGEST", as the script prints it for the installer.
 	sc := bufio.NewScanner(strings.NewReader(string(output)))
 	for sc.Scan() {
-		if sum, ok := strings.CutPrefix(sc.Text(), "stepwise-plugin-example: binary sha256 "); ok {
-			im.exampleSHA256 = strings.TrimSpace(sum)
+		if ref, ok := strings.CutPrefix(sc.Text(), "stepwise-plugin-example: image "); ok {
+			im.exampleImage = strings.TrimSpace(ref)
 		}
 	}
-	if len(im.exampleSHA256) != 64 {
-		return images{}, fmt.Errorf("hack/images.sh printed no SHA-256 of the example plugin:\n%s", output)
+	if !strings.Contains(im.exampleImage, "@sha256:") {
+		return images{}, fmt.Errorf("hack/images.sh printed no image by digest of the example plugin:\n%s", output)
 	}
 	return im, nil
 }
