@@ -11,7 +11,8 @@
 #   OPERATOR_PLUGINS="" ...          # an operator's image without plugins (they come from their own)
 #   IMAGES_DIR=DIR ...               # write the archives there
 #   SIGNING_KEY=stepwise-signing.key ... # sign each plugin binary (kubectl stepwise plugin
-#                                    # keygen makes the key); its image holds the signature
+#                                    # keygen makes the key); its image holds the signature,
+#                                    # and IMAGES_DIR/plugin-index.yaml (signed) lists them
 #
 # It prints each archive's name and digest, and for each plugin the image by digest and its
 # binary's SHA-256: the chart's plugins[].image and plugins[].sha256. Load an archive into containerd with `ctr -n k8s.io images import`,
@@ -41,6 +42,8 @@ for p in ${OPERATOR_PLUGINS}; do
 done
 
 mkdir -p "${OUT}"
+images_out="${STAGE}/plugin-images.txt"
+: >"${images_out}"
 "${STAGE}/image" -operator "${STAGE}/stepwise-operator" -plugins "${operator_plugins}" \
     -tag "${REPO}stepwise-operator:${TAG}" -o "${OUT}/stepwise-operator.tar"
 for p in ${PLUGINS}; do
@@ -50,6 +53,13 @@ for p in ${PLUGINS}; do
         -tag "${REPO}${name}:${TAG}" -o "${OUT}/${name}.tar")"
     echo "${built}"
     # What the chart's plugins[] needs: the image by digest, and the binary's SHA-256.
-    echo "${name}: image ${REPO}${name}@${built##* }"
+    echo "${name}: image ${REPO}${name}@${built##* }" | tee -a "${images_out}"
     echo "${name}: binary sha256 $(grep " ${name}\$" "${STAGE}/plugins/SHA256SUMS" | cut -d' ' -f1)"
 done
+
+# Signed, the plugins make an index, signed with the same key, that kubectl stepwise
+# plugin search and install read (--index OUT/plugin-index.yaml).
+if [[ -n "${SIGNING_KEY:-}" ]]; then
+    go run ./hack/plugin-index -images-out "${images_out}" -signing-key "${SIGNING_KEY}" -o "${OUT}/plugin-index.yaml"
+    echo "plugin index: ${OUT}/plugin-index.yaml"
+fi

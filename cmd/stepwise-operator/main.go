@@ -96,12 +96,12 @@ func run(ctx context.Context, opts *options) error {
 	if err != nil {
 		return err
 	}
-	if opts.catalogName != "" {
-		// In the background: a catalogue that cannot be written yet never delays pipelines.
-		go catalog.NewPublisher(clients.kube, opts.ownNamespace(), opts.catalogName).Run(ctx, catalog.Build(registry, buildversion.Version))
-	}
 	recorder, stopEvents := newRecorder(ctx, clients.kube)
 	defer stopEvents()
+	if opts.catalogName != "" {
+		// In the background: a catalogue that cannot be written yet never delays pipelines.
+		go catalog.NewPublisher(clients.kube, recorder, opts.ownNamespace(), opts.catalogName).Run(ctx, catalog.Build(registry, buildversion.Version))
+	}
 
 	var ready atomic.Bool // caches synced, or standing by for leadership
 	var election *leaderelection.HealthzAdaptor

@@ -16,8 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
@@ -37,6 +39,9 @@ type Catalog struct {
 	OperatorVersion string `json:"operatorVersion,omitempty"`
 	// Executors are sorted by name.
 	Executors []Entry `json:"executors"`
+	// RefusedPlugins are the plugins the operator refused to start, and why, sorted by
+	// name: the steps of their executors wait on them.
+	RefusedPlugins []executor.Refusal `json:"refusedPlugins,omitempty"`
 }
 
 // Entry is one executor.
@@ -49,6 +54,7 @@ type Entry struct {
 type Lister interface {
 	Names() []string
 	Get(name string) (executor.TaskExecutor, bool)
+	Refusals() []executor.Refusal
 }
 
 // Build describes every executor of the registry. Built-ins (no plugin) get the
@@ -66,22 +72,27 @@ func Build(reg Lister, operatorVersion string) Catalog {
 		}
 		c.Executors = append(c.Executors, Entry{Name: name, Description: d})
 	}
+	if refused := reg.Refusals(); len(refused) > 0 {
+		c.RefusedPlugins = refused
+	}
 	return c
 }
 
-// Publisher writes the catalogue ConfigMap.
+// Publisher writes the catalogue ConfigMap, and an Event on it for each refused plugin.
 type Publisher struct {
 	client    kubernetes.Interface
+	recorder  record.EventRecorder
 	namespace string
 	name      string
 	// backoff spaces the attempts of Run.
 	backoff wait.Backoff
 }
 
-// NewPublisher returns a Publisher of the ConfigMap namespace/name.
-func NewPublisher(client kubernetes.Interface, namespace, name string) *Publisher {
+// NewPublisher returns a Publisher of the ConfigMap namespace/name; recorder may be nil
+// (no Events).
+func NewPublisher(client kubernetes.Interface, recorder record.EventRecorder, namespace, name string) *Publisher {
 	return &Publisher{
-		client: client, namespace: namespace, name: name,
+		client: client, recorder: recorder, namespace: namespace, name: name,
 		backoff: wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 5 * time.Minute},
 	}
 }
@@ -90,9 +101,15 @@ func NewPublisher(client kubernetes.Interface, namespace, name string) *Publishe
 // whether it wrote. Every replica publishes at start; replicas of one version write the
 // same bytes, so only the first writes at all.
 func (p *Publisher) Publish(ctx context.Context, c Catalog) (bool, error) {
+	_, changed, err := p.publish(ctx, c)
+	return changed, err
+}
+
+// publish is Publish, returning the ConfigMap as written or found.
+func (p *Publisher) publish(ctx context.Context, c Catalog) (*corev1.ConfigMap, bool, error) {
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
-		return false, fmt.Errorf("encode executor catalogue: %w", err)
+		return nil, false, fmt.Errorf("encode executor catalogue: %w", err)
 	}
 	want := string(data)
 	cms := p.client.CoreV1().ConfigMaps(p.namespace)
@@ -103,15 +120,16 @@ func (p *Publisher) Publish(ctx context.Context, c Catalog) (bool, error) {
 			ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.namespace, Labels: labels()},
 			Data:       map[string]string{DataKey: want},
 		}
-		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
-			return false, fmt.Errorf("create executor catalogue ConfigMap %s/%s: %w", p.namespace, p.name, err)
+		created, err := cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
+		if err != nil {
+			return nil, false, fmt.Errorf("create executor catalogue ConfigMap %s/%s: %w", p.namespace, p.name, err)
 		}
-		return true, nil
+		return created, true, nil
 	case err != nil:
-		return false, fmt.Errorf("get executor catalogue ConfigMap %s/%s: %w", p.namespace, p.name, err)
+		return nil, false, fmt.Errorf("get executor catalogue ConfigMap %s/%s: %w", p.namespace, p.name, err)
 	}
 	if cm.Data[DataKey] == want {
-		return false, nil
+		return cm, false, nil
 	}
 	cm = cm.DeepCopy()
 	if cm.Data == nil {
@@ -126,10 +144,11 @@ func (p *Publisher) Publish(ctx context.Context, c Catalog) (bool, error) {
 	}
 	// The update carries the resourceVersion read above: a replica that wrote in between
 	// makes it fail with a conflict, and Run tries again on fresh data.
-	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
-		return false, fmt.Errorf("update executor catalogue ConfigMap %s/%s: %w", p.namespace, p.name, err)
+	updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return nil, false, fmt.Errorf("update executor catalogue ConfigMap %s/%s: %w", p.namespace, p.name, err)
 	}
-	return true, nil
+	return updated, true, nil
 }
 
 // Run publishes the catalogue, retrying with backoff until it succeeds or ctx ends. A
@@ -139,9 +158,10 @@ func (p *Publisher) Run(ctx context.Context, c Catalog) {
 	logger := klog.FromContext(ctx).WithValues("configMap", klog.KRef(p.namespace, p.name))
 	backoff := p.backoff
 	for {
-		changed, err := p.Publish(ctx, c)
+		cm, changed, err := p.publish(ctx, c)
 		if err == nil {
-			logger.Info("Executor catalogue published", "executors", len(c.Executors), "changed", changed)
+			logger.Info("Executor catalogue published", "executors", len(c.Executors), "refusedPlugins", len(c.RefusedPlugins), "changed", changed)
+			p.recordRefusals(cm, c.RefusedPlugins)
 			return
 		}
 		delay := backoff.Step()
@@ -153,6 +173,21 @@ func (p *Publisher) Run(ctx context.Context, c Catalog) {
 		}
 	}
 }
+
+// recordRefusals records a Warning Event on the catalogue for each plugin this replica
+// refused: kubectl get events in the operator's namespace shows them next to its start.
+func (p *Publisher) recordRefusals(cm *corev1.ConfigMap, refused []executor.Refusal) {
+	if p.recorder == nil {
+		return
+	}
+	for _, r := range refused {
+		p.recorder.Eventf(cm, corev1.EventTypeWarning, v1alpha1.ReasonPluginRefused,
+			"plugin %s refused (%s): %s", r.Plugin, r.Reason, contract.Truncate(r.Message, maxEventMessage))
+	}
+}
+
+// maxEventMessage bounds the refusal's message in an Event, under the API's 1 KiB note.
+const maxEventMessage = 900
 
 // Read returns the catalogue published in the ConfigMap namespace/name.
 func Read(ctx context.Context, client kubernetes.Interface, namespace, name string) (Catalog, error) {

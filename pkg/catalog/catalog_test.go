@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
@@ -125,7 +127,7 @@ func TestPublish(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			client := fake.NewClientset(tt.existing...)
-			p := NewPublisher(client, "ops", DefaultName)
+			p := NewPublisher(client, nil, "ops", DefaultName)
 			for i, c := range tt.publish {
 				changed, err := p.Publish(ctx, c)
 				require.NoError(t, err)
@@ -167,7 +169,7 @@ func TestRunRetriesUntilPublished(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	p := NewPublisher(client, "ops", DefaultName)
+	p := NewPublisher(client, nil, "ops", DefaultName)
 	p.backoff = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 100}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -185,7 +187,7 @@ func TestRunStopsWithTheContext(t *testing.T) {
 	client.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("forbidden")
 	})
-	p := NewPublisher(client, "ops", DefaultName)
+	p := NewPublisher(client, nil, "ops", DefaultName)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	done := make(chan struct{})
@@ -217,4 +219,28 @@ func TestRead(t *testing.T) {
 	}
 	_, err := Read(context.Background(), fake.NewClientset(), "ops", DefaultName)
 	assert.ErrorContains(t, err, "get executor catalogue ConfigMap ops/stepwise-executors")
+}
+
+// TestRefusedPluginsArePublished: the catalogue lists each refused plugin with its typed
+// reason, read back as written, and Run records one Warning Event on the ConfigMap for
+// each, naming the plugin and the mismatch.
+func TestRefusedPluginsArePublished(t *testing.T) {
+	reg := registry(t)
+	refusal := executor.Refusal{Plugin: "stepwise-plugin-acme", Reason: v1alpha1.PluginSignedOtherContent,
+		Message: "its signature is refused (SignedOtherContent): the signature is over other bytes"}
+	reg.Refuse(refusal)
+	c := Build(reg, "v1")
+	assert.Equal(t, []executor.Refusal{refusal}, c.RefusedPlugins)
+
+	client := fake.NewClientset()
+	recorder := record.NewFakeRecorder(10)
+	p := NewPublisher(client, recorder, "ops", DefaultName)
+	p.Run(context.Background(), c)
+	got, err := Read(context.Background(), client, "ops", DefaultName)
+	require.NoError(t, err)
+	assert.Equal(t, c.RefusedPlugins, got.RefusedPlugins)
+	require.Len(t, recorder.Events, 1)
+	assert.Equal(t, "Warning PluginRefused plugin stepwise-plugin-acme refused (SignedOtherContent): "+refusal.Message, <-recorder.Events)
+
+	assert.Empty(t, Build(registry(t), "v1").RefusedPlugins, "none refused: none listed")
 }

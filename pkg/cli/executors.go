@@ -11,6 +11,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
 	"github.com/stepwise-dev/stepwise/pkg/cli/termsafe"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
 func newExecutorsCommand(o *options) *cobra.Command {
@@ -61,7 +62,10 @@ namespace (--operator-namespace, or $` + operatorNamespaceEnv + `, default ` + c
 			case len(args) > 0:
 				return PrintExecutorDetails(o.streams.Out, cat.Executors)
 			}
-			return PrintExecutors(o.streams.Out, cat.Executors)
+			if err := PrintExecutors(o.streams.Out, cat.Executors); err != nil {
+				return err
+			}
+			return PrintRefusedPlugins(o.streams.Out, cat.RefusedPlugins)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml. Default: a table.")
@@ -92,6 +96,23 @@ func PrintExecutors(w io.Writer, entries []catalog.Entry) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write executors: %w", err)
+	}
+	return nil
+}
+
+// PrintRefusedPlugins writes, after the executors, the plugins the operator refused and
+// why (nothing when none was): the steps of their executors wait on them.
+func PrintRefusedPlugins(w io.Writer, refused []executor.Refusal) error {
+	if len(refused) == 0 {
+		return nil
+	}
+	tw := printers.GetNewTabWriter(w)
+	_, _ = fmt.Fprintln(tw, "\nREFUSED PLUGIN\tREASON\tMESSAGE")
+	for _, r := range refused {
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.OneLine(r.Plugin, 0), termsafe.OneLine(string(r.Reason), 0), termsafe.OneLine(r.Message, maxMessage))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write refused plugins: %w", err)
 	}
 	return nil
 }

@@ -11,8 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 )
 
@@ -28,7 +30,7 @@ func TestExecutorsCommand(t *testing.T) {
 				{Name: "force", Description: "Delete unmanaged pods.", Type: contract.ParamBool},
 			}}},
 		{Name: "test.noop", Description: contract.Description{Version: "v1.0.0"}},
-	}}
+	}, RefusedPlugins: []executor.Refusal{{Plugin: "stepwise-plugin-acme", Reason: v1alpha1.PluginSignedByAnother, Message: "not\nsigned by the policy's key"}}}
 	data, err := json.Marshal(cat)
 	require.NoError(t, err)
 	cm := &corev1.ConfigMap{
@@ -48,7 +50,10 @@ func TestExecutorsCommand(t *testing.T) {
 		{"example.greet", "v0.1.0", "stepwise-plugin-example", "name*", "Greets."},
 		{"node.drain", "v1.0.0", "built-in", "node*,timeout=10m,mode=evict,force", "Drains."},
 		{"test.noop", "v1.0.0", "built-in", "-"},
-	}, rows)
+		{},
+		{"REFUSED", "PLUGIN", "REASON", "MESSAGE"},
+		{"stepwise-plugin-acme", "SignedByAnother", "not", "signed", "by", "the", "policy's", "key"},
+	}, rows, "the refused plugins after the executors, each on one line")
 
 	code, out, errOut = run(t, c, "executors", "node.drain", "--operator-namespace", "ops")
 	require.Equal(t, ExitOK, code, errOut)

@@ -79,6 +79,10 @@ func (ps *pipelineSync) blockers(r readiness) []v1alpha1.Blocker {
 
 // unblockObject says what lets a step waiting on o go on.
 func unblockObject(o v1alpha1.BlockingObject) string {
+	if o.Kind == v1alpha1.BlockerPlugin {
+		return "an operator that verifies the plugin " + o.Name + ": a build its signature policy or checksum accepts, installed, and the operator restarted " +
+			"(kubectl stepwise executors shows why it was refused)"
+	}
 	if o.Kind == v1alpha1.KindPodDisruptionBudget {
 		return fmt.Sprintf("the PodDisruptionBudget %s/%s allows a disruption: more of its pods healthy, or a lower minAvailable (kubectl get pdb %s -n %s)",
 			o.Namespace, o.Name, o.Name, o.Namespace)

@@ -51,6 +51,9 @@ type ExecutorLookup interface {
 	// Missing explains why no executor of that name is registered (e.g. its plugin was
 	// refused), for the failed step's condition.
 	Missing(name string) error
+	// RefusalFor is the refusal of the plugin that would serve the executor, when the
+	// operator refused it: a step of it waits, saying so, rather than fail.
+	RefusalFor(name string) (executor.Refusal, bool)
 }
 
 // Config holds the controller's dependencies.

@@ -172,6 +172,8 @@ func (ps *pipelineSync) lastRunReadiness(succeeded int) readiness {
 	switch {
 	case ps.p.Spec.Suspend:
 		return notReady(v1alpha1.PipelineSuspended, s.Name, v1alpha1.ReasonSuspended, "suspended before step "+s.Name)
+	case waitsOnRefusedPlugin(s):
+		return notReady(v1alpha1.PipelineRunning, s.Name, v1alpha1.ReasonPluginRefused, withMessage("step "+s.Name, s.Message))
 	case s.Phase == v1alpha1.StepWaiting:
 		return notReady(v1alpha1.PipelineRunning, s.Name, v1alpha1.ReasonStepRetrying, withMessage("step "+s.Name, s.Message))
 	case s.Phase == v1alpha1.StepAwaitingApproval:

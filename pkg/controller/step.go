@@ -102,6 +102,11 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			return wait
 		}
 	}
+	if _, served := ps.c.executors.Get(name); !served {
+		if refusal, refused := ps.c.executors.RefusalFor(name); refused {
+			return ps.waitOnRefusedPlugin(s, name, refusal)
+		}
+	}
 	switch {
 	case !ps.inProgress(s, d):
 		ps.beginStep(s, d)
@@ -200,6 +205,27 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 }
 
 // beginStep puts step s at the first hook of direction d.
+// waitOnRefusedPlugin holds step s, whose executor the refused plugin would serve, where it
+// is, naming the plugin in its blockedBy. Nothing is due: a refusal ends only when an
+// operator that verifies the plugin starts, and it syncs every pipeline then. The Event is
+// recorded when the refusal is new to the step.
+func (ps *pipelineSync) waitOnRefusedPlugin(s *v1alpha1.StepStatus, executorName string, refusal executor.Refusal) time.Duration {
+	blockedBy := []v1alpha1.BlockingObject{{Kind: v1alpha1.BlockerPlugin, Name: refusal.Plugin}}
+	message := contract.Truncate(fmt.Sprintf("its executor %s is served by the plugin %s, which the operator refused (%s): %s",
+		executorName, refusal.Plugin, refusal.Reason, refusal.Message), v1alpha1.MaxStepMessageLength)
+	if !slices.Equal(s.BlockedBy, blockedBy) || s.Message != message {
+		ps.warningEvent(v1alpha1.ReasonPluginRefused, "Step %q waits: %s", s.Name, message)
+	}
+	s.BlockedBy, s.Message = blockedBy, message
+	ps.setStepCondition(s, metav1.ConditionFalse, v1alpha1.ReasonPluginRefused, message)
+	return 0
+}
+
+// waitsOnRefusedPlugin tells whether step s waits on a plugin the operator refused.
+func waitsOnRefusedPlugin(s *v1alpha1.StepStatus) bool {
+	return slices.ContainsFunc(s.BlockedBy, func(o v1alpha1.BlockingObject) bool { return o.Kind == v1alpha1.BlockerPlugin })
+}
+
 func (ps *pipelineSync) beginStep(s *v1alpha1.StepStatus, d direction) {
 	now := ps.timeNow()
 	s.Phase = d.activePhase

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/plugin/layout"
 )
 
 // Registry maps executor names to executors. Built-ins register at start; plugins register
@@ -14,21 +17,55 @@ import (
 type Registry struct {
 	mu        sync.RWMutex
 	executors map[string]TaskExecutor
-	// refused holds, by source (a plugin), why its executors could not be registered.
-	refused map[string]string
+	// refused holds, by plugin executable, why its executors could not be registered.
+	refused map[string]Refusal
+}
+
+// Refusal is a plugin the operator refused to start, and why.
+type Refusal struct {
+	// Plugin is the executable's name, stepwise-plugin-NAME.
+	Plugin string `json:"plugin"`
+	// Reason is typed: what did not verify, or that it did not start.
+	Reason v1alpha1.PluginRefusalReason `json:"reason"`
+	// Message says what did not match, for a person.
+	Message string `json:"message"`
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{executors: map[string]TaskExecutor{}, refused: map[string]string{}}
+	return &Registry{executors: map[string]TaskExecutor{}, refused: map[string]Refusal{}}
 }
 
-// Refuse records that a source of executors (a plugin) was refused and why, so that a step
-// naming an executor it would have served fails with that reason, not only "unknown".
-func (r *Registry) Refuse(source, reason string) {
+// Refuse records that a plugin was refused and why, so that a step naming an executor it
+// would have served waits on it saying so, and the catalogue lists it.
+func (r *Registry) Refuse(refusal Refusal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.refused[source] = reason
+	r.refused[refusal.Plugin] = refusal
+}
+
+// Refusals are the plugins refused, sorted by name.
+func (r *Registry) Refusals() []Refusal {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Refusal, 0, len(r.refused))
+	for _, name := range slices.Sorted(maps.Keys(r.refused)) {
+		out = append(out, r.refused[name])
+	}
+	return out
+}
+
+// RefusalFor is the refusal of the plugin that would serve executor, by the naming
+// convention of plugins (layout.ServingExecutor), when that plugin was refused.
+func (r *Registry) RefusalFor(executor string) (Refusal, bool) {
+	plugin := layout.ServingExecutor(executor)
+	if plugin == "" {
+		return Refusal{}, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	refusal, ok := r.refused[plugin]
+	return refusal, ok
 }
 
 // Missing explains why no executor of that name is registered.
@@ -42,7 +79,7 @@ func (r *Registry) Missing(name string) error {
 	sources := slices.Sorted(maps.Keys(r.refused))
 	parts := make([]string, 0, len(sources))
 	for _, s := range sources {
-		parts = append(parts, s+": "+r.refused[s])
+		parts = append(parts, s+": "+r.refused[s].Message)
 	}
 	return fmt.Errorf("%s; plugins refused at start: %s", msg, strings.Join(parts, "; "))
 }

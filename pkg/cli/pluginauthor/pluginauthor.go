@@ -33,13 +33,16 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Long: `Write and try executor plugins (` + pluginPrefix + `* executables built with pkg/sdk) without a
 cluster: plugin init writes a new plugin to start from, plugin run starts a plugin binary as
 the operator does and runs one hook of one of its executors; plugin keygen, sign and verify
-sign a plugin binary as the operator checks it before it runs an installed plugin.`,
+sign a plugin binary as the operator checks it before it runs an installed plugin; plugin
+search and install read a signed plugin index and write the chart's values of a plugin by
+its name, and plugin index sign signs an index.`,
 		Example: `  kubectl stepwise plugin init acme
   go build -o ` + pluginDir + `/` + pluginPrefix + `acme ./plugins/acme
   kubectl stepwise plugin run ` + pluginDir + `/` + pluginPrefix + `acme acme.hello Create -p name=Ada`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newRunCommand(streams), newInitCommand(streams),
-		newKeygenCommand(streams), newSignCommand(streams), newVerifyCommand(streams))
+		newKeygenCommand(streams), newSignCommand(streams), newVerifyCommand(streams),
+		newSearchCommand(streams), newInstallCommand(streams), newIndexCommand(streams))
 	return cmd
 }

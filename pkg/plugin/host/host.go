@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"k8s.io/klog/v2"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/layout"
@@ -196,8 +197,8 @@ func (h *Host) discover(sources []source) ([]found, error) {
 // Describe, or whose name a plugin of the image has, is logged and skipped: it never stops
 // the others or the operator. An error is returned only when the options are inconsistent
 // or a directory cannot be read.
-func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]string, error) {
-	refused := map[string]string{}
+func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]executor.Refusal, error) {
+	refused := map[string]executor.Refusal{}
 	sources, err := h.sources()
 	if err != nil {
 		return nil, refused, err
@@ -225,7 +226,7 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 			if pe := (*pluginError)(nil); errors.As(err, &pe) && pe.name == p.name {
 				why = pe.err
 			}
-			refused[p.name] = "it did not start: " + why.Error()
+			refused[p.name] = executor.Refusal{Plugin: p.name, Reason: refusalReason(err), Message: "it did not start: " + why.Error()}
 			return
 		}
 		var names []string
@@ -255,18 +256,18 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 		if _, debug := h.opts.Reattach[name]; debug {
 			continue // served by the developer's process, below
 		}
-		refuse := func(err error, msg string, kv ...any) {
+		refuse := func(reason v1alpha1.PluginRefusalReason, err error, msg string, kv ...any) {
 			logger.Error(err, "Plugin refused: "+msg, kv...)
 			if err != nil {
 				msg += ": " + err.Error()
 			}
 			if earlier, ok := refused[name]; ok { // the image's plugin of that name was refused too
-				msg = earlier + "; " + msg
+				msg = earlier.Message + "; " + msg
 			}
-			refused[name] = msg
+			refused[name] = executor.Refusal{Plugin: name, Reason: reason, Message: msg}
 		}
 		if dir, dup := firstDir[name]; dup {
-			refuse(nil, "a plugin of that name is in the image already, in "+dir+", so "+f.path+" is not started")
+			refuse(v1alpha1.PluginDuplicate, nil, "a plugin of that name is in the image already, in "+dir+", so "+f.path+" is not started")
 			continue
 		}
 		firstDir[name] = f.src.dir
@@ -276,17 +277,17 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]s
 			sumsOf[f.src] = sums
 		}
 		if sums.err != nil {
-			refuse(sums.err, "no checksum file to verify it against", "checksums", f.src.checksums)
+			refuse(v1alpha1.PluginNotVerifiable, sums.err, "no checksum file to verify it against", "checksums", f.src.checksums)
 			continue
 		}
 		sum, listed := sums.sums[name]
 		policy := h.policyOf(f.src, name)
 		switch {
 		case !listed && policy == nil && f.src.installed && len(h.opts.InstalledPolicies) > 0:
-			refuse(nil, "it is neither listed in the checksum file "+f.src.checksums+" nor given a signature policy")
+			refuse(v1alpha1.PluginNotVerifiable, nil, "it is neither listed in the checksum file "+f.src.checksums+" nor given a signature policy")
 			continue
 		case !listed && policy == nil:
-			refuse(nil, "it is not listed in the checksum file "+f.src.checksums)
+			refuse(v1alpha1.PluginNotVerifiable, nil, "it is not listed in the checksum file "+f.src.checksums)
 			continue
 		}
 		add(&process{name: name, path: f.path, checksums: f.src.checksums, checksum: sum, policy: policy, logger: logger, host: h})
@@ -325,6 +326,20 @@ func (h *Host) warnUnknownEnvFor(sources []source, plugins []found) {
 		if !reattached && !slices.ContainsFunc(plugins, func(f found) bool { return filepath.Base(f.path) == name }) {
 			h.logger.Error(nil, "Environment given for a plugin that is in no plugin directory: it applies to no plugin", "plugin", name, "dirs", dirs)
 		}
+	}
+}
+
+// refusalReason is the typed reason of a plugin that did not start with err.
+func refusalReason(err error) v1alpha1.PluginRefusalReason {
+	var checksumErr *checksumError
+	var signatureErr *signature.RefusedError
+	switch {
+	case errors.As(err, &signatureErr):
+		return signatureErr.Reason
+	case errors.As(err, &checksumErr):
+		return v1alpha1.PluginChecksumMismatch
+	default:
+		return v1alpha1.PluginDidNotStart
 	}
 }
 
@@ -368,8 +383,8 @@ func (h *Host) Load(ctx context.Context, registry *executor.Registry) error {
 	if err != nil {
 		return err
 	}
-	for name, why := range refused {
-		registry.Refuse(name, why)
+	for _, refusal := range refused {
+		registry.Refuse(refusal)
 	}
 	for _, e := range executors {
 		if err := registry.Register(e); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/klog/v2"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
@@ -360,6 +361,15 @@ func TestWrongChecksumIsRefused(t *testing.T) {
 		`; if this build is the one to run, replace its line in that file with what "cd `+dir+` && sha256sum stepwise-plugin-example" prints, then restart the operator`)
 	assert.Equal(t, 1, strings.Count(missing, "stepwise-plugin-example:"), "the plugin is named once: %s", missing)
 	assert.Contains(t, missing, "stepwise-plugin-unlisted: it is not listed in the checksum file")
+	// Typed, for the steps that wait on them and the catalogue.
+	refusal, ok := reg.RefusalFor("example.greet")
+	require.True(t, ok)
+	assert.Equal(t, v1alpha1.PluginChecksumMismatch, refusal.Reason)
+	refusal, ok = reg.RefusalFor("unlisted.anything")
+	require.True(t, ok)
+	assert.Equal(t, v1alpha1.PluginNotVerifiable, refusal.Reason)
+	_, ok = reg.RefusalFor("test.echo")
+	assert.False(t, ok)
 
 	res, err := get(t, reg, "test.echo").Create(context.Background(), request(contract.HookCreate, nil))
 	require.NoError(t, err)

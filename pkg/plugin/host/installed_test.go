@@ -193,7 +193,7 @@ func TestInstalledPlugins(t *testing.T) {
 			assert.ElementsMatch(t, slices.Collect(maps.Keys(tt.wantRefused)), slices.Collect(maps.Keys(refused)), "refused: %v", refused)
 			for name, wants := range tt.wantRefused {
 				for _, want := range wants {
-					assert.Contains(t, refused[name], expand(want), name)
+					assert.Contains(t, refused[name].Message, expand(want), name)
 				}
 			}
 			assert.Len(t, h.PIDs(), len(slices.Compact(pluginsOf(executors))), "a process for each plugin that started")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/klog/v2"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/layout"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/signature"
 )
@@ -54,7 +55,9 @@ func TestSignedInstalledPlugins(t *testing.T) {
 		policies  signature.Policies
 		nested    bool
 		want      []string
-		// wantRefused: what the refusal of stepwise-plugin-test says.
+		// wantReason and wantRefused: the refusal of stepwise-plugin-test, its typed
+		// reason and what its message says.
+		wantReason  v1alpha1.PluginRefusalReason
 		wantRefused []string
 	}{
 		{name: "signed by the author", file: test, signature: signWith(authorPrivate, test),
@@ -64,15 +67,15 @@ func TestSignedInstalledPlugins(t *testing.T) {
 		{name: "signed by the author, and listed", file: test, signature: signWith(authorPrivate, test),
 			sums: map[string]string{test: test}, policies: signature.Policies{"test": byAuthor}, want: testExecutors},
 		{name: "signed by another key", file: test, signature: signWith(otherPrivate, test),
-			policies: signature.Policies{"test": byAuthor}, wantRefused: []string{"(SignedByAnother)", "not signed by the policy's public key"}},
+			policies: signature.Policies{"test": byAuthor}, wantReason: v1alpha1.PluginSignedByAnother, wantRefused: []string{"(SignedByAnother)", "not signed by the policy's public key"}},
 		{name: "other bytes under the author's signature (the tag re-pushed)", file: example, signature: signWith(authorPrivate, test),
-			policies: signature.Policies{"test": byAuthor}, wantRefused: []string{"(SignedOtherContent)", "the signature is over SHA2_256"}},
+			policies: signature.Policies{"test": byAuthor}, wantReason: v1alpha1.PluginSignedOtherContent, wantRefused: []string{"(SignedOtherContent)", "the signature is over SHA2_256"}},
 		{name: "unsigned", file: test,
-			policies: signature.Policies{"test": byAuthor}, wantRefused: []string{"(Unsigned)", "stepwise-plugin-test.sigstore.json is missing"}},
+			policies: signature.Policies{"test": byAuthor}, wantReason: v1alpha1.PluginUnsigned, wantRefused: []string{"(Unsigned)", "stepwise-plugin-test.sigstore.json is missing"}},
 		{name: "signed, and listed with other bytes' checksum: both must pass", file: test, signature: signWith(authorPrivate, test),
-			sums: map[string]string{test: example}, policies: signature.Policies{"test": byAuthor}, wantRefused: []string{"its SHA-256 is"}},
+			sums: map[string]string{test: example}, policies: signature.Policies{"test": byAuthor}, wantReason: v1alpha1.PluginChecksumMismatch, wantRefused: []string{"its SHA-256 is"}},
 		{name: "neither listed nor given a policy, when others have one", file: test,
-			policies: signature.Policies{"other": byAuthor}, wantRefused: []string{"neither listed in the checksum file", "nor given a signature policy"}},
+			policies: signature.Policies{"other": byAuthor}, wantReason: v1alpha1.PluginNotVerifiable, wantRefused: []string{"neither listed in the checksum file", "nor given a signature policy"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,8 +116,10 @@ func TestSignedInstalledPlugins(t *testing.T) {
 				assert.Empty(t, refused)
 				return
 			}
+			assert.Equal(t, tt.wantReason, refused[test].Reason)
+			assert.Equal(t, test, refused[test].Plugin)
 			for _, want := range tt.wantRefused {
-				assert.Contains(t, refused[test], want)
+				assert.Contains(t, refused[test].Message, want)
 			}
 			assert.Empty(t, h.PIDs(), "nothing of a refused plugin runs")
 		})

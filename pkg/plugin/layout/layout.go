@@ -22,3 +22,15 @@ func Name(file string) (string, bool) {
 
 // SignaturePath is where the signature of the executable at path is: next to it.
 func SignaturePath(executable string) string { return executable + SignatureSuffix }
+
+// ServingExecutor is the executable of the plugin that serves an executor by the
+// convention kubectl stepwise plugin init writes: plugin NAME serves NAME.something. A
+// refused plugin never ran, so nothing else can say which executors it would have served;
+// an executor with no dot names no plugin ("").
+func ServingExecutor(executor string) string {
+	name, _, ok := strings.Cut(executor, ".")
+	if !ok || name == "" {
+		return ""
+	}
+	return Executable(name)
+}

@@ -28,3 +28,14 @@ func TestName(t *testing.T) {
 	}
 	assert.Equal(t, "/p/stepwise-plugin-x.sigstore.json", SignaturePath("/p/"+Executable("x")))
 }
+
+func TestServingExecutor(t *testing.T) {
+	for executor, want := range map[string]string{
+		"acme.hello":     "stepwise-plugin-acme",
+		"vsphere.vm.off": "stepwise-plugin-vsphere",
+		"hello":          "",
+		".hello":         "",
+	} {
+		assert.Equal(t, want, ServingExecutor(executor), executor)
+	}
+}

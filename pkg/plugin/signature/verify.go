@@ -12,24 +12,20 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	sigsig "github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/layout"
 )
 
-// Reason is why a plugin's signature was refused.
-type Reason string
+// Reason is why a plugin's signature was refused: one of the API's plugin refusal
+// reasons, which the catalogue and the steps waiting on the plugin publish.
+type Reason = v1alpha1.PluginRefusalReason
 
 const (
-	// ReasonUnsigned: no signature next to the plugin.
-	ReasonUnsigned Reason = "Unsigned"
-	// ReasonInvalidSignature: the file is not a Sigstore bundle of a signature over bytes.
-	ReasonInvalidSignature Reason = "InvalidSignature"
-	// ReasonSignedOtherContent: the signature is over other bytes than the plugin's (an
-	// image re-pushed under the same tag with an earlier signature, say).
-	ReasonSignedOtherContent Reason = "SignedOtherContent"
-	// ReasonSignedByAnother: signed by another key or identity than the policy's.
-	ReasonSignedByAnother Reason = "SignedByAnother"
-	// ReasonNoTrustedRoot: a keyless policy, and the operator was given no trusted root.
-	ReasonNoTrustedRoot Reason = "NoTrustedRoot"
+	ReasonUnsigned           = v1alpha1.PluginUnsigned
+	ReasonInvalidSignature   = v1alpha1.PluginInvalidSignature
+	ReasonSignedOtherContent = v1alpha1.PluginSignedOtherContent
+	ReasonSignedByAnother    = v1alpha1.PluginSignedByAnother
+	ReasonNoTrustedRoot      = v1alpha1.PluginNoTrustedRoot
 )
 
 // RefusedError is a plugin that did not pass its policy, and why.

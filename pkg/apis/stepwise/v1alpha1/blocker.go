@@ -91,7 +91,7 @@ func KnownBlockerKind(kind string) bool {
 	switch kind {
 	case KindPodDisruptionBudget, BlockerApproval, BlockerSuspended, BlockerTemplate, BlockerTeardown, BlockerRetry,
 		BlockerStepFailed, BlockerPaused, BlockerFailureBudget, BlockerGate, BlockerNodeBudget, BlockerWindow,
-		BlockerCoolDown, BlockerConcurrency:
+		BlockerCoolDown, BlockerConcurrency, BlockerPlugin:
 		return true
 	}
 	return false
