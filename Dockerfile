@@ -17,6 +17,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     set -eu; \
     mkdir -p /out/plugins /out/tmp; \
     go build -ldflags='-s -w' -o /out/stepwise-operator ./cmd/stepwise-operator; \
+    go build -ldflags='-s -w' -o /out/stepwise-copy ./cmd/stepwise-copy; \
     for dir in plugins/*/; do \
         name="$(basename "${dir}")"; \
         go build -ldflags='-s -w' -o "/out/plugins/stepwise-plugin-${name}" "./plugins/${name}"; \
@@ -30,6 +31,8 @@ COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certifica
 # the root filesystem is read-only.
 COPY --from=build --chown=65532:65532 --chmod=1777 /out/tmp /tmp
 COPY --from=build /out/stepwise-operator /usr/local/bin/stepwise-operator
+# The chart runs it in each plugin's image to copy the plugin out without running its code.
+COPY --from=build /out/stepwise-copy /usr/local/bin/stepwise-copy
 COPY --from=build /out/plugins/ /usr/local/lib/stepwise/plugins/
 USER 65532:65532
 EXPOSE 8080 8081

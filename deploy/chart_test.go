@@ -294,16 +294,30 @@ func TestTheChartsValues(t *testing.T) {
 				assert.Equal(t, strings.Repeat("a", 64)+"  stepwise-plugin-example\n"+strings.Repeat("c", 64)+"  stepwise-plugin-ticket\n", sums,
 					"the checksums are the installer's")
 				pod := deployment(t, objs).Spec.Template.Spec
-				require.Len(t, pod.InitContainers, 2)
-				init := pod.InitContainers[0]
+				require.Len(t, pod.InitContainers, 3)
+				tool := pod.InitContainers[0]
+				assert.Equal(t, pod.Containers[0].Image, tool.Image, "the copy tool comes from the operator's own image")
+				assert.Equal(t, []string{"/usr/local/bin/stepwise-copy", "/copy-tool", "/usr/local/bin/stepwise-copy"}, tool.Command)
+				init := pod.InitContainers[1]
 				assert.Equal(t, "registry.example/stepwise-plugin-example@sha256:"+strings.Repeat("b", 64), init.Image)
-				assert.Equal(t, []string{"install", "/installed-plugins"}, init.Args)
+				assert.Equal(t, []string{"/copy-tool/stepwise-copy", "/installed-plugins", "/stepwise-plugin-example"}, init.Command,
+					"the plugin's image gives its binary; the operator's tool copies it (unsigned: no signature to copy)")
 				assert.Equal(t, new(true), init.SecurityContext.ReadOnlyRootFilesystem)
-				assert.Equal(t, "/installed-plugins", init.VolumeMounts[0].MountPath)
+				assert.Contains(t, init.VolumeMounts, corev1.VolumeMount{Name: "installed-plugins", MountPath: "/installed-plugins"})
 				args := pod.Containers[0].Args
 				assert.Contains(t, args, "--installed-plugin-dir=/installed-plugins")
 				assert.Contains(t, args, "--installed-plugin-checksums=/etc/stepwise/installed-plugins/SHA256SUMS")
 				assert.NotEmpty(t, deployment(t, objs).Spec.Template.Annotations["checksum/installed-plugins"], "a new list rolls the Pods")
+				assertNoTokenWherePluginCodeRuns(t, pod)
+			}},
+		{name: "a signed plugin by init containers: its signature is copied too", set: []string{"pluginDelivery=initContainer", "plugins[0].name=example",
+			"plugins[0].image=registry.example/stepwise-plugin-example@sha256:" + strings.Repeat("b", 64),
+			"plugins[0].signature.publicKey=-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				pod := deployment(t, objs).Spec.Template.Spec
+				require.Len(t, pod.InitContainers, 2)
+				assert.Equal(t, []string{"/copy-tool/stepwise-copy", "/installed-plugins", "/stepwise-plugin-example", "/stepwise-plugin-example.sigstore.json"},
+					pod.InitContainers[1].Command)
 				assertNoTokenWherePluginCodeRuns(t, pod)
 			}},
 		{name: "plugins as image volumes, by default", set: []string{"plugins[0].name=example",
@@ -471,14 +485,19 @@ func TestTheChartsSchemaRefusesWrongValues(t *testing.T) {
 }
 
 // assertNoTokenWherePluginCodeRuns: the Pod mounts no ServiceAccount token of its own
-// accord, and only the operator's container mounts the projected one.
+// accord, only the operator's container mounts the projected one, and no init container
+// runs a plugin image's own code.
 func assertNoTokenWherePluginCodeRuns(t *testing.T, pod corev1.PodSpec) {
 	t.Helper()
 	assert.Equal(t, new(false), pod.AutomountServiceAccountToken, "no token in every container")
 	for _, c := range pod.InitContainers {
-		assert.Empty(t, c.VolumeMounts[1:], "init container %s mounts the plugin directory alone", c.Name)
+		if c.Image != pod.Containers[0].Image {
+			// A plugin's image: its files only, never its code.
+			require.NotEmpty(t, c.Command, "init container %s runs its image's entrypoint", c.Name)
+			assert.Equal(t, "/copy-tool/stepwise-copy", c.Command[0], "init container %s runs the operator's copy tool", c.Name)
+		}
 		for _, m := range c.VolumeMounts {
-			assert.NotEqual(t, "kube-api-access", m.Name, "init container %s", c.Name)
+			assert.Contains(t, []string{"plugin-copy-tool", "installed-plugins"}, m.Name, "init container %s mounts the copy tool and the plugins' directory alone", c.Name)
 		}
 	}
 	require.Len(t, pod.Containers, 1)

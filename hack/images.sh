@@ -29,7 +29,7 @@ OPERATOR_PLUGINS="${OPERATOR_PLUGINS-${PLUGINS}}"
 TAG="${IMAGE_TAG:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 REPO="${IMAGE_REPO:+${IMAGE_REPO%/}/}"
 
-LOCALBIN="${STAGE}" hack/build.sh --plugins "${PLUGINS}" ./cmd/stepwise-operator
+LOCALBIN="${STAGE}" hack/build.sh --plugins "${PLUGINS}" ./cmd/stepwise-operator ./cmd/stepwise-copy
 go build -o "${STAGE}/image" ./hack/image
 
 # The operator's image holds OPERATOR_PLUGINS only, with their sums.

@@ -55,7 +55,7 @@ func loadExecutors(ctx context.Context, opts *options, restarts host.RestartReco
 		Dir: opts.pluginDir, Checksums: opts.pluginChecksums,
 		InstalledDir: opts.installedPluginDir, InstalledChecksums: opts.installedPluginChecksums,
 		InstalledPolicies: policies, Verifier: verifier,
-		Env: env, EnvFor: envFor, MemoryLimit: memoryLimit,
+		Env: env, EnvFor: envFor, MemoryLimit: memoryLimit, TraceCollector: opts.tracing(),
 		Reattach: reattach, Restarts: restarts, TracerProvider: tp,
 	})
 	if err := plugins.Load(ctx, registry); err != nil {

@@ -165,7 +165,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		o.pluginReattach[name] = file
 		return nil
 	})
-	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector (OTLP over gRPC, host:port) to send the pipelines' traces to: a span per pipeline, step, hook call and plugin call, carried into plugins and on in their HTTP requests (W3C traceparent); the plugins send theirs there too. Empty: no tracing, at no cost.")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector (OTLP over gRPC, host:port) to send the pipelines' traces to: a span per pipeline, step, hook call and plugin call, carried into plugins and on in their HTTP requests (W3C traceparent); the plugins send theirs there too, through the operator (a relay on a Unix socket of its own), never connecting to it themselves, so that their egress policy holds. Empty: no tracing, at no cost.")
 	fs.BoolVar(&o.otlpInsecure, "otlp-insecure", false, "Send traces to --otlp-endpoint in plaintext (a collector on loopback or beside the operator) rather than over TLS.")
 	fs.Float64Var(&o.traceSampleRatio, "trace-sample-ratio", 1, "The share of pipelines whose traces are sent, 0 to 1; a pipeline's trace is kept or dropped whole.")
 	fs.StringVar(&o.gateAllowedCIDRs, "gate-allowed-cidrs", "", "Comma-separated CIDRs that triggers' Prometheus health gates may query at the URL a gate names: loopback, private or otherwise internal ones (refused by default, after DNS resolution, on every connection), and public ones (refused too unless --gate-allow-public-addresses). Every tenant's gates may then reach every address of these ranges, and tell from their status whether it answers: list the Prometheus' own address (its Service IP/32) rather than the Service CIDR, or use --gate-prometheus-url-for. Plugins are not given them.")
@@ -181,7 +181,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.pluginMemoryLimit, "plugin-memory-limit", "256Mi", "The memory each plugin process may map, as a quantity (256Mi, 1Gi); over it the plugin dies, failing only the hooks in flight in it, and is restarted on the next call, while the operator runs on. Its garbage collector is told a lower limit (GOMEMLIMIT) to work hard before. A Go plugin maps about 80Mi as it starts, which counts. Keep the sum with the operator's own memory under the container's limit. 0: no limit.")
 	fs.BoolVar(&o.version, "version", false, "Print the operator's version and exit.")
 	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
-	fs.StringVar(&o.installedPluginDir, "installed-plugin-dir", "", "Directory of plugins installed from their own images (the chart's init containers copy them there); verified against --installed-plugin-checksums, never against checksums the images carry.")
+	fs.StringVar(&o.installedPluginDir, "installed-plugin-dir", "", "Directory of plugins installed from their own images (image volumes, one directory each, or copied there by init containers); verified against --installed-plugin-checksums and --installed-plugin-policies, never against what the images carry.")
 	fs.StringVar(&o.installedPluginPolicies, "installed-plugin-policies", "", "JSON file of who must have signed each plugin of --installed-plugin-dir, by plugin name: {\"NAME\": {\"publicKey\": \"PEM\"}} or {\"NAME\": {\"identity\": \"...\", \"issuer\": \"...\"}} (keyless, checked against --plugin-trusted-root), written by the installer. Such a plugin runs only when the Sigstore bundle next to it (stepwise-plugin-NAME.sigstore.json, as cosign sign-blob --bundle makes it) is a signature of its bytes by that signer; a plugin neither listed in --installed-plugin-checksums nor given a policy is refused. Needs --installed-plugin-dir.")
 	fs.StringVar(&o.pluginTrustedRoot, "plugin-trusted-root", "", "Sigstore trusted root (trusted_root.json: the CAs, transparency logs and timestamp authorities) that keyless signature policies are checked against, offline: copy it from Sigstore's TUF repository, or your own deployment's. Without it a keyless policy refuses its plugin.")
 	fs.StringVar(&o.installedPluginChecksums, "installed-plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin of --installed-plugin-dir, written by the installer (e.g. a mounted ConfigMap), not by the plugin images; a plugin missing from it or not matching it is refused, and so is one whose name --plugin-dir has. Needs --installed-plugin-dir, and the other way round.")
@@ -403,7 +403,8 @@ func (o *options) tracing() tracing.Options {
 }
 
 func (o *options) pluginEnv() (env []string, envFor map[string][]string, err error) {
-	env = append([]string{egress.EnvAllowedCIDRs + "=" + o.pluginAllowedCIDRs}, tracing.Env(o.tracing())...)
+	// No OTLP endpoint: the host relays the plugins' spans (host.Options.TraceCollector).
+	env = []string{egress.EnvAllowedCIDRs + "=" + o.pluginAllowedCIDRs}
 	extra, err := o.allowedCIDRsFor()
 	if err != nil {
 		return nil, nil, fmt.Errorf("--plugin-allowed-cidrs-for: %w", err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -47,14 +48,16 @@ type spec struct {
 }
 
 // operatorSpec is the operator's image as the Dockerfile builds it: the CA bundle, /tmp
-// for the plugins' sockets, the operator, and the plugins of pluginDir with their
-// SHA256SUMS.
+// for the plugins' sockets, the operator, stepwise-copy (next to the operator's binary:
+// the chart runs it to copy plugins out of their images), and the plugins of pluginDir
+// with their SHA256SUMS.
 func operatorSpec(operator, pluginDir, caBundle string) (spec, error) {
 	s := spec{
 		files: []file{
 			{path: "/etc/ssl/certs/ca-certificates.crt", mode: 0o644, source: caBundle},
 			{path: "/tmp", mode: 0o1777, dir: true, owner: nonRoot},
 			{path: "/usr/local/bin/stepwise-operator", mode: 0o755, source: operator},
+			{path: "/usr/local/bin/stepwise-copy", mode: 0o755, source: filepath.Join(filepath.Dir(operator), "stepwise-copy")},
 		},
 		entrypoint: []string{"/usr/local/bin/stepwise-operator"},
 		cmd:        []string{"--plugin-dir=/usr/local/lib/stepwise/plugins"},

@@ -42,6 +42,7 @@ func inputs(t *testing.T) (operator, plugins, ca string) {
 	}
 	operator, ca = filepath.Join(dir, "stepwise-operator"), filepath.Join(dir, "ca.crt")
 	write(operator, "operator")
+	write(filepath.Join(dir, "stepwise-copy"), "copy")
 	write(ca, "certificates")
 	write(filepath.Join(plugins, "stepwise-plugin-aws"), "aws")
 	write(filepath.Join(plugins, "stepwise-plugin-vsphere"), "vsphere")
@@ -128,6 +129,7 @@ func TestTheOperatorsImage(t *testing.T) {
 
 	assert.Equal(t, entry{mode: 0o1777, uid: 65532, gid: 65532, dir: true}, files["/tmp"], "the plugins' sockets")
 	assert.Equal(t, entry{mode: 0o755, data: "operator"}, files["/usr/local/bin/stepwise-operator"])
+	assert.Equal(t, entry{mode: 0o755, data: "copy"}, files["/usr/local/bin/stepwise-copy"])
 	assert.Equal(t, entry{mode: 0o755, data: "aws"}, files["/usr/local/lib/stepwise/plugins/stepwise-plugin-aws"])
 	assert.Equal(t, entry{mode: 0o644, data: "sums"}, files["/usr/local/lib/stepwise/plugins/SHA256SUMS"])
 	assert.Equal(t, entry{mode: 0o644, data: "certificates"}, files["/etc/ssl/certs/ca-certificates.crt"])

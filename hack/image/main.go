@@ -1,5 +1,5 @@
 // Command image builds Stepwise's container images without a container engine or a
-// registry: the operator's (the operator, every plugin and their SHA256SUMS, as the
+// registry: the operator's (the operator, stepwise-copy next to it, every plugin and their SHA256SUMS, as the
 // Dockerfile builds it) or one plugin's (its binary and its signature), from static binaries, on an
 // empty base, running as 65532:65532, written as an OCI archive (an OCI image layout in a
 // tar) that containerd imports (ctr images import) and skopeo copies to a registry.
@@ -41,7 +41,7 @@ func main() {
 
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
-	operator := fs.String("operator", "", "the operator's static binary: build the operator's image")
+	operator := fs.String("operator", "", "the operator's static binary, with stepwise-copy's next to it: build the operator's image")
 	plugins := fs.String("plugins", "", "with -operator: the directory of the plugins' static binaries and their SHA256SUMS")
 	caBundle := fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "with -operator: the CA bundle the plugins trust (TLS to cloud APIs)")
 	plugin := fs.String("plugin", "", "a plugin's static binary: build its own image (with BINARY.sigstore.json, its signature, when it is next to it)")

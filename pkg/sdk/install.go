@@ -17,8 +17,8 @@ import (
 //	stepwise-plugin-NAME install DIR
 //
 // A plugin shipped as its own image holds its binary alone (no shell, no cp), which is the
-// image's entrypoint: the operator's init container runs the image with these arguments,
-// and the binary copies itself into the plugin directory it shares with the operator.
+// image's entrypoint: run with these arguments, it copies itself out (by hand; the chart
+// copies it with the operator's stepwise-copy instead, running nothing of the plugin).
 const installCommand = "install"
 
 // installArgs says whether args, the process's arguments after its name (os.Args[1:]),

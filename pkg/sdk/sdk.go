@@ -49,8 +49,9 @@
 //   - Panics: a panicking hook is a retryable error, its stack logged.
 //
 // Started as `stepwise-plugin-NAME install DIR`, Serve copies the plugin's executable into
-// DIR and exits, serving nothing: the install mode of a plugin shipped as its own image
-// (its binary alone), which the operator's init container runs.
+// DIR and exits, serving nothing: how a plugin shipped as its own image (its binary alone)
+// is copied out of it by hand (the chart never runs it: it copies the file with a tool of
+// the operator's image, so that nothing of a plugin runs before it is verified).
 //
 // With STEPWISE_PLUGIN_DEBUG=1 in its environment, Serve does not wait for the operator to
 // start it: run the plugin by hand (under a debugger), and it prints one line
@@ -187,9 +188,8 @@ func (Base) Describe() Description { return Description{} }
 // Started with the arguments `install DIR` (exactly those), it serves nothing: it copies
 // its own executable into DIR under its name, mode 0755, through a temporary file renamed
 // once complete, prints "installed NAME (sha256 HEX) into DIR" and exits 0 (1 with the
-// error on standard error). That is how a plugin shipped as its own image, the binary
-// alone with no shell, is installed: the operator's init container runs the image with
-// those arguments to copy it into the plugin directory it shares with the operator.
+// error on standard error): a plugin shipped as its own image, the binary alone with no
+// shell, copies itself out of it (docker run IMAGE install DIR).
 func Serve(executors ...Executor) {
 	if len(os.Args) > 0 {
 		if dir, ok := installArgs(os.Args[1:]); ok {

@@ -64,3 +64,22 @@ re-pushed with other code) unless its values accept that in so many words. */}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The resources and security context of the init containers that copy plugins out of their
+images: they run stepwise-copy only, with no token (the Pod mounts none; the operator's
+container has its own, projected).
+*/}}
+{{- define "stepwise.pluginCopyContainer" -}}
+resources:
+  requests:
+    cpu: 10m
+    memory: 16Mi
+  limits:
+    memory: 64Mi
+securityContext:
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities:
+    drop: [ALL]
+{{- end }}

@@ -26,7 +26,7 @@ func TestRenderPlugin(t *testing.T) {
 			"main_test.go": {`c.Run(context.Background(), "acme.hello", sdk.HookCreate, req)`},
 			"README.md": {
 				"# stepwise-plugin-acme\n",
-				"`stepwise-plugin-acme install DIR`",
+				"the plugin's entrypoint never runs",
 				"\nCGO_ENABLED=0 go build -trimpath -o bin/stepwise-plugin-acme .\n",
 				"\ngo run github.com/stepwise-dev/stepwise/hack/image@",
 				" -plugin bin/stepwise-plugin-acme -signing-key ~/.stepwise/stepwise-signing.key -tag REGISTRY/stepwise-plugin-acme:TAG -o stepwise-plugin-acme.tar\n",

@@ -28,6 +28,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/layout"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/signature"
+	"github.com/stepwise-dev/stepwise/pkg/tracing"
 )
 
 // Prefix is how the executables of plugins are named: stepwise-plugin-<name>.
@@ -86,9 +87,12 @@ type Options struct {
 	// Restarts, when set, counts the plugin processes that died and are started again.
 	Restarts RestartRecorder
 	// TracerProvider, when set, traces the calls into plugins and carries their trace
-	// context over (the plugins export their own spans when given the OTLP endpoint in
-	// Env).
+	// context over.
 	TracerProvider trace.TracerProvider
+	// TraceCollector, when it has an endpoint, is the operator's OTLP collector: the
+	// plugins export their own spans to it through a relay of the host (tracerelay.go),
+	// never connecting to it themselves.
+	TraceCollector tracing.Options
 }
 
 // RestartRecorder counts plugin processes that died, by plugin and cause
@@ -114,6 +118,8 @@ type Host struct {
 	// held while the host runs.
 	runDir  string
 	runLock *os.File
+	// relay carries the plugins' spans to Options.TraceCollector; nil when it has none.
+	relay *traceRelay
 }
 
 // New returns a Host that has started nothing yet.
@@ -214,6 +220,7 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]e
 		return nil, refused, nil
 	}
 	h.warnUnknownEnvFor(sources, plugins)
+	h.startTraceRelay()
 	var executors []executor.TaskExecutor
 	seen := map[string]string{}
 	add := func(p *process) {
@@ -298,6 +305,35 @@ func (h *Host) start(ctx context.Context) ([]executor.TaskExecutor, map[string]e
 		add(&process{name: name, reattach: h.opts.Reattach[name], logger: logger, host: h})
 	}
 	return executors, refused, nil
+}
+
+// startTraceRelay starts the relay of the plugins' spans when the operator traces. Traces
+// are never worth not serving: without it, the plugins run untraced.
+func (h *Host) startTraceRelay() {
+	if h.opts.TraceCollector.Endpoint == "" {
+		return
+	}
+	dir, err := h.privateDir()
+	if err == nil {
+		var relay *traceRelay
+		if relay, err = startTraceRelay(h.logger, dir, h.opts.TraceCollector); err == nil {
+			h.mu.Lock()
+			h.relay = relay
+			h.mu.Unlock()
+			return
+		}
+	}
+	h.logger.Error(err, "Plugins run untraced: no relay to the trace collector")
+}
+
+// traceEnv is what a plugin is given to export its spans: none without a relay.
+func (h *Host) traceEnv() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.relay == nil {
+		return nil
+	}
+	return h.relay.env()
 }
 
 // policyOf is the signature policy of plugin name (its executable's name) of src: only
@@ -405,6 +441,10 @@ func (h *Host) Close() {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.relay != nil {
+		h.relay.Close()
+		h.relay = nil
+	}
 	if h.runDir != "" {
 		if err := os.RemoveAll(h.runDir); err != nil {
 			h.logger.Error(err, "Removing the plugins' private directory", "dir", h.runDir)

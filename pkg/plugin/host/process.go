@@ -157,15 +157,15 @@ func (p *process) attach() error {
 	return nil
 }
 
-// command runs the verified copy exe with Options.Env, EnvFor and the soft memory limit
-// only, never the operator's environment: exec.Cmd keeps the last value of a variable set
+// command runs the verified copy exe with Options.Env, EnvFor, the trace relay's endpoint
+// and the soft memory limit only, never the operator's environment: exec.Cmd keeps the last value of a variable set
 // twice, so EnvFor's wins over Env's.
 func (p *process) command(exe string) *exec.Cmd {
 	cmd := exec.Command(exe) //nolint:gosec // the host's private copy of a plugin, checked against its SHA-256
 	// Its own name as argv[0], not the copy's (NAME-RANDOM): what it calls itself in its
 	// logs and traces.
 	cmd.Args[0] = p.name
-	cmd.Env = slices.Concat(p.host.opts.Env, p.host.opts.EnvFor[p.name], memoryEnv(p.host.opts.MemoryLimit))
+	cmd.Env = slices.Concat(p.host.opts.Env, p.host.opts.EnvFor[p.name], p.host.traceEnv(), memoryEnv(p.host.opts.MemoryLimit))
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/catalog"
+	"github.com/stepwise-dev/stepwise/pkg/executor"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	"github.com/stepwise-dev/stepwise/test/e2e/framework"
 )
@@ -42,6 +46,7 @@ func TestTheChartOnARealNode(t *testing.T) {
 	}{
 		{"install as the README says", func(t *testing.T) { installAsTheREADMESays(t, blocks[0]) }},
 		{"a plugin from its own image", func(t *testing.T) { aPluginFromItsOwnImage(t, blocks[1]) }},
+		{"a plugin signed by another key, then a re-pushed tag, refused; then installed by name", refusedThenInstalledByName},
 		{"the leader's Pod deleted", theLeadersPodDeleted},
 		{"an upgrade with pipelines in flight", anUpgradeWithPipelinesInFlight},
 	}
@@ -91,18 +96,106 @@ func aPluginFromItsOwnImage(t *testing.T, commands string) {
 	// The node's containerd (Debian's 1.6) has no image volumes: the README's other way.
 	runCommands(t, strings.Replace(commands, "--reuse-values", "--reuse-values --set pluginDelivery=initContainer", 1))
 	for _, p := range operatorPods(t) {
-		require.Len(t, p.Spec.InitContainers, 1, "Pod %s installs the plugin with an init container", p.Name)
-		assert.Equal(t, first.exampleImage, p.Spec.InitContainers[0].Image, "pinned by digest")
+		require.Len(t, p.Spec.InitContainers, 2, "Pod %s copies the plugin out of its image with the operator's tool", p.Name)
+		init := p.Spec.InitContainers[1]
+		assert.Equal(t, first.exampleImage, init.Image, "pinned by digest")
+		assert.Equal(t, "/copy-tool/stepwise-copy", init.Command[0], "the plugin image's entrypoint does not run")
 		assert.Equal(t, new(false), p.Spec.AutomountServiceAccountToken)
-		for _, m := range p.Spec.InitContainers[0].VolumeMounts {
+		for _, m := range init.VolumeMounts {
 			assert.NotEqual(t, "/var/run/secrets/kubernetes.io/serviceaccount", m.MountPath, "the plugin's image gets no token")
 		}
+		assert.Contains(t, containerLog(t, p.Name, init.Name), "copied /stepwise-plugin-example.sigstore.json into /installed-plugins")
 	}
 	// The operator's image has no plugin: example.greet is there only from its own image.
 	ns := tenant(t)
 	p := createPipeline(t, ns, "greet", v1alpha1.Step{Name: "greet", Executor: "example.greet", With: map[string]string{"name": "Ada"}})
 	done := waitForPipeline(t, ns, p.Name, 2*time.Minute, succeeded)
 	assert.Equal(t, "Hello, Ada!", done.Status.Steps[0].Outputs["greeting"])
+}
+
+// refusedThenInstalledByName: the example plugin's policy names another key, then its image
+// is a re-pushed tag (other code, the genuine signature): each time the operator refuses
+// it saying why, in its catalogue and an Event, and a pipeline that needs it waits naming
+// it; no log of any container of the operator's Pods has the re-pushed code's marker.
+// Then the plugin is installed by name from the signed index make images wrote, and the
+// waiting pipeline goes on.
+func refusedThenInstalledByName(t *testing.T) {
+	ns := tenant(t)
+
+	runCommands(t, helmUpgrade(`--set-file "plugins[0].signature.publicKey=$OTHER_PUBLIC_KEY"`)+"\n"+rolloutStatus)
+	waitForRefusal(t, v1alpha1.PluginSignedByAnother)
+	createPipeline(t, ns, "waits", v1alpha1.Step{Name: "greet", Executor: "example.greet", With: map[string]string{"name": "Lin"}})
+	waiting := waitForPipeline(t, ns, "waits", 2*time.Minute, waitsOnThePlugin)
+	assert.Equal(t, "greet", waiting.Status.BlockedBy[0].Step)
+	assert.Contains(t, waiting.Status.BlockedBy[0].Unblock, "kubectl stepwise executors")
+
+	require.NoError(t, cluster.LoadImages(t.Context(), repushed))
+	runCommands(t, helmUpgrade(`--set-file "plugins[0].signature.publicKey=$PUBLIC_KEY" `+
+		`--set "plugins[0].image=$REGISTRY/stepwise-plugin-example:$TAG" `+
+		`--set "plugins[0].unpinnedImage=I accept that a re-pushed tag runs other code"`)+"\n"+rolloutStatus)
+	waitForRefusal(t, v1alpha1.PluginSignedOtherContent)
+	for _, p := range operatorPods(t) {
+		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+			assert.NotContains(t, containerLog(t, p.Name, c.Name), repushedMarker, "the re-pushed code ran in %s/%s", p.Name, c.Name)
+		}
+	}
+	waitForPipeline(t, ns, "waits", 2*time.Minute, func(p *v1alpha1.Pipeline) bool {
+		return waitsOnThePlugin(p) && strings.Contains(p.Status.Steps[0].Message, string(v1alpha1.PluginSignedOtherContent))
+	})
+
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	runCommands(t, "kubectl stepwise plugin install example --index $PLUGIN_INDEX --index-key $PUBLIC_KEY --values "+values+"\n"+
+		helmUpgrade("-f "+values)+"\n"+rolloutStatus)
+	done := waitForPipeline(t, ns, "waits", 2*time.Minute, succeeded)
+	assert.Equal(t, "Hello, Lin!", done.Status.Steps[0].Outputs["greeting"])
+	for _, p := range operatorPods(t) {
+		assert.Equal(t, first.exampleImage, p.Spec.InitContainers[1].Image, "the index's image, by digest")
+	}
+}
+
+// waitsOnThePlugin: the pipeline's step waits on the refused example plugin.
+func waitsOnThePlugin(p *v1alpha1.Pipeline) bool {
+	ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+	return ready != nil && ready.Reason == v1alpha1.ReasonPluginRefused && len(p.Status.BlockedBy) > 0 &&
+		p.Status.BlockedBy[0].Kind == v1alpha1.BlockerPlugin && p.Status.BlockedBy[0].Name == "stepwise-plugin-example"
+}
+
+// waitForRefusal waits until the operator's catalogue says it refused the example plugin
+// for reason, and a Warning Event on the catalogue says so.
+func waitForRefusal(t *testing.T, reason v1alpha1.PluginRefusalReason) {
+	t.Helper()
+	var last any
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		cat, err := catalog.Read(ctx, cluster.Client, installNamespace, catalog.DefaultName)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		last = cat.RefusedPlugins
+		if !slices.ContainsFunc(cat.RefusedPlugins, func(r executor.Refusal) bool {
+			return r.Plugin == "stepwise-plugin-example" && r.Reason == reason
+		}) {
+			return false, nil
+		}
+		events, err := cluster.Client.CoreV1().Events(installNamespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=ConfigMap,involvedObject.name=" + catalog.DefaultName + ",reason=" + v1alpha1.ReasonPluginRefused})
+		if err != nil {
+			return false, err
+		}
+		last = events.Items
+		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "plugin stepwise-plugin-example refused ("+string(reason)+")")
+		}), nil
+	})
+	require.NoError(t, err, "no refusal %s of the example plugin in the catalogue and its Events; last: %v", reason, last)
+}
+
+// containerLog is the log of a container of an operator's Pod.
+func containerLog(t *testing.T, pod, container string) string {
+	t.Helper()
+	data, err := cluster.Client.CoreV1().Pods(installNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(t.Context())
+	require.NoError(t, err, "the log of %s/%s", pod, container)
+	return string(data)
 }
 
 func theLeadersPodDeleted(t *testing.T) {
@@ -212,12 +305,14 @@ func runCommands(t *testing.T, commands string) {
 	require.NoError(t, err)
 	require.NoError(t, os.Symlink(helm, filepath.Join(tools, "helm")))
 	require.NoError(t, os.Symlink(cluster.BinPath("kubectl"), filepath.Join(tools, "kubectl")))
+	require.NoError(t, os.Symlink(cluster.BinPath("kubectl-stepwise"), filepath.Join(tools, "kubectl-stepwise")))
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", commands)
 	cmd.Dir = cluster.Root()
 	cmd.Env = append(os.Environ(),
 		"PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"KUBECONFIG="+cluster.Kubeconfig,
-		"REGISTRY="+registry, "TAG="+first.tag, "EXAMPLE_IMAGE="+first.exampleImage, "PUBLIC_KEY="+publicKey)
+		"REGISTRY="+registry, "TAG="+first.tag, "EXAMPLE_IMAGE="+first.exampleImage, "PUBLIC_KEY="+publicKey,
+		"OTHER_PUBLIC_KEY="+otherPublicKey, "PLUGIN_INDEX="+first.index)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s\n%s", commands, out)
 }

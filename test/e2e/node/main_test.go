@@ -37,10 +37,20 @@ type images struct {
 	operator      string
 	examplePlugin string
 	exampleImage  string // REGISTRY/stepwise-plugin-example@sha256:...
+	// index is the plugin index hack/images.sh wrote and signed: the example plugin.
+	index string
 }
 
-// signingKey and publicKey are the plugin author's key pair, made by the test.
-var signingKey, publicKey string
+// repushed is an image of other code (testdata/marker) under the first tag of the
+// example plugin, with the example's genuine signature: a tag re-pushed.
+var repushed string
+
+// repushedMarker is what testdata/marker prints when it runs.
+const repushedMarker = "stepwise-e2e: the re-pushed image's code ran"
+
+// signingKey and publicKey are the plugin author's key pair, made by the test;
+// otherPublicKey is another's.
+var signingKey, publicKey, otherPublicKey string
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -66,6 +76,15 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "make the plugin author's key pair: %v\n", err)
 			return 1
 		}
+		other := filepath.Join(stage, "other")
+		if err := os.Mkdir(other, 0o700); err != nil {
+			fmt.Fprintf(os.Stderr, "make a directory for another key pair: %v\n", err)
+			return 1
+		}
+		if _, otherPublicKey, err = writeKeyPair(other); err != nil {
+			fmt.Fprintf(os.Stderr, "make another key pair: %v\n", err)
+			return 1
+		}
 		for _, im := range []*images{&first, &second} {
 			tag := "e2e-1"
 			if im == &second {
@@ -79,6 +98,10 @@ func run(m *testing.M) int {
 				fmt.Fprintf(os.Stderr, "load the images into the node: %v\n", err)
 				return 1
 			}
+		}
+		if repushed, err = buildRepushed(ctx, c.Root(), stage); err != nil {
+			fmt.Fprintf(os.Stderr, "build the re-pushed image: %v\n", err)
+			return 1
 		}
 		return m.Run()
 	}()
@@ -132,8 +155,45 @@ func buildImages(ctx context.Context, root, stage, tag string) (images, error) {
 			im.exampleImage = strings.TrimSpace(ref)
 		}
 	}
+	im.index = filepath.Join(out, "plugin-index.yaml")
+	if _, err := os.Stat(im.index); err != nil {
+		return images{}, fmt.Errorf("hack/images.sh wrote no plugin index: %w\n%s", err, output)
+	}
 	if !strings.Contains(im.exampleImage, "@sha256:") {
 		return images{}, fmt.Errorf("hack/images.sh printed no image by digest of the example plugin:\n%s", output)
 	}
 	return im, nil
+}
+
+// buildRepushed builds testdata/marker as the example plugin's binary, puts the genuine
+// binary's signature (hack/images.sh's, in stage) next to it, and makes its image under
+// the first tag, with the image tool hack/images.sh built: what a registry would serve
+// after that tag was re-pushed. It returns the archive.
+func buildRepushed(ctx context.Context, root, stage string) (string, error) {
+	dir := filepath.Join(stage, "repushed")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	binary := filepath.Join(dir, "stepwise-plugin-example")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", binary, "./test/e2e/node/testdata/marker")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build the marker: %w\n%s", err, out)
+	}
+	built := filepath.Join(stage, "bin", "image")
+	sig, err := os.ReadFile(filepath.Join(built, "plugins", "stepwise-plugin-example.sigstore.json"))
+	if err != nil {
+		return "", fmt.Errorf("the genuine binary's signature: %w", err)
+	}
+	if err := os.WriteFile(binary+".sigstore.json", sig, 0o644); err != nil {
+		return "", err
+	}
+	archive := filepath.Join(dir, "stepwise-plugin-example.tar")
+	image := exec.CommandContext(ctx, filepath.Join(built, "image"), "-plugin", binary,
+		"-tag", registry+"/stepwise-plugin-example:"+first.tag, "-o", archive)
+	if out, err := image.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("image: %w\n%s", err, out)
+	}
+	return archive, nil
 }
