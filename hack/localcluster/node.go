@@ -103,14 +103,16 @@ func cniConfig(l layout) string {
 `, nodeBridge, l.cniIPAMDir(), podSubnet, nodeAddress)
 }
 
-// kubeletConfig serves the kubelet's API on loopback only, authenticates and authorizes
+// kubeletConfig serves the kubelet's API on the node's own address (the Pods' bridge, not
+// reachable from outside the machine), where the API server reaches it for logs, exec and
+// port-forward; it authenticates and authorizes
 // its callers by the API server, runs with cgroupfs on cgroup v1 (failCgroupV1: false:
 // v1.37 refuses cgroup v1 otherwise) and evicts nothing for lack of disk or memory, which
 // a shared test machine may well look like.
 func kubeletConfig(l layout, creds *pki, port, healthzPort int) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: %q
 port: %d
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -130,7 +132,7 @@ resolvConf: /etc/resolv.conf
 evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-`, port, healthzPort, creds.caCert, l.criEndpoint(), l.podLogs())
+`, nodeAddress, port, healthzPort, creds.caCert, l.criEndpoint(), l.podLogs())
 }
 
 // checkNodeTools says which of the node's programs (Debian's containerd, runc, iptables,

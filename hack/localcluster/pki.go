@@ -29,6 +29,10 @@ type pki struct {
 	// the Node authorizer and NodeRestriction know.
 	kubeletCert string
 	kubeletKey  string
+	// The API server's client certificate to the kubelet (logs, exec, port-forward):
+	// system:masters, which the kubelet's webhook authorization allows.
+	apiserverKubeletCert string
+	apiserverKubeletKey  string
 }
 
 // generatePKI writes a fresh CA, an API-server serving cert for loopback, a
@@ -49,6 +53,9 @@ func generatePKI(dir string) (*pki, error) {
 		tokenFile:   filepath.Join(dir, "tokens.csv"),
 		kubeletCert: filepath.Join(dir, "kubelet-client.crt"),
 		kubeletKey:  filepath.Join(dir, "kubelet-client.key"),
+
+		apiserverKubeletCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		apiserverKubeletKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
 	}
 
 	now := time.Now()
@@ -114,6 +121,26 @@ func generatePKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("marshal the kubelet's key: %w", err)
 	}
 
+	toKubeletKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate the API server's kubelet client key: %w", err)
+	}
+	toKubeletDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(4),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca, &toKubeletKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("sign the API server's kubelet client cert: %w", err)
+	}
+	toKubeletKeyDER, err := x509.MarshalECPrivateKey(toKubeletKey)
+	if err != nil {
+		return nil, fmt.Errorf("marshal the API server's kubelet client key: %w", err)
+	}
+
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("generate service-account key: %w", err)
@@ -138,6 +165,8 @@ func generatePKI(dir string) (*pki, error) {
 		{p.serverKey, pemBlock("EC PRIVATE KEY", srvKeyDER)},
 		{p.kubeletCert, pemBlock("CERTIFICATE", kubeletDER)},
 		{p.kubeletKey, pemBlock("EC PRIVATE KEY", kubeletKeyDER)},
+		{p.apiserverKubeletCert, pemBlock("CERTIFICATE", toKubeletDER)},
+		{p.apiserverKubeletKey, pemBlock("EC PRIVATE KEY", toKubeletKeyDER)},
 		{p.saKey, pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey))},
 		// token,user,uid,"groups": system:masters bypasses RBAC entirely.
 		{p.tokenFile, fmt.Appendf(nil, "%s,admin,admin,\"system:masters\"\n", p.adminToken)},

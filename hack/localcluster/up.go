@@ -258,6 +258,11 @@ func start(ctx context.Context, l layout, o upOptions) error {
 		// Node: the kubelet's own rights, by its certificate's name.
 		"--authorization-mode=Node,RBAC",
 		"--client-ca-file="+creds.caCert,
+		// kubectl logs, exec and port-forward reach the node's kubelet at its InternalIP
+		// (its name resolves nowhere), as a client the kubelet authorizes.
+		"--kubelet-client-certificate="+creds.apiserverKubeletCert,
+		"--kubelet-client-key="+creds.apiserverKubeletKey,
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+creds.saKey,
 		"--service-account-signing-key-file="+creds.saKey,

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -36,7 +37,7 @@ func readSecrets(ctx context.Context, clients *executor.Clients, namespace strin
 	out := map[string][]byte{}
 	byParam := make(map[string]map[string][]byte, len(names))
 	for _, param := range names {
-		s, err := clients.Kube.CoreV1().Secrets(namespace).Get(ctx, params[param], metav1.GetOptions{})
+		s, err := getSecret(ctx, clients, namespace, params[param])
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, nil, contract.Retryable("SecretNotFound", fmt.Errorf("parameter %s: Secret %s/%s not found", param, namespace, params[param]))
@@ -54,4 +55,13 @@ func readSecrets(ctx context.Context, clients *executor.Clients, namespace strin
 		byParam[param] = data
 	}
 	return out, byParam, nil
+}
+
+// getSecret reads a Secret through the clients' Secret reader, which logs none of it, or
+// their typed client when they have none (fakes in tests).
+func getSecret(ctx context.Context, clients *executor.Clients, namespace, name string) (*corev1.Secret, error) {
+	if clients.Secrets != nil {
+		return clients.Secrets.GetSecret(ctx, namespace, name)
+	}
+	return clients.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 }

@@ -7,6 +7,7 @@ package executor
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +32,14 @@ type Clients struct {
 	Metadata metadata.Interface
 	// Mapper maps kinds to resources; discovery data is the same for every identity.
 	Mapper meta.RESTMapper
+	// Secrets reads Secrets without logging their values at any verbosity (client-go's
+	// REST client logs response bodies from -v=8); nil: Kube's.
+	Secrets SecretGetter
+}
+
+// SecretGetter reads one Secret; the engine reads a step's Secrets through it.
+type SecretGetter interface {
+	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
 }
 
 // ClientProvider gives the clients that act as a ServiceAccount (a pipeline's, a

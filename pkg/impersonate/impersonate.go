@@ -99,7 +99,11 @@ func (p *ClientProvider) ForServiceAccount(namespace, name string) (*executor.Cl
 	if err != nil {
 		return nil, fmt.Errorf("metadata client for %s: %w", user, err)
 	}
-	c := &executor.Clients{Kube: kube, Dynamic: dyn, Metadata: md, Mapper: p.mapper}
+	secrets, err := newSecretReader(cfg.Host+cfg.APIPath, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("the Secret reader for %s: %w", user, err)
+	}
+	c := &executor.Clients{Kube: kube, Dynamic: dyn, Metadata: md, Mapper: p.mapper, Secrets: secrets}
 	p.clients.Add(user, c)
 	return c, nil
 }
