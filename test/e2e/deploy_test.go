@@ -72,13 +72,13 @@ func TestDeployManifestsServerDryRun(t *testing.T) {
 	// The chart renders the same objects (deploy/chart_test.go); the API server admits
 	// them, the default install and the namespaced one with a tenant.
 	ensureNamespace(t, "chart-tenant")
-	plugin := []string{"--set", "plugins[0].name=example", "--set", "plugins[0].image=registry.example/stepwise-plugin-example:v1",
+	plugin := []string{"--set", "plugins[0].name=example", "--set", "plugins[0].image=registry.example/stepwise-plugin-example@sha256:" + strings.Repeat("b", 64),
 		"--set", "plugins[0].sha256=" + strings.Repeat("a", 64)}
 	for _, values := range [][]string{
 		nil,
 		{"--set", "namespaced.enabled=true", "--set", "namespaced.tenants[0].namespace=chart-tenant"},
 		plugin,
-		append([]string{"--set", "pluginDelivery=imageVolume"}, plugin...),
+		append([]string{"--set", "pluginDelivery=initContainer"}, plugin...),
 	} {
 		rendered := helmTemplate(t, append([]string{"--include-crds"}, values...)...)
 		cmd := exec.CommandContext(ctx, cluster.BinPath("kubectl"), "--kubeconfig", cluster.Kubeconfig, "apply", "--dry-run=server", "-f", "-")

@@ -106,7 +106,9 @@ func (c *conformance) params(params map[string]string) map[string]string {
 
 // Conformance checks, through gRPC, what the engine relies on from every executor:
 // Create twice is harmless (same outcome, no error the second time); teardown of
-// something never created succeeds; a cancelled context makes every hook return promptly;
+// something never created succeeds; the teardown hooks run twice with the record the
+// creation hooks made succeed the second time too (what is already gone is done); a
+// cancelled context makes every hook return promptly;
 // and no answer of any hook it runs (message, outputs, state, error) carries a Secret
 // value given to it (WithSecrets, WithSecretParam) in any form it knows (leakFinder: as it
 // is, encoded, a half of it, a URL's parts), also when every endpoint is unreachable (each
@@ -165,6 +167,46 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string, opts
 		}
 	})
 
+	// Hooks run at least once: a crash between the teardown's remote calls and the status
+	// write runs it again with the same record, when the remote system answers "already
+	// gone" (404, 409); a failure then would hold the pipeline's finalizer for good.
+	t.Run("DeleteTwiceIsHarmless", func(t *testing.T) {
+		const uid = "conformance-delete-twice"
+		// The step as the engine keeps it for its teardown: the record and outputs of the
+		// creation hooks.
+		created, outputs := map[string]string{}, map[string]string{}
+		step := func(hook sdk.Hook) *sdk.Request {
+			req := request(hook, uid)
+			req.Created, req.Outputs[req.Step] = maps.Clone(created), maps.Clone(outputs)
+			return req
+		}
+		for _, hook := range contract.CreationHooks() {
+			res, err := cfg.call(t, c, name, hook, step(hook), leaks)
+			if err != nil {
+				t.Fatalf("%s: %v", hook, err)
+			}
+			maps.Copy(created, res.Created)
+			maps.Copy(outputs, res.Outputs)
+		}
+		first := map[sdk.Hook]bool{}
+		for _, run := range []string{"first", "second"} {
+			for _, hook := range contract.TeardownHooks() {
+				res, err := cfg.call(t, c, name, hook, step(hook), leaks)
+				switch {
+				case err != nil && run == "first":
+					t.Fatalf("%s with the record %v: %v", hook, created, err)
+				case err != nil:
+					t.Errorf("%s run again with the same record %v, as after a crash before the status write: %v "+
+						"(what is already gone, 404 or 409, is done: a failure here keeps the pipeline's finalizer)", hook, created, err)
+				case run == "first":
+					first[hook] = res.Done
+				case first[hook] && !res.Done:
+					t.Errorf("%s: the first call was done, the repeat is not: %+v", hook, res)
+				}
+			}
+		}
+	})
+
 	// In process: over gRPC the client returns at cancellation whatever the executor does,
 	// so this checks the executor itself.
 	t.Run("CancelledContextReturnsPromptly", func(t *testing.T) {
@@ -212,14 +254,17 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string, opts
 }
 
 // call runs hook once, or drives it to its end with WithWaits, reporting every leak of a
-// Secret on t.
+// Secret on t. A driven hook's Result has the outputs and the record of all its calls, as
+// the engine merges them.
 func (cfg *conformance) call(t *testing.T, r Runner, name string, hook sdk.Hook, req *sdk.Request, leaks leakFinder) (sdk.Result, error) {
 	t.Helper()
 	if cfg.maxPolls > 0 {
 		d := Drive(t, r, name, hook, req, MaxPolls(cfg.maxPolls), OnCall(func(poll int, res sdk.Result, err error) {
 			reportLeaks(t, hook, poll, leaks, res, err)
 		}))
-		return d.Result, d.Err
+		res := d.Result
+		res.Outputs, res.Created = d.Outputs, d.Created
+		return res, d.Err
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,7 +71,11 @@ const helperEnv = "PLUGINTEST_CONFORMANCE_HELPER"
 func TestConformanceHelper(t *testing.T) {
 	mode := os.Getenv(helperEnv)
 	if mode == "" {
-		return // only in the process TestConformanceFindsLeaks starts
+		return // only in the process TestConformanceFindsLeaks or TestConformanceRunsDeleteTwice starts
+	}
+	if strict, ok := closerMode(mode); ok {
+		plugintest.Conformance(t, closer{closed: &sync.Map{}, strict: strict}, nil)
+		return
 	}
 	receiver := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(receiver.Close)
@@ -113,6 +118,74 @@ func TestConformanceFindsLeaks(t *testing.T) {
 			require.ErrorAs(t, err, &exit, "%s", out)
 			assert.Contains(t, string(out), tt.wantFail)
 			assert.NotContains(t, string(out), token[:8], "a failure never prints the Secret")
+		})
+	}
+}
+
+// closer records a made-up ticket in Create and closes it in Delete; strict fails the
+// close of a ticket it closed already, as if the API's "409 already closed" were an error.
+type closer struct {
+	sdk.Base
+	closed *sync.Map // ticket ID → true once closed
+	strict bool
+}
+
+func (closer) Name() string { return "test.closer" }
+
+func (closer) Create(_ context.Context, req *sdk.Request) (sdk.Result, error) {
+	return sdk.Done("opened").WithCreated(map[string]string{"ticket": "T-" + req.IdempotencyKey}), nil
+}
+
+func (c closer) Delete(_ context.Context, req *sdk.Request) (sdk.Result, error) {
+	id := req.Created["ticket"]
+	if id == "" {
+		return sdk.Done("nothing to close"), nil
+	}
+	if _, gone := c.closed.LoadOrStore(id, true); gone && c.strict {
+		return sdk.Result{}, fmt.Errorf("close %s: 409 Conflict: the ticket is closed", id)
+	}
+	return sdk.Done("closed " + id), nil
+}
+
+// The helper's modes that run Conformance of a closer.
+const (
+	closerLenient = "a closer whose Delete takes already closed as done"
+	closerStrict  = "a closer whose Delete fails on already closed"
+)
+
+// closerMode tells whether mode runs Conformance of a closer, and whether it is strict.
+func closerMode(mode string) (strict, ok bool) {
+	switch mode {
+	case closerLenient:
+		return false, true
+	case closerStrict:
+		return true, true
+	}
+	return false, false
+}
+
+func TestConformanceRunsDeleteTwice(t *testing.T) {
+	tests := []struct {
+		mode     string
+		wantFail bool
+	}{
+		{mode: closerLenient},
+		{mode: closerStrict, wantFail: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestConformanceHelper$", "-test.v", "-test.timeout=2m")
+			cmd.Env = append(os.Environ(), helperEnv+"="+tt.mode)
+			out, err := cmd.CombinedOutput()
+			if !tt.wantFail {
+				require.NoError(t, err, "%s", out)
+				return
+			}
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "%s", out)
+			assert.Contains(t, string(out), "--- FAIL: TestConformanceHelper/DeleteTwiceIsHarmless")
+			assert.Contains(t, string(out), "Delete run again with the same record map[ticket:T-")
+			assert.Contains(t, string(out), "409 Conflict")
 		})
 	}
 }

@@ -41,6 +41,16 @@ type DriveOption func(*driver)
 type driver struct {
 	maxPolls int
 	onCall   func(poll int, res sdk.Result, err error)
+	// atFirstWait sees the drive at the hook's first answer that is not done, and stops it
+	// there when it returns true: what Lifecycle does to a step deleted, or failed, during
+	// its first wait.
+	atFirstWait func(DriveResult) (stop bool)
+}
+
+// atFirstWait has f see the drive at the hook's first answer that is not done (its State
+// carried, its wait counted in DriveResult.Waited), and stops it there when f returns true.
+func atFirstWait(f func(DriveResult) (stop bool)) DriveOption {
+	return func(d *driver) { d.atFirstWait = f }
 }
 
 // MaxPolls bounds the calls Drive makes (DefaultMaxPolls when n < 1).
@@ -132,6 +142,12 @@ func (d driver) drive(ctx context.Context, r Runner, executor string, hook sdk.H
 		}
 		call.State = out.Result.State
 		out.Waited += max(out.Result.RequeueAfter, 0)
+		if first := d.atFirstWait; first != nil {
+			d.atFirstWait = nil // d is this drive's copy
+			if first(out) {
+				return out
+			}
+		}
 	}
 	out.Err = fmt.Errorf("plugintest: the %s hook of %s is not done after %d calls (%s waited); last message %q",
 		hook, executor, out.Polls, out.Waited, out.Result.Message)
