@@ -13,8 +13,9 @@ import (
 // comes earlier than that whenever the pipeline changes, first of all through the
 // engine's own status write, which comes back through the informer at once: without this
 // the hook was called again within milliseconds, twice per interval it asked for. It is
-// memory only: after a restart a waiting hook is called once at once, which the contract
-// allows (hooks run at least once). Safe for concurrent use.
+// memory only: after a restart, the step's status.pollInterval (what the hook asked,
+// written only when that changes) makes the first call wait as long again, never sooner
+// than asked. Safe for concurrent use.
 type dueCalls struct {
 	mu        sync.Mutex
 	due       map[dueKey]time.Time
@@ -65,17 +66,24 @@ func (d *dueCalls) set(k dueKey, at, now time.Time) {
 
 // early is how long before the attempt k is due now is; 0 when it is due, or unknown.
 func (d *dueCalls) early(k dueKey, now time.Time) time.Duration {
+	wait, _ := d.lookup(k, now)
+	return wait
+}
+
+// lookup is early, and whether the attempt k is known at all: an attempt due now is
+// forgotten, and known this once.
+func (d *dueCalls) lookup(k dueKey, now time.Time) (time.Duration, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	at, ok := d.due[k]
 	if !ok {
-		return 0
+		return 0, false
 	}
 	if wait := at.Sub(now); wait > 0 {
-		return wait
+		return wait, true
 	}
 	delete(d.due, k)
-	return 0
+	return 0, true
 }
 
 // len is how many attempts it remembers.

@@ -158,6 +158,7 @@ func (ps *pipelineSync) resetStep(s *v1alpha1.StepStatus) {
 	s.Attempts = 0
 	s.HookStartTime = nil
 	s.NextAttemptTime = nil
+	s.PollInterval = nil
 	s.CompletionTime = nil
 }
 

@@ -112,8 +112,16 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 		ps.beginStep(s, d)
 	case s.Phase == d.activePhase:
 		// A hook that is not done: called again when it asked, whatever brought this sync.
-		if wait := ps.c.due.early(dueKeyOf(ps.p, s), ps.now()); wait > 0 {
+		key := dueKeyOf(ps.p, s)
+		wait, known := ps.c.due.lookup(key, ps.now())
+		switch {
+		case wait > 0:
 			return wait
+		case !known && s.PollInterval != nil && s.PollInterval.Duration > 0:
+			// The operator restarted since the hook asked: when it last ran is not known,
+			// so the call waits the whole interval, never sooner than asked.
+			ps.c.due.set(key, ps.now().Add(s.PollInterval.Duration), ps.now())
+			return s.PollInterval.Duration
 		}
 	case s.Phase == v1alpha1.StepWaiting:
 		if wait := s.NextAttemptTime.Sub(ps.now()); wait > 0 {
@@ -159,7 +167,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			}
 		}
 		res, err := ps.callHook(ctx, exec, req, deadline)
-		s.BlockedBy = nil // set again below while the hook waits
+		s.BlockedBy, s.PollInterval = nil, nil // set again below while the hook waits
 		if err != nil {
 			return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, err))
 		}
@@ -188,6 +196,13 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			// Look again no later than the deadline, so a timeout is noticed on time.
 			after = min(after, deadline.Sub(ps.now()))
 			ps.c.due.set(dueKeyOf(ps.p, s), ps.now().Add(after), ps.now())
+			// What the hook asked, not bounded by the deadline: it changes, and so is
+			// written, only when the hook asks another interval, not at every call.
+			asked := res.RequeueAfter
+			if asked <= 0 {
+				asked = defaultRequeueAfter
+			}
+			s.PollInterval = &metav1.Duration{Duration: asked.Round(time.Second)}
 			ps.setStepCondition(s, metav1.ConditionFalse, string(d.activePhase), s.Message)
 			return after
 		}

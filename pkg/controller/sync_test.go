@@ -154,10 +154,18 @@ func TestResumeAfterRestartRunsNothingTwice(t *testing.T) {
 		"one/PreCreate#1", "one/Create#1", "one/PostCreate#1", "two/PreCreate#1", "two/Create#1",
 	}, f.exec.Calls())
 
-	// A new controller, with empty memory, over the persisted status.
+	assert.Equal(t, &metav1.Duration{Duration: time.Minute}, stepStatus(f.get("p"), "two").PollInterval, "the status keeps what the hook asked")
+
+	// A new controller, with empty memory, over the persisted status: the waiting hook is
+	// not called sooner than it asked, counted from the restart.
 	g := f.restart()
 	g.exec.reset()
 	g.exec.on("two", v1alpha1.HookCreate, done)
+	assert.Equal(t, time.Minute, g.sync("p"))
+	g.clock.Step(59 * time.Second)
+	assert.Equal(t, time.Second, g.sync("p"))
+	assert.Empty(t, g.exec.Calls(), "not called before the interval it asked for")
+	g.clock.Step(time.Second)
 	g.syncUntilIdle("p")
 
 	assert.Equal(t, []string{

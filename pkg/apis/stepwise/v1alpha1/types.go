@@ -485,6 +485,12 @@ type StepStatus struct {
 	// +optional
 	NextAttemptTime *metav1.Time `json:"nextAttemptTime,omitempty"`
 
+	// PollInterval is how long the waiting hook asked to wait before it is called again.
+	// An operator restarted meanwhile waits as long before its first call: never sooner
+	// than the hook asked.
+	// +optional
+	PollInterval *metav1.Duration `json:"pollInterval,omitempty"`
+
 	// Outputs the executor reported, for later steps to refer to.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32

@@ -1160,6 +1160,11 @@ func (in *StepStatus) DeepCopyInto(out *StepStatus) {
 		in, out := &in.NextAttemptTime, &out.NextAttemptTime
 		*out = (*in).DeepCopy()
 	}
+	if in.PollInterval != nil {
+		in, out := &in.PollInterval, &out.PollInterval
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Outputs != nil {
 		in, out := &in.Outputs, &out.Outputs
 		*out = make(map[string]string, len(*in))

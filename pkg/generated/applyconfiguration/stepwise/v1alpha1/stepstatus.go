@@ -51,6 +51,10 @@ type StepStatusApplyConfiguration struct {
 	HookStartTime *v1.Time `json:"hookStartTime,omitempty"`
 	// NextAttemptTime is when a failed hook is tried again.
 	NextAttemptTime *v1.Time `json:"nextAttemptTime,omitempty"`
+	// PollInterval is how long the waiting hook asked to wait before it is called again.
+	// An operator restarted meanwhile waits as long before its first call: never sooner
+	// than the hook asked.
+	PollInterval *v1.Duration `json:"pollInterval,omitempty"`
 	// Outputs the executor reported, for later steps to refer to.
 	Outputs map[string]string `json:"outputs,omitempty"`
 	// HookState is what the current hook keeps for its next call while it waits (an
@@ -161,6 +165,14 @@ func (b *StepStatusApplyConfiguration) WithHookStartTime(value v1.Time) *StepSta
 // If called multiple times, the NextAttemptTime field is set to the value of the last call.
 func (b *StepStatusApplyConfiguration) WithNextAttemptTime(value v1.Time) *StepStatusApplyConfiguration {
 	b.NextAttemptTime = &value
+	return b
+}
+
+// WithPollInterval sets the PollInterval field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PollInterval field is set to the value of the last call.
+func (b *StepStatusApplyConfiguration) WithPollInterval(value v1.Duration) *StepStatusApplyConfiguration {
+	b.PollInterval = &value
 	return b
 }
 
