@@ -122,7 +122,9 @@ func aPluginFromItsOwnImage(t *testing.T, commands string) {
 func refusedThenInstalledByName(t *testing.T) {
 	ns := tenant(t)
 
-	runCommands(t, helmUpgrade(`--set-file "plugins[0].signature.publicKey=$OTHER_PUBLIC_KEY"`)+"\n"+rolloutStatus)
+	// --set of a list's item replaces the list: the whole entry each time.
+	runCommands(t, helmUpgrade(`--set plugins[0].name=example --set "plugins[0].image=$EXAMPLE_IMAGE" `+
+		`--set-file "plugins[0].signature.publicKey=$OTHER_PUBLIC_KEY"`)+"\n"+rolloutStatus)
 	waitForRefusal(t, v1alpha1.PluginSignedByAnother)
 	createPipeline(t, ns, "waits", v1alpha1.Step{Name: "greet", Executor: "example.greet", With: map[string]string{"name": "Lin"}})
 	waiting := waitForPipeline(t, ns, "waits", 2*time.Minute, waitsOnThePlugin)
@@ -130,7 +132,7 @@ func refusedThenInstalledByName(t *testing.T) {
 	assert.Contains(t, waiting.Status.BlockedBy[0].Unblock, "kubectl stepwise executors")
 
 	require.NoError(t, cluster.LoadImages(t.Context(), repushed))
-	runCommands(t, helmUpgrade(`--set-file "plugins[0].signature.publicKey=$PUBLIC_KEY" `+
+	runCommands(t, helmUpgrade(`--set plugins[0].name=example --set-file "plugins[0].signature.publicKey=$PUBLIC_KEY" `+
 		`--set "plugins[0].image=$REGISTRY/stepwise-plugin-example:$TAG" `+
 		`--set "plugins[0].unpinnedImage=I accept that a re-pushed tag runs other code"`)+"\n"+rolloutStatus)
 	waitForRefusal(t, v1alpha1.PluginSignedOtherContent)
