@@ -145,7 +145,12 @@ func refusedThenInstalledByName(t *testing.T) {
 		return waitsOnThePlugin(p) && strings.Contains(p.Status.Steps[0].Message, string(v1alpha1.PluginSignedOtherContent))
 	})
 
-	values := filepath.Join(t.TempDir(), "values.yaml")
+	// Not t.TempDir: its path has the test's name, commas included, and helm -f splits
+	// its argument at commas.
+	dir, err := os.MkdirTemp("", "stepwise-values-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	values := filepath.Join(dir, "values.yaml")
 	runCommands(t, "kubectl stepwise plugin install example --index $PLUGIN_INDEX --index-key $PUBLIC_KEY --values "+values+"\n"+
 		helmUpgrade("-f "+values)+"\n"+rolloutStatus)
 	done := waitForPipeline(t, ns, "waits", 2*time.Minute, succeeded)
