@@ -70,9 +70,12 @@ func Lifecycle(t testing.TB, r Runner, executor string, params map[string]string
 	s := stepRun{t: t, r: r, executor: executor, params: params, remote: remote, opts: opts}
 	created := s.toDone()
 	s.atFirstWait(deletedUID, "deleted at Create's first wait", nil)
-	if remote.Fail != nil {
-		s.atFirstWait(failedUID, "Create failed after its first wait (Remote.Fail)", remote.Fail)
+	if remote.Fail == nil {
+		t.Logf("plugintest: Remote.Fail is not set: the teardown of a step whose Create failed after a wait is checked " +
+			"as the one of a step deleted at that wait, which gets the same inputs")
+		return created
 	}
+	s.atFirstWait(failedUID, "Create failed after its first wait (Remote.Fail)", remote.Fail)
 	return created
 }
 
