@@ -359,7 +359,7 @@ func TestTheChartsValues(t *testing.T) {
 			}},
 		{name: "an unpinned plugin image, accepted in so many words", set: []string{"plugins[0].name=example",
 			"plugins[0].image=registry.example/stepwise-plugin-example:v1", "plugins[0].sha256=" + strings.Repeat("a", 64),
-			"plugins[0].unpinnedImage=I accept that a re-pushed tag runs other code"},
+			"plugins[0].unpinnedImage=I accept that the tag may move to another build"},
 			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 				assert.NotNil(t, objs["ConfigMap/stepwise-system/stepwise-installed-plugins"])
 			}},

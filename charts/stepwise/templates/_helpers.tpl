@@ -56,8 +56,8 @@ its public key, or its keyless identity and issuer. */}}
 re-pushed with other code) unless its values accept that in so many words. */}}
 {{- define "stepwise.pinnedPluginImages" -}}
 {{- range .Values.plugins -}}
-{{- if and (not (contains "@sha256:" .image)) (ne (.unpinnedImage | default "") "I accept that a re-pushed tag runs other code") -}}
-{{- fail (printf "plugins: the image of plugin %s, %s, is not pinned by digest (IMAGE@sha256:...): a tag can be re-pushed with other code. Pin it, or set plugins[].unpinnedImage to \"I accept that a re-pushed tag runs other code\"" .name .image) -}}
+{{- if and (not (contains "@sha256:" .image)) (ne (.unpinnedImage | default "") "I accept that the tag may move to another build") -}}
+{{- fail (printf "plugins: the image of plugin %s, %s, is not pinned by digest (IMAGE@sha256:...): a tag can move to another build (one its signature policy refuses, or a newer signed one). Pin it, or set plugins[].unpinnedImage to \"I accept that the tag may move to another build\"" .name .image) -}}
 {{- end -}}
 {{- if not (or .sha256 .signature) -}}
 {{- fail (printf "plugins: plugin %s needs a signature policy (signature.publicKey, or signature.identity and signature.issuer) or its sha256" .name) -}}

@@ -134,7 +134,7 @@ func refusedThenInstalledByName(t *testing.T) {
 	require.NoError(t, cluster.LoadImages(t.Context(), repushed))
 	runCommands(t, helmUpgrade(`--set plugins[0].name=example --set-file "plugins[0].signature.publicKey=$PUBLIC_KEY" `+
 		`--set "plugins[0].image=$REGISTRY/stepwise-plugin-example:$TAG" `+
-		`--set "plugins[0].unpinnedImage=I accept that a re-pushed tag runs other code"`)+"\n"+rolloutStatus)
+		`--set "plugins[0].unpinnedImage=I accept that the tag may move to another build"`)+"\n"+rolloutStatus)
 	waitForRefusal(t, v1alpha1.PluginSignedOtherContent)
 	for _, p := range operatorPods(t) {
 		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
