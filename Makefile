@@ -76,8 +76,8 @@ krew-manifest: ## Build kubectl-stepwise, archive it into dist/ for this platfor
 	@echo "wrote $(DIST)/stepwise.yaml"
 
 .PHONY: images
-images: ## Build the operator's image and each plugin's, static, on an empty base, as OCI archives in bin/images (no container engine, no registry; IMAGE_REPO=REGISTRY IMAGE_TAG=v0.3.0; SIGNING_KEY=FILE signs the plugins).
-	PLUGINS="$(PLUGINS)" IMAGE_REPO="$(IMAGE_REPO)" IMAGE_TAG="$(IMAGE_TAG)" SIGNING_KEY="$(SIGNING_KEY)" hack/images.sh
+images: ## Build the operator's image and each plugin's, static, on an empty base, as OCI archives in bin/images (no container engine, no registry; IMAGE_REPO=REGISTRY IMAGE_TAG=v0.3.0; SIGNING_KEY=FILE signs the plugins and their index; PLUGINS="a b" builds those only; the operator's image holds OPERATOR_PLUGINS, by default every plugin built: OPERATOR_PLUGINS= for none).
+	PLUGINS="$(PLUGINS)" IMAGE_REPO="$(IMAGE_REPO)" IMAGE_TAG="$(IMAGE_TAG)" SIGNING_KEY="$(SIGNING_KEY)" $(if $(filter undefined,$(origin OPERATOR_PLUGINS)),,OPERATOR_PLUGINS="$(OPERATOR_PLUGINS)") hack/images.sh
 
 .PHONY: demo
 demo: ## Build what the demo runs, start a local control plane, a vCenter simulator and the operator, and retire a node through a plugin.
@@ -94,8 +94,8 @@ demo-bins:
 	$(BUILD) --plugins "$(DEMO_PLUGINS)" $(CMDS)
 
 .PHONY: dev
-dev: ## Run the operator with one plugin (PLUGIN=<dir under plugins/>) on a local control plane, to try it by hand; stop with make demo-down.
-	PLUGIN="$(PLUGIN)" hack/demo.sh dev
+dev: ## Run the operator with one plugin (PLUGIN=<dir under plugins/>) on a local control plane, to try it by hand (OPERATOR_ARGS="-v=4 ..." adds operator flags); stop with make demo-down.
+	PLUGIN="$(PLUGIN)" OPERATOR_ARGS="$(OPERATOR_ARGS)" hack/demo.sh dev
 
 # hack/demo.sh runs it with -j2, as demo-build.
 .PHONY: dev-build
@@ -217,7 +217,8 @@ $(HELM): | $(LOCALBIN)
 	mv $(LOCALBIN)/helm $@
 
 .PHONY: helm
-helm: $(HELM) ## Install the pinned Helm into ./bin.
+helm: $(HELM) ## Install the pinned Helm into ./bin, as bin/helm too (PATH=$PWD/bin:$PATH for the README's helm commands).
+	ln -sfn $(notdir $(HELM)) $(LOCALBIN)/helm
 
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

@@ -5,7 +5,8 @@
 # drain past a PodDisruptionBudget, destroy the VM through the plugin, delete the Node).
 # Every phase is timed. `hack/demo.sh down` stops what `up` started, by recorded PID.
 # `PLUGIN=NAME hack/demo.sh dev` (make dev PLUGIN=NAME) starts the same control plane and the
-# operator with plugins/NAME only, for a plugin author to try it by hand.
+# operator with plugins/NAME only, for a plugin author to try it by hand. OPERATOR_ARGS adds
+# flags to the operator's (make dev PLUGIN=NAME OPERATOR_ARGS="-v=4 --hook-call-timeout=1m").
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -138,7 +139,7 @@ operator_up() {
         "${BIN}/stepwise-operator" --kubeconfig "${KUBECONFIG}" --enable-test-executors --leader-elect=false \
             --namespace=stepwise-system --plugin-dir "${BIN}/plugins" --plugin-allowed-cidrs=127.0.0.0/8 \
             --metrics-bind-address=127.0.0.1:8480 --metrics-secure=false --health-probe-bind-address=127.0.0.1:8481 \
-            >"${LOGS}/operator.log" 2>&1 &
+            ${OPERATOR_ARGS:-} >"${LOGS}/operator.log" 2>&1 &
         echo $! >"${OPERATOR_PID}"
         echo "    started (PID $!, log .local/logs/operator.log, metrics http://127.0.0.1:8480/metrics)"
     fi
