@@ -29,8 +29,9 @@
 //     between the creating call and the status write repeats that call with the same
 //     Request.IdempotencyKey and without the record: send the key to the remote API as its
 //     idempotency key (or look the thing up by it) so the repeat finds what the first call
-//     made instead of making a second. plugintest.Lifecycle and plugintest.CrashReplay test
-//     both.
+//     made instead of making a second. plugintest.Lifecycle tests the record (a teardown
+//     after the step is done, at Create's first wait and after a failure that follows it,
+//     each run twice) and plugintest.CrashReplay the key.
 //   - State: a hook that waits may keep a little state for its next call
 //     (Result.WithState, read back in Request.State), dropped once the hook is done: never
 //     keep what teardown needs there. Request.HookStarted is when the first call of this
