@@ -69,8 +69,8 @@ ends in Secret, or the executor declares it of type secret); PARAM names a made-
 unless -p sets it. Other users of the machine can see a command line: use test
 credentials. A hook that waits prints the state it keeps: give it back with --state
 KEY=VALUE to make its next call (the idempotency key stays the same unless --uid changes
-it), or give --until-done to have it called again after the time it asks, with its state
-and records, until it is done or fails, within --timeout. Plugins may not connect to
+it), or give --until-done to have it called again after the time it asks (at once with
+--no-wait), with its state and records, until it is done or fails, within --timeout. Plugins may not connect to
 loopback or private addresses unless allowed: --allowed-cidrs 127.0.0.0/8 lets one reach a
 fake API on this machine, as the operator's --plugin-allowed-cidrs does.
 
@@ -147,6 +147,8 @@ are invalid; 3 the hook is waiting: call it again after the time shown.`,
 		"Comma-separated CIDRs the plugin may connect to despite its egress policy, as the operator's --plugin-allowed-cidrs (127.0.0.0/8 for a fake API on loopback).")
 	f.BoolVar(&flags.untilDone, "until-done", false,
 		"Call a hook that waits again, after the time it asks, with its state and records, until it is done or fails (within --timeout), as the engine would.")
+	f.BoolVar(&flags.noWait, "no-wait", false,
+		"With --until-done: call a waiting hook again at once, not after the time it asks (a fake API that answers at once).")
 	f.StringVar(&flags.checksum, "checksum", "", "The SHA-256 BINARY must have, in hex: refuse to run it otherwise.")
 	f.StringVar(&flags.uid, "uid", runUID, "UID of the made-up pipeline, part of the hook's idempotency key.")
 	f.DurationVar(&flags.timeout, "timeout", 30*time.Second, "How long the plugin has to start, describe itself and answer the hook.")
@@ -162,7 +164,7 @@ type pluginRunFlags struct {
 	hookStarted, stepStarted                           string
 	attempt                                            int32
 	timeout                                            time.Duration
-	untilDone                                          bool
+	untilDone, noWait                                  bool
 }
 
 // pluginRun is what `plugin run` was asked to do, checked.
@@ -186,13 +188,18 @@ type pluginRun struct {
 	// allowedCIDRs is what the plugin may reach despite its egress policy.
 	allowedCIDRs string
 	untilDone    bool
-	timeout      time.Duration
-	logLevel     hclog.Level
+	// noWait calls a waiting hook again at once (--no-wait).
+	noWait   bool
+	timeout  time.Duration
+	logLevel hclog.Level
 }
 
 // parse checks the arguments and flags before anything runs.
 func (f *pluginRunFlags) parse(args []string) (*pluginRun, error) {
-	r := &pluginRun{executor: args[1], uid: f.uid, timeout: f.timeout, untilDone: f.untilDone}
+	r := &pluginRun{executor: args[1], uid: f.uid, timeout: f.timeout, untilDone: f.untilDone, noWait: f.noWait}
+	if f.noWait && !f.untilDone {
+		return nil, errors.New("--no-wait goes with --until-done")
+	}
 	var err error
 	if r.path, err = filepath.Abs(args[0]); err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", args[0], err)

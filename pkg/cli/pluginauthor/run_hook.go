@@ -84,6 +84,9 @@ func (r *pluginRun) run(ctx context.Context, stderr io.Writer) (*pluginRunReport
 		}
 		// Waiting, and --until-done: again after the time it asked, as the engine would.
 		after := max(report.requeueAfter, time.Second)
+		if r.noWait {
+			after = 0
+		}
 		_, _ = fmt.Fprintf(stderr, "call %d: waiting %s: %s\n", report.Calls, after, termsafe.OneLine(report.Message, 0))
 		select {
 		case <-ctx.Done():

@@ -249,6 +249,7 @@ hookStarted: 2026-11-26T08:00:00Z
 		wantOutputs map[string]string
 		wantCreated map[string]string
 		wantCalls   int
+		wantStderr  string
 	}{
 		{
 			name: "a waiting hook to the end", wantResult: pluginauthor.HookDone, wantCalls: 2,
@@ -256,6 +257,13 @@ hookStarted: 2026-11-26T08:00:00Z
 				"--hook-started", "2026-11-26T09:00:00Z", "--step-started", "2026-11-26T07:00:00Z"},
 			wantOutputs: map[string]string{"ticketID": "T-1", "state": "map[polls:1]", "attempt": "1", "allowed": "127.0.0.0/8",
 				"hookStarted": "2026-11-26T09:00:00Z", "stepStarted": "2026-11-26T07:00:00Z"},
+			wantCreated: map[string]string{"ticket": "T-1"},
+		},
+		{
+			name: "a waiting hook to the end, called again at once", wantResult: pluginauthor.HookDone, wantCalls: 2,
+			args: []string{"test.ticket", "Create", "-p", "summary=s", "--until-done", "--no-wait", "--allowed-cidrs", "127.0.0.0/8",
+				"--hook-started", "2026-11-26T09:00:00Z", "--step-started", "2026-11-26T07:00:00Z"},
+			wantStderr:  "call 1: waiting 0s: ",
 			wantCreated: map[string]string{"ticket": "T-1"},
 		},
 		{
@@ -292,6 +300,7 @@ hookStarted: 2026-11-26T08:00:00Z
 			assert.Equal(t, tt.wantResult, got.Result)
 			assert.Equal(t, tt.wantCalls, got.Calls)
 			assert.Equal(t, tt.wantCreated, got.Created)
+			assert.Contains(t, errOut, tt.wantStderr)
 			if tt.wantOutputs != nil {
 				assert.Equal(t, tt.wantOutputs, got.Outputs)
 			}
