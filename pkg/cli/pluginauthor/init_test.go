@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -43,8 +44,8 @@ func TestPluginInitWritesAPluginThatPasses(t *testing.T) {
 	}
 
 	// The README's signed image without a container engine, its commands as written, run
-	// in the plugin's directory with a home of the test's: but the image tool of this
-	// checkout (no version), this process for kubectl stepwise, and no push.
+	// in the plugin's directory with a home of the test's: kubectl stepwise in this
+	// process, the build through sh, and no push.
 	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
 	require.NoError(t, err)
 	commands := shellBlockAfter(t, string(readme), "without a container engine")
@@ -52,31 +53,43 @@ func TestPluginInitWritesAPluginThatPasses(t *testing.T) {
 	binary := "stepwise-plugin-" + name
 	assert.Equal(t, "kubectl stepwise plugin keygen --dir ~/.stepwise", commands[0])
 	assert.Equal(t, "CGO_ENABLED=0 go build -trimpath -o bin/"+binary+" .", commands[1])
-	assert.True(t, strings.HasPrefix(commands[2], "go run github.com/stepwise-dev/stepwise/hack/image@"), commands[2])
+	assert.Equal(t, "kubectl stepwise plugin image bin/"+binary+" --signing-key ~/.stepwise/stepwise-signing.key --tag REGISTRY/"+binary+":TAG -o "+binary+".tar", commands[2])
 	assert.Equal(t, "skopeo copy oci-archive:"+binary+".tar docker://REGISTRY/"+binary+":TAG", commands[3])
 	assert.Equal(t, "kubectl stepwise plugin verify bin/"+binary+" --key ~/.stepwise/stepwise-signing.pub", commands[4])
+	assert.NotContains(t, string(readme), "go run", "nothing to run from a module version the proxy may refuse")
 
 	home := t.TempDir()
 	inHome := func(command string) string { return strings.ReplaceAll(command, "~", home) }
-	kubectlStepwise := func(command string) {
-		args := strings.Fields(strings.TrimPrefix(inHome(command), "kubectl stepwise plugin "))
+	kubectlStepwise := func(command string) string {
+		args, ok := strings.CutPrefix(inHome(command), "kubectl stepwise plugin ")
+		require.True(t, ok, "not a kubectl stepwise plugin command: %s", command)
 		t.Chdir(dir)
-		code, out, errOut := runPlugin(t, args...)
+		code, out, errOut := runPlugin(t, strings.Fields(args)...)
 		require.Equal(t, cli.ExitOK, code, "%s:\n%s%s", command, out, errOut)
+		return out
 	}
 	kubectlStepwise(commands[0])
-	imageTool, imageFlags, _ := strings.Cut(commands[2], "@")
-	_, imageFlags, _ = strings.Cut(imageFlags, " ")
-	outputs := map[string]string{}
-	for _, command := range []string{commands[1], imageTool + " " + imageFlags} {
-		sh := exec.CommandContext(t.Context(), "sh", "-c", inHome(command))
-		sh.Dir = dir
-		out, err := sh.CombinedOutput()
-		require.NoError(t, err, "%s:\n%s", command, out)
-		outputs[command] = string(out)
-	}
-	assert.Contains(t, outputs[imageTool+" "+imageFlags], binary+".tar REGISTRY/"+binary+":TAG sha256:")
+	sh := exec.CommandContext(t.Context(), "sh", "-c", inHome(commands[1]))
+	sh.Dir = dir
+	built, err := sh.CombinedOutput()
+	require.NoError(t, err, "%s:\n%s", commands[1], built)
+	imageOut := kubectlStepwise(commands[2])
+	assert.Regexp(t, `^`+regexp.QuoteMeta(binary+".tar REGISTRY/"+binary+":TAG sha256:")+`[0-9a-f]{64}\n$`, imageOut)
 	assert.FileExists(t, filepath.Join(dir, binary+".tar"))
+	// What they built is no source: the plugin's .gitignore leaves it out, asked of git in
+	// a repository of its own (this one ignores the test's directory whole).
+	repo := t.TempDir()
+	gitignore, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".gitignore"), gitignore, 0o644))
+	gitInit := exec.CommandContext(t.Context(), "git", "init", "-q", repo)
+	require.NoError(t, gitInit.Run())
+	for _, built := range []string{filepath.Join("bin", binary), binary + ".tar", "main.go"} {
+		ignored := exec.CommandContext(t.Context(), "git", "check-ignore", "-q", built)
+		ignored.Dir = repo
+		assert.Equal(t, built != "main.go", ignored.Run() == nil, "git ignores %s", built)
+	}
+	assert.FileExists(t, filepath.Join(dir, "bin", binary+".sigstore.json"), "signed by plugin image --signing-key")
 	kubectlStepwise(commands[4])
 
 	// The binary installs itself and its signature as the init container runs it.
@@ -134,7 +147,7 @@ func TestPluginInitImageFiles(t *testing.T) {
 				"# stepwise-plugin-acme\n",
 				"\nCGO_ENABLED=0 go build -trimpath -o bin/stepwise-plugin-acme .\n",
 				"\nkubectl stepwise plugin keygen --dir ~/.stepwise\n",
-				" -plugin bin/stepwise-plugin-acme -signing-key ~/.stepwise/stepwise-signing.key -tag REGISTRY/stepwise-plugin-acme:TAG -o stepwise-plugin-acme.tar\n",
+				"\nkubectl stepwise plugin image bin/stepwise-plugin-acme --signing-key ~/.stepwise/stepwise-signing.key --tag REGISTRY/stepwise-plugin-acme:TAG -o stepwise-plugin-acme.tar\n",
 				"\nskopeo copy oci-archive:stepwise-plugin-acme.tar docker://REGISTRY/stepwise-plugin-acme:TAG\n",
 				"\nkubectl stepwise plugin verify bin/stepwise-plugin-acme --key ~/.stepwise/stepwise-signing.pub\n",
 				"\ndocker build -f " + tt.wantPkg + "/Dockerfile -t REGISTRY/stepwise-plugin-acme:TAG .\n",
@@ -168,7 +181,7 @@ func TestPluginInit(t *testing.T) {
 		// wantFiles are in plugins/acme after init.
 		wantFiles []string
 	}{
-		{name: "the default directory", args: []string{"acme"}, wantFiles: []string{"Dockerfile", "README.md", "main.go", "main_test.go"}},
+		{name: "the default directory", args: []string{"acme"}, wantFiles: []string{".gitignore", "Dockerfile", "README.md", "main.go", "main_test.go"}},
 		{name: "another directory", args: []string{"acme", "--dir", "elsewhere"}},
 		{name: "an existing file", args: []string{"acme"}, existing: []string{"main_test.go"}, wantCode: cli.ExitError,
 			wantErr: filepath.Join("plugins", "acme", "main_test.go") + " exists: plugin init writes new files only", wantFiles: []string{"main_test.go"}},

@@ -42,7 +42,7 @@ its name, and plugin index sign signs an index.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newRunCommand(streams), newInitCommand(streams),
-		newKeygenCommand(streams), newSignCommand(streams), newVerifyCommand(streams),
+		newKeygenCommand(streams), newSignCommand(streams), newVerifyCommand(streams), newImageCommand(streams),
 		newSearchCommand(streams), newInstallCommand(streams), newIndexCommand(streams))
 	return cmd
 }

@@ -13,20 +13,19 @@ import (
 	"runtime"
 	"strings"
 	texttemplate "text/template"
-
-	"github.com/stepwise-dev/stepwise/internal/version"
 )
 
-// pluginTemplates are the files `plugin init` writes, NAME.tmpl for NAME.
+// pluginTemplates are the files `plugin init` writes, NAME.tmpl for NAME (without its
+// leading dot: embed leaves dot files out of a directory).
 //
-//go:embed plugininit/main.go.tmpl plugininit/main_test.go.tmpl plugininit/README.md.tmpl plugininit/Dockerfile.tmpl
+//go:embed plugininit/main.go.tmpl plugininit/main_test.go.tmpl plugininit/README.md.tmpl plugininit/Dockerfile.tmpl plugininit/gitignore.tmpl
 var pluginTemplates embed.FS
 
 // pluginTemplateDir is where pluginTemplates keeps them.
 const pluginTemplateDir = "plugininit"
 
 // pluginFileNames are the files `plugin init` writes, in the order it names them.
-var pluginFileNames = []string{"main.go", "main_test.go", "README.md", "Dockerfile"}
+var pluginFileNames = []string{"main.go", "main_test.go", "README.md", "Dockerfile", ".gitignore"}
 
 // pluginTemplateData is what the templates of a plugin's files are given.
 type pluginTemplateData struct {
@@ -37,9 +36,6 @@ type pluginTemplateData struct {
 	// the root of the Go module the next steps take it for, as a Docker build context
 	// names it: "." for that directory itself (or one outside it), else "./plugins/NAME".
 	Package string
-	// ImageTool is what `go run` runs to build the plugin's image: hack/image at the
-	// version of this kubectl-stepwise.
-	ImageTool string
 	// GoVersion is the golang image's tag the Dockerfile builds with.
 	GoVersion string
 }
@@ -55,11 +51,11 @@ type pluginFile struct {
 func renderPlugin(name, pkg string) ([]pluginFile, error) {
 	data := pluginTemplateData{
 		Name: name, Binary: pluginPrefix + name, Executor: executorOf(name), Package: pkg,
-		ImageTool: imageTool(version.Version), GoVersion: goImageVersion(runtime.Version()),
+		GoVersion: goImageVersion(runtime.Version()),
 	}
 	var files []pluginFile
 	for _, file := range pluginFileNames {
-		text, err := fs.ReadFile(pluginTemplates, pluginTemplateDir+"/"+file+".tmpl")
+		text, err := fs.ReadFile(pluginTemplates, pluginTemplateDir+"/"+strings.TrimPrefix(file, ".")+".tmpl")
 		if err != nil {
 			return nil, fmt.Errorf("template of %s: %w", file, err)
 		}
@@ -80,22 +76,6 @@ func renderPlugin(name, pkg string) ([]pluginFile, error) {
 		files = append(files, pluginFile{name: file, data: src})
 	}
 	return files, nil
-}
-
-// imageToolModule is the package that builds a plugin's image without a container engine.
-const imageToolModule = "github.com/stepwise-dev/stepwise/hack/image"
-
-// releaseVersion matches a version of a release (a tag, as git describe gives it on the
-// tag itself): v1.2.3 or v1.2.3-rc.1, not v1.2.3-4-g1a2b3c4 (commits after a tag) nor dev.
-var releaseVersion = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.]+)?$`)
-
-// imageTool is hack/image at the version v of kubectl-stepwise when v is a release, so the
-// image is built by the tool of the Stepwise the author has; at the latest otherwise.
-func imageTool(v string) string {
-	if releaseVersion.MatchString(v) && !strings.HasSuffix(v, "-dirty") {
-		return imageToolModule + "@" + v
-	}
-	return imageToolModule + "@latest"
 }
 
 // goMinor matches the Go release of a toolchain's version, go1.26 of go1.26.8.

@@ -28,8 +28,7 @@ func TestRenderPlugin(t *testing.T) {
 				"# stepwise-plugin-acme\n",
 				"the plugin's entrypoint never runs",
 				"\nCGO_ENABLED=0 go build -trimpath -o bin/stepwise-plugin-acme .\n",
-				"\ngo run github.com/stepwise-dev/stepwise/hack/image@",
-				" -plugin bin/stepwise-plugin-acme -signing-key ~/.stepwise/stepwise-signing.key -tag REGISTRY/stepwise-plugin-acme:TAG -o stepwise-plugin-acme.tar\n",
+				"\nkubectl stepwise plugin image bin/stepwise-plugin-acme --signing-key ~/.stepwise/stepwise-signing.key --tag REGISTRY/stepwise-plugin-acme:TAG -o stepwise-plugin-acme.tar\n",
 				"\nskopeo copy oci-archive:stepwise-plugin-acme.tar docker://REGISTRY/stepwise-plugin-acme:TAG\n",
 				"\nkubectl stepwise plugin verify bin/stepwise-plugin-acme --key ~/.stepwise/stepwise-signing.pub\n",
 				"\ndocker build -f ./plugins/acme/Dockerfile -t REGISTRY/stepwise-plugin-acme:TAG .\n",
@@ -69,7 +68,7 @@ func TestRenderPlugin(t *testing.T) {
 				assert.NotContains(t, string(f.data), "{{", "%s: every template action done", f.name)
 				assert.NotContains(t, string(f.data), "<no value>", f.name)
 			}
-			assert.Equal(t, []string{"main.go", "main_test.go", "README.md", "Dockerfile"}, names)
+			assert.Equal(t, []string{"main.go", "main_test.go", "README.md", "Dockerfile", ".gitignore"}, names)
 			for file, texts := range tt.want {
 				for _, text := range texts {
 					assert.Contains(t, byName[file], text, file)
@@ -80,27 +79,6 @@ func TestRenderPlugin(t *testing.T) {
 					assert.NotEqual(t, "ARG GO_VERSION=", line)
 				}
 			}
-		})
-	}
-}
-
-func TestImageTool(t *testing.T) {
-	tests := []struct {
-		version string
-		want    string
-	}{
-		{version: "v0.3.0", want: "github.com/stepwise-dev/stepwise/hack/image@v0.3.0"},
-		{version: "v1.12.0-rc.1", want: "github.com/stepwise-dev/stepwise/hack/image@v1.12.0-rc.1"},
-		{version: "v0.3.0-2-g1a2b3c4", want: "github.com/stepwise-dev/stepwise/hack/image@latest"},
-		{version: "v0.3.0-dirty", want: "github.com/stepwise-dev/stepwise/hack/image@latest"},
-		{version: "dev", want: "github.com/stepwise-dev/stepwise/hack/image@latest"},
-		{version: "dev-1a2b3c4d5e6f-dirty", want: "github.com/stepwise-dev/stepwise/hack/image@latest"},
-		{version: "1a2b3c4", want: "github.com/stepwise-dev/stepwise/hack/image@latest"},
-		{version: "v01.2.3", want: "github.com/stepwise-dev/stepwise/hack/image@latest"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.version, func(t *testing.T) {
-			assert.Equal(t, tt.want, imageTool(tt.version))
 		})
 	}
 }

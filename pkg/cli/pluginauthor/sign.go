@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/stepwise-dev/stepwise/pkg/ociimage"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/layout"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/signature"
 )
@@ -72,23 +73,12 @@ plugins[].signature names.`,
 		Example: `  kubectl stepwise plugin sign bin/plugins/` + pluginPrefix + `acme --key ~/.stepwise/` + signingKeyFile,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			privatePEM, err := os.ReadFile(key)
-			if err != nil {
-				return fmt.Errorf("read the signing key: %w", err)
-			}
-			content, err := os.ReadFile(args[0])
-			if err != nil {
-				return fmt.Errorf("read the plugin: %w", err)
-			}
-			bundleJSON, err := signature.Sign(cmd.Context(), content, privatePEM)
+			// What plugin image --signing-key does: the signature its image holds.
+			digest, err := ociimage.SignPlugin(cmd.Context(), args[0], key)
 			if err != nil {
 				return err
 			}
-			out := layout.SignaturePath(args[0])
-			if err := os.WriteFile(out, bundleJSON, 0o644); err != nil {
-				return fmt.Errorf("write the signature: %w", err)
-			}
-			_, err = fmt.Fprintf(streams.Out, "signed %s (sha256 %x): %s\n", args[0], sha256.Sum256(content), out)
+			_, err = fmt.Fprintf(streams.Out, "signed %s (sha256 %x): %s\n", args[0], digest, layout.SignaturePath(args[0]))
 			return err
 		},
 	}

@@ -1,4 +1,14 @@
-package main
+// Package ociimage builds Stepwise's container images without a container engine or a
+// registry: the operator's (the operator, stepwise-copy next to it, every plugin and their
+// SHA256SUMS, as the Dockerfile builds it) or one plugin's own (its binary and its
+// signature), from static binaries, on an empty base, running as 65532:65532, written as
+// an OCI archive (an OCI image layout in a tar) that containerd imports (ctr images
+// import) and skopeo copies to a registry. The same binaries make the same image, digest
+// included: every time in it is fixed.
+//
+// hack/image (the repository's builds) and kubectl stepwise plugin image (a plugin's
+// author) are its command lines.
+package ociimage
 
 import (
 	"archive/tar"
@@ -24,6 +34,10 @@ import (
 // nonRoot is the user and group the images run as (distroless' "nonroot").
 const nonRoot = 65532
 
+// createdBy is the image's history entry. It names no command line: the same binaries
+// make the same image whichever built it.
+const createdBy = "github.com/stepwise-dev/stepwise/pkg/ociimage"
+
 // epoch is every file's time and the image's creation time: the same binaries make the
 // same image, digest included.
 var epoch = time.Unix(0, 0).UTC()
@@ -39,20 +53,20 @@ type file struct {
 	source string
 }
 
-// spec is an image: its files and how it runs.
-type spec struct {
+// Spec is an image: its files and how it runs. OperatorSpec and PluginSpec make one.
+type Spec struct {
 	files      []file
 	entrypoint []string
 	cmd        []string
 	ports      []string
 }
 
-// operatorSpec is the operator's image as the Dockerfile builds it: the CA bundle, /tmp
+// OperatorSpec is the operator's image as the Dockerfile builds it: the CA bundle, /tmp
 // for the plugins' sockets, the operator, stepwise-copy (next to the operator's binary:
 // the chart runs it to copy plugins out of their images), and the plugins of pluginDir
 // with their SHA256SUMS.
-func operatorSpec(operator, pluginDir, caBundle string) (spec, error) {
-	s := spec{
+func OperatorSpec(operator, pluginDir, caBundle string) (Spec, error) {
+	s := Spec{
 		files: []file{
 			{path: "/etc/ssl/certs/ca-certificates.crt", mode: 0o644, source: caBundle},
 			{path: "/tmp", mode: 0o1777, dir: true, owner: nonRoot},
@@ -65,32 +79,32 @@ func operatorSpec(operator, pluginDir, caBundle string) (spec, error) {
 	}
 	entries, err := os.ReadDir(pluginDir)
 	if err != nil {
-		return spec{}, fmt.Errorf("read the plugins: %w", err)
+		return Spec{}, fmt.Errorf("read the plugins: %w", err)
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || (!strings.HasPrefix(name, "stepwise-plugin-") && name != "SHA256SUMS") {
+		if e.IsDir() || (!strings.HasPrefix(name, pluginlayout.Prefix) && name != "SHA256SUMS") {
 			continue
 		}
 		mode := int64(0o755)
 		if name == "SHA256SUMS" {
 			mode = 0o644
 		}
-		s.files = append(s.files, file{path: "/usr/local/lib/stepwise/plugins/" + name, mode: mode, source: path.Join(pluginDir, name)})
+		s.files = append(s.files, file{path: "/usr/local/lib/stepwise/plugins/" + name, mode: mode, source: filepath.Join(pluginDir, name)})
 	}
 	return s, nil
 }
 
-// pluginSpec is a plugin's own image: its binary, which is also its entrypoint, and its
+// PluginSpec is a plugin's own image: its binary, which is also its entrypoint, and its
 // signature when one is next to it (what the operator verifies the binary against).
-func pluginSpec(binary string) spec {
-	name := path.Base(binary)
-	s := spec{
+func PluginSpec(binary string) Spec {
+	name := filepath.Base(binary)
+	s := Spec{
 		files:      []file{{path: "/" + name, mode: 0o755, source: binary}},
 		entrypoint: []string{"/" + name},
 	}
 	if sig := pluginlayout.SignaturePath(binary); fileExists(sig) {
-		s.files = append(s.files, file{path: "/" + path.Base(sig), mode: 0o644, source: sig})
+		s.files = append(s.files, file{path: "/" + filepath.Base(sig), mode: 0o644, source: sig})
 	}
 	return s
 }
@@ -100,8 +114,26 @@ func fileExists(path string) bool {
 	return err == nil && info.Mode().IsRegular()
 }
 
+// WriteArchive builds the image of s for linux/arch and writes it, named tag
+// (NAME:TAG), as an OCI archive to out, its directory made if needed. It returns the
+// image's digest, what a registry it is copied to serves it by.
+func WriteArchive(s Spec, arch, tag, out string) (v1.Hash, error) {
+	img, err := build(s, arch)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("digest the image: %w", err)
+	}
+	if err := writeArchive(out, tag, img); err != nil {
+		return v1.Hash{}, err
+	}
+	return digest, nil
+}
+
 // build makes the image of s for linux/arch on an empty base, running as 65532:65532.
-func build(s spec, arch string) (v1.Image, error) {
+func build(s Spec, arch string) (v1.Image, error) {
 	data, err := layerTar(s.files)
 	if err != nil {
 		return nil, err
@@ -114,7 +146,7 @@ func build(s spec, arch string) (v1.Image, error) {
 	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "hack/image"}})
+	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: createdBy}})
 	if err != nil {
 		return nil, fmt.Errorf("add the layer: %w", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package ociimage
 
 import (
 	"archive/tar"
@@ -108,14 +108,16 @@ func readArchive(t *testing.T, archive string) (v1.Image, map[string]entry, map[
 
 func TestTheOperatorsImage(t *testing.T) {
 	operator, plugins, ca := inputs(t)
+	s, err := OperatorSpec(operator, plugins, ca)
+	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "images", "operator.tar")
-	var stdout bytes.Buffer
-	require.NoError(t, run([]string{"-operator", operator, "-plugins", plugins, "-ca-bundle", ca, "-tag", "registry.example/stepwise-operator:v1", "-o", out}, &stdout))
+	written, err := WriteArchive(s, "amd64", "registry.example/stepwise-operator:v1", out)
+	require.NoError(t, err)
 
 	img, files, annotations := readArchive(t, out)
 	digest, err := img.Digest()
 	require.NoError(t, err)
-	assert.Equal(t, out+" registry.example/stepwise-operator:v1 "+digest.String()+"\n", stdout.String())
+	assert.Equal(t, digest, written, "the digest of the image written")
 	assert.Equal(t, "registry.example/stepwise-operator:v1", annotations["io.containerd.image.name"])
 	assert.Equal(t, "v1", annotations["org.opencontainers.image.ref.name"])
 
@@ -126,6 +128,7 @@ func TestTheOperatorsImage(t *testing.T) {
 	assert.Equal(t, []string{"--plugin-dir=/usr/local/lib/stepwise/plugins"}, cfg.Config.Cmd)
 	assert.Equal(t, map[string]struct{}{"8080/tcp": {}, "8081/tcp": {}}, cfg.Config.ExposedPorts)
 	assert.Equal(t, "linux", cfg.OS)
+	assert.Equal(t, "amd64", cfg.Architecture)
 
 	assert.Equal(t, entry{mode: 0o1777, uid: 65532, gid: 65532, dir: true}, files["/tmp"], "the plugins' sockets")
 	assert.Equal(t, entry{mode: 0o755, data: "operator"}, files["/usr/local/bin/stepwise-operator"])
@@ -144,36 +147,47 @@ func TestTheOperatorsImage(t *testing.T) {
 
 	// The same binaries make the same image.
 	again := filepath.Join(t.TempDir(), "again.tar")
-	require.NoError(t, run([]string{"-operator", operator, "-plugins", plugins, "-ca-bundle", ca, "-tag", "registry.example/stepwise-operator:v1", "-o", again}, io.Discard))
+	_, err = WriteArchive(s, "amd64", "registry.example/stepwise-operator:v1", again)
+	require.NoError(t, err)
 	img2, _, _ := readArchive(t, again)
 	digest2, err := img2.Digest()
 	require.NoError(t, err)
 	assert.Equal(t, digest, digest2)
+	assertSameFile(t, out, again, "the same archive, byte for byte")
 }
 
 func TestAPluginsOwnImage(t *testing.T) {
 	_, plugins, _ := inputs(t)
 	out := filepath.Join(t.TempDir(), "plugin.tar")
-	require.NoError(t, run([]string{"-plugin", filepath.Join(plugins, "stepwise-plugin-aws"), "-tag", "stepwise-plugin-aws:v1", "-o", out}, io.Discard))
-	img, files, _ := readArchive(t, out)
+	_, err := WriteArchive(PluginSpec(filepath.Join(plugins, "stepwise-plugin-aws")), "arm64", "stepwise-plugin-aws:v1", out)
+	require.NoError(t, err)
+	img, files, annotations := readArchive(t, out)
+	assert.Equal(t, "stepwise-plugin-aws:v1", annotations["io.containerd.image.name"])
 	assert.Equal(t, map[string]entry{"/stepwise-plugin-aws": {mode: 0o755, data: "aws"}}, files, "the binary alone")
 	cfg, err := img.ConfigFile()
 	require.NoError(t, err)
 	assert.Equal(t, "65532:65532", cfg.Config.User)
 	assert.Equal(t, []string{"/stepwise-plugin-aws"}, cfg.Config.Entrypoint)
+	assert.Equal(t, "arm64", cfg.Architecture)
+	assert.Empty(t, cfg.Config.Cmd)
+	assert.Empty(t, cfg.Config.ExposedPorts)
 }
 
-// TestASignedPluginsOwnImage: with -signing-key the binary is signed first, and its image
-// holds the signature next to it, which passes the author's key as the operator checks it.
+// TestASignedPluginsOwnImage: a binary signed with SignPlugin has its image hold the
+// signature next to it, which passes the author's key as the operator checks it.
 func TestASignedPluginsOwnImage(t *testing.T) {
 	_, plugins, _ := inputs(t)
 	private, public, err := signature.Keygen()
 	require.NoError(t, err)
 	key := filepath.Join(t.TempDir(), "stepwise-signing.key")
 	require.NoError(t, os.WriteFile(key, private, 0o600))
+	binary := filepath.Join(plugins, "stepwise-plugin-aws")
+	signed, err := SignPlugin(t.Context(), binary, key)
+	require.NoError(t, err)
+	assert.Equal(t, sha256.Sum256([]byte("aws")), signed, "the SHA-256 of what it signed")
 	out := filepath.Join(t.TempDir(), "plugin.tar")
-	require.NoError(t, run([]string{"-plugin", filepath.Join(plugins, "stepwise-plugin-aws"), "-signing-key", key,
-		"-tag", "stepwise-plugin-aws:v1", "-o", out}, io.Discard))
+	_, err = WriteArchive(PluginSpec(binary), "amd64", "stepwise-plugin-aws:v1", out)
+	require.NoError(t, err)
 	_, files, _ := readArchive(t, out)
 	require.Contains(t, files, "/stepwise-plugin-aws.sigstore.json", "the signature, next to the binary")
 	assert.Equal(t, int64(0o644), files["/stepwise-plugin-aws.sigstore.json"].mode)
@@ -183,18 +197,26 @@ func TestASignedPluginsOwnImage(t *testing.T) {
 	digest := sha256.Sum256([]byte(files["/stepwise-plugin-aws"].data))
 	assert.NoError(t, verifier.Verify(signature.Policy{PublicKey: string(public)}, []byte(files["/stepwise-plugin-aws.sigstore.json"].data), digest[:]))
 
-	assert.Error(t, run([]string{"-operator", "x", "-plugins", plugins, "-signing-key", key, "-tag", "t", "-o", out}, io.Discard),
-		"-signing-key signs a plugin")
+	_, err = SignPlugin(t.Context(), binary, filepath.Join(t.TempDir(), "missing.key"))
+	assert.ErrorContains(t, err, "read the signing key")
+	_, err = SignPlugin(t.Context(), filepath.Join(plugins, "stepwise-plugin-missing"), key)
+	assert.ErrorContains(t, err, "read the plugin to sign")
 }
 
-func TestUsage(t *testing.T) {
-	for _, args := range [][]string{
-		{},
-		{"-operator", "x", "-plugin", "y", "-tag", "t", "-o", "o"},
-		{"-plugin", "y", "-o", "o"},
-	} {
-		assert.Error(t, run(args, io.Discard), "%v", args)
-	}
+// TestWhatIsMissing: a file the image needs and cannot read fails the build, naming it,
+// and writes no archive.
+func TestWhatIsMissing(t *testing.T) {
+	operator, plugins, ca := inputs(t)
+	require.NoError(t, os.Remove(filepath.Join(filepath.Dir(operator), "stepwise-copy")))
+	s, err := OperatorSpec(operator, plugins, ca)
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "operator.tar")
+	_, err = WriteArchive(s, "amd64", "stepwise-operator:v1", out)
+	assert.ErrorContains(t, err, "/usr/local/bin/stepwise-copy", "stepwise-copy is looked for next to the operator")
+	assert.NoFileExists(t, out)
+
+	_, err = OperatorSpec(operator, filepath.Join(plugins, "missing"), ca)
+	assert.ErrorContains(t, err, "read the plugins")
 }
 
 // TestTheDockerfileBuildsTheSameLayout: the Dockerfile's last stage (for those with Docker)
@@ -203,7 +225,7 @@ func TestUsage(t *testing.T) {
 func TestTheDockerfileBuildsTheSameLayout(t *testing.T) {
 	df := lastStage(t, "../../Dockerfile")
 	operator, plugins, ca := inputs(t)
-	s, err := operatorSpec(operator, plugins, ca)
+	s, err := OperatorSpec(operator, plugins, ca)
 	require.NoError(t, err)
 
 	copyRe := regexp.MustCompile(`^COPY\s+(.*?)\s*(\S+)\s+(\S+)$`)
@@ -247,6 +269,16 @@ func TestTheDockerfileBuildsTheSameLayout(t *testing.T) {
 		ports = append(ports, p+"/tcp")
 	}
 	assert.Equal(t, s.ports, ports)
+}
+
+// assertSameFile asserts that the files a and b hold the same bytes.
+func assertSameFile(t *testing.T, a, b string, msgAndArgs ...any) {
+	t.Helper()
+	dataA, err := os.ReadFile(a)
+	require.NoError(t, err)
+	dataB, err := os.ReadFile(b)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(dataA, dataB), msgAndArgs...)
 }
 
 // lastStage returns the instructions of a Dockerfile's last stage by keyword, continuation
