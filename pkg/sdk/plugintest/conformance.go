@@ -109,7 +109,8 @@ func (c *conformance) params(params map[string]string) map[string]string {
 // something never created succeeds; the teardown hooks run twice with the record the
 // creation hooks made succeed the second time too (what is already gone is done); a
 // cancelled context makes every hook return promptly;
-// and no answer of any hook it runs (message, outputs, state, error) carries a Secret
+// and no answer of any hook it runs (message, outputs, state, error), nor what the
+// executor logs or writes to os.Stderr (both reach the operator's log), carries a Secret
 // value given to it (WithSecrets, WithSecretParam) in any form it knows (leakFinder: as it
 // is, encoded, a half of it, a URL's parts), also when every endpoint is unreachable (each
 // http(s) URL of a parameter or a Secret pointed at a closed port, its path, query and
@@ -129,7 +130,15 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string, opts
 	}
 	secrets := cfg.set(nil)
 	leaks := secrets.leaks()
-	c := Serve(t, exec)
+	unreachable, unreachableChanged := unreachableParams(params)
+	unreachableData := cfg.set(func(m map[string][]byte) map[string][]byte {
+		out, ok := unreachableData(m)
+		unreachableChanged = unreachableChanged || ok
+		return out
+	})
+	logs := &logWatch{next: newTestLog(t), leaks: leaks.and(unreachableData.leaks())}
+	stopStderr := logs.captureStderr(t)
+	c := serve(t, logs, exec)
 	request := func(hook sdk.Hook, uid string) *sdk.Request {
 		req := Request(hook, uid, params)
 		req.Secrets, req.SecretParams = secrets.merged, secrets.byParam
@@ -234,21 +243,23 @@ func Conformance(t *testing.T, exec sdk.Executor, params map[string]string, opts
 	})
 
 	t.Run("NoSecretWhenEndpointsAreUnreachable", func(t *testing.T) {
-		unreachable, changed := unreachableParams(params)
-		data := cfg.set(func(m map[string][]byte) map[string][]byte {
-			out, ok := unreachableData(m)
-			changed = changed || ok
-			return out
-		})
-		if !changed {
+		if !unreachableChanged {
 			t.Log("nothing to check: no parameter nor Secret value is an http(s) URL")
 			return
 		}
-		leaks := data.leaks()
+		leaks := unreachableData.leaks()
 		for _, hook := range Hooks {
 			req := Request(hook, "conformance-unreachable", unreachable)
-			req.Secrets, req.SecretParams = data.merged, data.byParam
+			req.Secrets, req.SecretParams = unreachableData.merged, unreachableData.byParam
 			_, _ = cfg.call(t, c, name, hook, req, leaks) // failing is expected; leaking is not
+		}
+	})
+
+	// Last: every hook above has run, and what it wrote is read to the end.
+	t.Run("NoSecretInTheLogs", func(t *testing.T) {
+		stopStderr()
+		for _, what := range logs.findings() {
+			t.Errorf("the plugin's log or standard error carries %s: a plugin's log reaches the operator's", what)
 		}
 	})
 }

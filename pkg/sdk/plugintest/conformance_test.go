@@ -54,6 +54,14 @@ func (l leaky) Create(ctx context.Context, req *sdk.Request) (sdk.Result, error)
 		}
 		_ = resp.Body.Close()
 		return sdk.Done("called"), nil
+	case "to standard error":
+		// A plugin's standard error reaches the operator's log.
+		fmt.Fprintln(os.Stderr, "calling with token", secret)
+		return sdk.Done("done"), nil
+	case "to its log, encoded":
+		// The SDK removes a value as it is from the log; not another form of it.
+		sdk.Logger(ctx).Info("calling", "auth", base64.StdEncoding.EncodeToString([]byte(secret)))
+		return sdk.Done("done"), nil
 	case "after waiting", "after waiting, called once":
 		if time.Since(req.HookStarted) < 20*time.Second {
 			return sdk.Wait(10*time.Second, "waiting"), nil
@@ -104,6 +112,8 @@ func TestConformanceFindsLeaks(t *testing.T) {
 		{mode: "when unreachable", wantFail: "--- FAIL: TestConformanceHelper/NoSecretWhenEndpointsAreUnreachable"},
 		{mode: "after waiting", wantFail: `Create, call 3: the message carries the value of Secret key "token", base64-encoded`},
 		{mode: "after waiting, called once"},
+		{mode: "to standard error", wantFail: `the plugin's log or standard error carries the value of Secret key "token"`},
+		{mode: "to its log, encoded", wantFail: `the plugin's log or standard error carries the value of Secret key "token", base64-encoded`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {

@@ -152,3 +152,28 @@ func (f leakFinder) find(res sdk.Result, err error) []string {
 	}
 	return found
 }
+
+// inText names the first Secret form text shows, if any.
+func (f leakFinder) inText(text string) (string, bool) {
+	for _, form := range f.forms {
+		if strings.Contains(text, form.text) {
+			return form.what, true
+		}
+	}
+	return "", false
+}
+
+// and looks for the forms of f and of g.
+func (f leakFinder) and(g leakFinder) leakFinder {
+	forms := slices.Concat(f.forms, g.forms)
+	slices.SortStableFunc(forms, func(a, b leakForm) int { return len(b.text) - len(a.text) })
+	return leakFinder{forms: forms}
+}
+
+// mask replaces every Secret form in text, longest first.
+func (f leakFinder) mask(text string) string {
+	for _, form := range f.forms {
+		text = strings.ReplaceAll(text, form.text, "[secret]")
+	}
+	return text
+}

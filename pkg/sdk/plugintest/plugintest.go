@@ -17,6 +17,7 @@ package plugintest
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -49,7 +50,12 @@ const stopTimeout = 10 * time.Second
 // protocol versions negotiated); both stop when the test ends.
 func Serve(t testing.TB, executors ...sdk.Executor) *Client {
 	t.Helper()
-	logs := newTestLog(t)
+	return serve(t, newTestLog(t), executors...)
+}
+
+// serve is Serve with the plugin's log written to logs.
+func serve(t testing.TB, logs io.Writer, executors ...sdk.Executor) *Client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	reattach, stopped, err := sdk.ServeInProcess(ctx, logs, executors...)
 	if err != nil {
