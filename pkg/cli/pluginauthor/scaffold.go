@@ -111,7 +111,7 @@ func writeNewFiles(dir string, files []pluginFile) error {
 	for _, f := range files {
 		path := filepath.Join(dir, f.name)
 		// O_EXCL: a file made since the check above is not overwritten either.
-		err := writeExclusive(path, f.data)
+		err := writeExclusive(path, f.data, 0o644)
 		if err != nil {
 			for _, w := range written {
 				_ = os.Remove(w)
@@ -123,8 +123,10 @@ func writeNewFiles(dir string, files []pluginFile) error {
 	return nil
 }
 
-func writeExclusive(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+// writeExclusive writes a file that must not exist yet (plugin init's files, a key pair):
+// what is there is never overwritten, and a failed write leaves nothing.
+func writeExclusive(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -44,10 +44,10 @@ plugins[].signature.publicKey). Existing files are never overwritten.`,
 				return fmt.Errorf("making the key pair's directory: %w", err)
 			}
 			keyPath, pubPath := filepath.Join(dir, signingKeyFile), filepath.Join(dir, publicKeyFile)
-			if err := writeNew(keyPath, private, 0o600); err != nil {
+			if err := writeExclusive(keyPath, private, 0o600); err != nil {
 				return err
 			}
-			if err := writeNew(pubPath, public, 0o644); err != nil {
+			if err := writeExclusive(pubPath, public, 0o644); err != nil {
 				return errors.Join(err, os.Remove(keyPath))
 			}
 			_, err = fmt.Fprintf(streams.Out, "wrote %s (secret) and %s\n", keyPath, pubPath)
@@ -137,19 +137,4 @@ func sha256File(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read the plugin: %w", err)
 	}
 	return h.Sum(nil), nil
-}
-
-// writeNew writes a file that must not exist yet.
-func writeNew(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(path)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
