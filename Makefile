@@ -1,6 +1,14 @@
 # Stepwise: every tool the build needs is pinned here and installed into ./bin.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o errexit -o nounset -o pipefail -c
+# TIMINGS=FILE (make test sets it for what it builds first) times every recipe line, by
+# target, into FILE: hack/timed-shell runs the line as bash would; .SHELLFLAGS is expanded
+# per line, so $@ is the target.
+ifneq ($(TIMINGS),)
+SHELL := $(CURDIR)/hack/timed-shell
+.SHELLFLAGS = $@ -o errexit -o nounset -o pipefail -c
+export STEPWISE_TIMINGS := $(abspath $(TIMINGS))
+endif
 .DEFAULT_GOAL := build
 
 LOCALBIN ?= $(CURDIR)/bin
@@ -131,9 +139,11 @@ proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code o
 # The control plane (the longest build) starts first; lint, verify and the product build
 # take the other core. Output is grouped per target.
 .PHONY: test
-test: ## Everything CI runs: lint, verify generated files, unit and e2e tests with -race.
-	$(MAKE) --no-print-directory -j2 --output-sync=target localcluster-tools build lint verify chromium node-tools prometheus $(HELM)
-	go test $(GO_TEST_FLAGS) ./...
+test: ## Everything CI runs: lint, verify generated files, unit and e2e tests with -race; ends with where the time went.
+	mkdir -p $(LOCALBIN) && rm -f $(LOCALBIN)/timings.tsv
+	$(MAKE) --no-print-directory -j2 --output-sync=target TIMINGS=$(LOCALBIN)/timings.tsv localcluster-tools build lint verify chromium node-tools prometheus $(HELM)
+	go build -o $(LOCALBIN)/testreport ./hack/testreport
+	go test -json $(GO_TEST_FLAGS) ./... | $(LOCALBIN)/testreport -targets $(LOCALBIN)/timings.tsv
 
 .PHONY: unit
 unit: ## Unit tests only (no control plane needed).
