@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
 // TestAPluginInstalledFromItsOwnImage does what the chart's Pod does with a plugin listed
@@ -60,11 +59,13 @@ func TestAPluginInstalledFromItsOwnImage(t *testing.T) {
 	_, err = client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, recordPipeline(ns, "swapped", "runner",
 		v1alpha1.Step{Name: "greet", Executor: "example.greet", With: map[string]string{"name": "Ada"}}), metav1.CreateOptions{})
 	require.NoError(t, err)
-	failed := waitPipeline(t, ns, "swapped", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineFailed })
-	step := meta.FindStatusCondition(failed.Status.Steps[0].Conditions, v1alpha1.ConditionReady)
-	require.NotNil(t, step)
-	assert.Equal(t, contract.ReasonUnknownExecutor, step.Reason)
-	assert.Contains(t, failed.Status.Steps[0].Message, sums, "the refusal names the installer's checksum file")
+	waiting := waitPipeline(t, ns, "swapped", time.Minute, func(p *v1alpha1.Pipeline) bool {
+		step := meta.FindStatusCondition(p.Status.Steps[0].Conditions, v1alpha1.ConditionReady)
+		return step != nil && step.Reason == v1alpha1.ReasonPluginRefused
+	})
+	assert.Equal(t, v1alpha1.PipelineRunning, waiting.Status.Phase, "it waits for a plugin that verifies")
+	assert.Contains(t, waiting.Status.Steps[0].Message, "(ChecksumMismatch)")
+	assert.Contains(t, waiting.Status.Steps[0].Message, sums, "the refusal names the installer's checksum file")
 }
 
 func sha256File(t *testing.T, path string) string {

@@ -153,17 +153,23 @@ func TestPluginWithWrongChecksumIsRefusedWithAClearCondition(t *testing.T) {
 	require.NoError(t, err)
 	waitPipeline(t, ns, "builtin", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineSucceeded })
 
-	// ...and one naming the refused plugin's executor fails at once, saying why.
+	// ...and one naming the refused plugin's executor waits on it, saying why.
 	_, err = client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, recordPipeline(ns, "greet", "runner",
 		v1alpha1.Step{Name: "greet", Executor: "example.greet", With: map[string]string{"name": "Ada"}}), metav1.CreateOptions{})
 	require.NoError(t, err)
-	failed := waitPipeline(t, ns, "greet", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Phase == v1alpha1.PipelineFailed })
-	step := meta.FindStatusCondition(failed.Status.Steps[0].Conditions, v1alpha1.ConditionReady)
+	waiting := waitPipeline(t, ns, "greet", time.Minute, func(p *v1alpha1.Pipeline) bool {
+		ready := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+		return ready != nil && ready.Reason == v1alpha1.ReasonPluginRefused
+	})
+	assert.Equal(t, v1alpha1.PipelineRunning, waiting.Status.Phase)
+	step := meta.FindStatusCondition(waiting.Status.Steps[0].Conditions, v1alpha1.ConditionReady)
 	require.NotNil(t, step)
-	assert.Equal(t, "UnknownExecutor", step.Reason)
-	assert.Contains(t, step.Message, `no executor named "example.greet"`)
-	assert.Contains(t, step.Message, "stepwise-plugin-example")
-	assert.Contains(t, step.Message, "stepwise-plugin-example: it did not start: its SHA-256 is ")
+	assert.Equal(t, v1alpha1.ReasonPluginRefused, step.Reason)
+	assert.Contains(t, step.Message, "its executor example.greet is served by the plugin stepwise-plugin-example, which the operator refused (ChecksumMismatch): ")
+	assert.Contains(t, step.Message, "it did not start: its SHA-256 is ")
 	assert.Contains(t, step.Message, "but the checksum file "+filepath.Join(dir, "SHA256SUMS")+" lists "+strings.Repeat("0", 64))
+	require.NotEmpty(t, waiting.Status.BlockedBy)
+	assert.Equal(t, v1alpha1.Blocker{Kind: v1alpha1.BlockerPlugin, Name: "stepwise-plugin-example", Step: "greet",
+		Since: waiting.Status.BlockedBy[0].Since, Unblock: waiting.Status.BlockedBy[0].Unblock}, waiting.Status.BlockedBy[0])
 	assert.Empty(t, processesOf(t, "stepwise-plugin-example", operator.PID()), "the refused plugin never ran")
 }

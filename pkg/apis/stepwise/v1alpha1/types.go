@@ -489,6 +489,8 @@ type StepStatus struct {
 	// An operator restarted meanwhile waits as long before its first call: never sooner
 	// than the hook asked.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	PollInterval *metav1.Duration `json:"pollInterval,omitempty"`
 
 	// Outputs the executor reported, for later steps to refer to.
