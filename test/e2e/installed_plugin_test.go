@@ -60,6 +60,9 @@ func TestAPluginInstalledFromItsOwnImage(t *testing.T) {
 		v1alpha1.Step{Name: "greet", Executor: "example.greet", With: map[string]string{"name": "Ada"}}), metav1.CreateOptions{})
 	require.NoError(t, err)
 	waiting := waitPipeline(t, ns, "swapped", time.Minute, func(p *v1alpha1.Pipeline) bool {
+		if len(p.Status.Steps) == 0 {
+			return false
+		}
 		step := meta.FindStatusCondition(p.Status.Steps[0].Conditions, v1alpha1.ConditionReady)
 		return step != nil && step.Reason == v1alpha1.ReasonPluginRefused
 	})
