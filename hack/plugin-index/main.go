@@ -1,9 +1,8 @@
 // Command plugin-index writes the project's plugin index from what hack/images.sh printed,
 // and signs it: INDEX and INDEX.sigstore.json, for kubectl stepwise plugin search and
-// install.
+// install. hack/images.sh runs it when SIGNING_KEY is set (make images SIGNING_KEY=...):
 //
-//	hack/images.sh | tee bin/images/images.txt
-//	go run ./hack/plugin-index -images-out bin/images/images.txt -signing-key stepwise-signing.key \
+//	go run ./hack/plugin-index -images-out bin/image/plugin-images.txt -signing-key stepwise-signing.key \
 //	    -o bin/images/plugin-index.yaml
 //
 // Each plugin is a line "stepwise-plugin-NAME: image REPO/stepwise-plugin-NAME@DIGEST" of
