@@ -148,10 +148,11 @@ test: ## Everything CI runs: lint, verify generated files, unit and e2e tests wi
 # make flake FLAKE_RUN='^TestName$$' FLAKE_PKG=./pkg/trigger/ [FLAKE_COUNT=20]: the e2e
 # packages need `make build localcluster-tools` first.
 FLAKE_COUNT ?= 20
+FLAKE_TIMEOUT ?= 60m
 .PHONY: flake
-flake: ## Run chosen tests FLAKE_COUNT times (20) with -race (FLAKE_RUN='^TestName$$' FLAKE_PKG=./pkg/...), then count each top-level test's passes and failures.
+flake: ## Run chosen tests FLAKE_COUNT times (20) with -race (FLAKE_RUN='^TestName$$' FLAKE_PKG=./pkg/..., FLAKE_TIMEOUT=60m in all), then count each top-level test's passes and failures.
 	@test -n "$(FLAKE_RUN)" -a -n "$(FLAKE_PKG)" || { echo "give FLAKE_RUN='^TestName\$$' and FLAKE_PKG=./path/to/pkg/" >&2; exit 2; }
-	go test -race -count=$(FLAKE_COUNT) -run '$(FLAKE_RUN)' -v $(FLAKE_PKG) 2>&1 | tee $(LOCALBIN)/flake.log | grep -E '^(--- (PASS|FAIL)|FAIL|ok )|seed' || true
+	go test -race -count=$(FLAKE_COUNT) -timeout $(FLAKE_TIMEOUT) -run '$(FLAKE_RUN)' -v $(FLAKE_PKG) 2>&1 | tee $(LOCALBIN)/flake.log | grep -E '^(--- (PASS|FAIL)|FAIL|ok )|seed' || true
 	@echo "$(FLAKE_COUNT) runs of $(FLAKE_RUN) in $(FLAKE_PKG) (whole log: $(LOCALBIN)/flake.log):"
 	@grep -E '^--- (PASS|FAIL): ' $(LOCALBIN)/flake.log | awk '{print $$2, $$3}' | sort | uniq -c
 	@! grep -qE '^(--- FAIL|FAIL)' $(LOCALBIN)/flake.log
