@@ -102,7 +102,8 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			return wait
 		}
 	}
-	if _, served := ps.c.executors.Get(name); !served {
+	exec, served := ps.c.executors.Get(name)
+	if !served {
 		if refusal, refused := ps.c.executors.RefusalFor(name); refused {
 			return ps.waitOnRefusedPlugin(s, name, refusal)
 		}
@@ -119,9 +120,12 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			return wait
 		case !known && s.PollInterval != nil && s.PollInterval.Duration > 0:
 			// The operator restarted since the hook asked: when it last ran is not known,
-			// so the call waits the whole interval, never sooner than asked.
-			ps.c.due.set(key, ps.now().Add(s.PollInterval.Duration), ps.now())
-			return s.PollInterval.Duration
+			// so the call waits the whole interval, never sooner than asked, and, as any
+			// wait, no later than the hook's deadline.
+			if wait := min(s.PollInterval.Duration, s.HookStartTime.Add(step.EffectiveTimeout()).Sub(ps.now())); wait > 0 {
+				ps.c.due.set(key, ps.now().Add(wait), ps.now())
+				return wait
+			}
 		}
 	case s.Phase == v1alpha1.StepWaiting:
 		if wait := s.NextAttemptTime.Sub(ps.now()); wait > 0 {
@@ -134,8 +138,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 		ps.setStepCondition(s, metav1.ConditionFalse, string(d.activePhase), s.Message)
 	}
 
-	exec, ok := ps.c.executors.Get(name)
-	if !ok {
+	if !served {
 		return ps.failStep(s, step, d, contract.Permanent(contract.ReasonUnknownExecutor, ps.c.executors.Missing(name)))
 	}
 	req, err := ps.request(ctx, r, exec, d)

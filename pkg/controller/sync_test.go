@@ -174,6 +174,19 @@ func TestResumeAfterRestartRunsNothingTwice(t *testing.T) {
 	assert.Equal(t, v1alpha1.PipelineSucceeded, g.get("p").Status.Phase)
 }
 
+// TestAfterRestartAWaitingHookIsCalledByItsDeadline: the wait restored after a restart
+// ends no later than the hook's deadline, as every wait does.
+func TestAfterRestartAWaitingHookIsCalledByItsDeadline(t *testing.T) {
+	step := v1alpha1.Step{Name: "two", Executor: "test.record", Timeout: &metav1.Duration{Duration: 90 * time.Second}}
+	f := newFixture(t, newPipeline(step))
+	f.exec.on("two", v1alpha1.HookCreate, waitFor(time.Minute, "working"))
+	assert.Equal(t, time.Minute, f.sync("p"))
+	f.clock.Step(50 * time.Second)
+
+	g := f.restart()
+	assert.Equal(t, 40*time.Second, g.sync("p"), "the deadline is 40s away, the interval 60s")
+}
+
 func TestInstantStepsRunInOneSyncUntilAHookWaits(t *testing.T) {
 	f := newFixture(t, newPipeline(stepsOf("one", "two", "three")...))
 	f.exec.on("two", v1alpha1.HookCreate, waitFor(time.Minute, "working"))
