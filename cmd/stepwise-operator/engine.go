@@ -34,12 +34,22 @@ type engine struct {
 	ready *atomic.Bool
 	// tracer traces pipelines; nil when --otlp-endpoint is not set.
 	tracer trace.Tracer
+	// publishCatalog publishes this replica's executor catalogue once it leads: the
+	// catalogue says what the replica that acts offers, not what the last replica to start
+	// (a standby, or the new one of a rolling update) does. Nil: not published.
+	publishCatalog func(context.Context)
 }
 
 // run starts the informers and the controller, and returns once they have stopped. When
 // ctx ends it takes no more work and gives the hooks in flight the shutdown grace period;
 // when lead ends (this replica lost the Lease) it cancels them at once.
 func (e *engine) run(ctx, lead context.Context) error {
+	if e.publishCatalog != nil {
+		// In the background: a catalogue that cannot be written yet never delays pipelines.
+		publishCtx, stopPublishing := context.WithCancel(lead)
+		defer stopPublishing()
+		go e.publishCatalog(publishCtx)
+	}
 	// The engine never reads managedFields nor kubectl's last-applied copy: dropping them
 	// from the cache saves 1-1.5 KiB per pipeline (make bench), and as much again for
 	// pipelines made with kubectl apply.

@@ -98,10 +98,6 @@ func run(ctx context.Context, opts *options) error {
 	}
 	recorder, stopEvents := newRecorder(ctx, clients.kube)
 	defer stopEvents()
-	if opts.catalogName != "" {
-		// In the background: a catalogue that cannot be written yet never delays pipelines.
-		go catalog.NewPublisher(clients.kube, recorder, opts.ownNamespace(), opts.catalogName).Run(ctx, catalog.Build(registry, buildversion.Version))
-	}
 
 	var ready atomic.Bool // caches synced, or standing by for leadership
 	var election *leaderelection.HealthzAdaptor
@@ -115,6 +111,10 @@ func run(ctx context.Context, opts *options) error {
 	}
 
 	e := &engine{opts: opts, clients: clients, executors: registry, recorder: recorder, metrics: reg, ready: &ready, tracer: tracerOf(traced)}
+	if opts.catalogName != "" {
+		publisher, offered := catalog.NewPublisher(clients.kube, recorder, opts.ownNamespace(), opts.catalogName), catalog.Build(registry, buildversion.Version)
+		e.publishCatalog = func(ctx context.Context) { publisher.Run(ctx, offered) }
+	}
 	if !opts.leaderElect {
 		// Alone, it never has to stop at once: hooks always get the grace period.
 		return e.run(ctx, context.WithoutCancel(ctx))

@@ -27,7 +27,7 @@ import (
 
 func main() {
 	targets := flag.String("targets", "", "a file of TARGET<TAB>SECONDS lines, one a recipe line (hack/timed-shell)")
-	top := flag.Int("top", 25, "how many of the longest packages to list")
+	top := flag.Int("top", 25, "how many of the longest packages, and of the longest top-level tests, to list")
 	flag.Parse()
 	ok, err := report(os.Stdin, os.Stdout, *targets, *top, time.Now)
 	if err != nil {
@@ -67,6 +67,7 @@ func report(in io.Reader, out io.Writer, targetsFile string, top int, now func()
 	pending := map[string]*output{}
 	var order []string // packages in the order they were seen
 	var results []result
+	var tests []result // top-level tests that ended, as "package TestName"
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -86,6 +87,8 @@ func report(in io.Reader, out io.Writer, targetsFile string, top int, now func()
 			order = append(order, e.Package)
 		}
 		switch {
+		case e.Test != "" && !strings.Contains(e.Test, "/") && (e.Action == "pass" || e.Action == "fail"):
+			tests = append(tests, result{pkg: e.Package + " " + e.Test, action: e.Action, elapsed: seconds(e.Elapsed)})
 		case e.Action == "output", e.Action == "build-output":
 			b.all.WriteString(e.Output)
 			if e.Test == "" && e.Output != "PASS\n" {
@@ -123,7 +126,7 @@ func report(in io.Reader, out io.Writer, targetsFile string, top int, now func()
 	if err != nil {
 		return ok, err
 	}
-	return ok, summary(out, results, targets, wall, top)
+	return ok, summary(out, results, tests, targets, wall, top)
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -161,7 +164,7 @@ func readTargets(path string) ([]result, error) {
 }
 
 // summary writes where the time went.
-func summary(out io.Writer, results []result, targets []result, wall time.Duration, top int) error {
+func summary(out io.Writer, results, tests, targets []result, wall time.Duration, top int) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if len(targets) > 0 {
 		var sum time.Duration
@@ -190,6 +193,17 @@ func summary(out io.Writer, results []result, targets []result, wall time.Durati
 			_, _ = fmt.Fprintf(tw, "  (%d more)\n", len(byTime)-top)
 			break
 		}
+		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.pkg, round(r.elapsed), r.action)
+	}
+	// A parallel test's time counts from when it resumed, so these overlap within a package.
+	slices.SortFunc(tests, func(a, b result) int { return int(b.elapsed - a.elapsed) })
+	if len(tests) > top {
+		tests = tests[:top]
+	}
+	if len(tests) > 0 {
+		_, _ = fmt.Fprintf(tw, "\nthe longest tests (a parallel test's from when it resumed):\n")
+	}
+	for _, r := range tests {
 		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.pkg, round(r.elapsed), r.action)
 	}
 	return tw.Flush()

@@ -23,6 +23,7 @@ func TestReport(t *testing.T) {
 		`{"Action":"pass","Package":"b","Elapsed":3}`,
 		`{"Action":"output","Package":"a","Test":"TestA","Output":"--- PASS: TestA\n"}`,
 		`{"Action":"output","Package":"a","Output":"PASS\n"}`,
+		`{"Action":"pass","Package":"a","Test":"TestA/sub","Elapsed":0.5}`,
 		`{"Action":"pass","Package":"a","Test":"TestA","Elapsed":1}`,
 		`{"Action":"output","Package":"a","Output":"ok  \ta\t1.5s\n"}`,
 		`{"Action":"pass","Package":"a","Elapsed":1.5}`,
@@ -44,6 +45,7 @@ func TestReport(t *testing.T) {
 	assert.Contains(t, text, "make targets before the tests (recipes' own time; two at once): 16s in all\n  build  12s\n  lint   4s\n")
 	assert.Contains(t, text, "go test: 20s wall; the packages' test binaries ran 4.5s in all;")
 	assert.Contains(t, text, "2 passed, 1 failed, 0 without tests\n  b  3s    pass\n  a  1.5s  pass\n  c  0s    fail\n")
+	assert.Contains(t, text, "the longest tests (a parallel test's from when it resumed):\n  a TestA  1s  pass\n")
 
 	out.Reset()
 	ok, err = report(strings.NewReader(`{"Action":"output","Package":"d","Test":"TestD","Output":"=== RUN TestD\n"}`), &out, "", 10, time.Now)

@@ -28,6 +28,7 @@ var cluster *framework.Cluster
 var operator *framework.Operator
 
 func TestMain(m *testing.M) {
+	framework.DefaultParallel(4)
 	os.Exit(run(m))
 }
 

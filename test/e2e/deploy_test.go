@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/catalog"
@@ -131,14 +132,8 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 	kubeconfig, saConfig := serviceAccountKubeconfig(t, c2, deployNamespace, deployServiceAccount)
 	args := []string{
 		"--kubeconfig=" + kubeconfig, "--leader-elect=true", "--namespace=" + deployNamespace,
-		"--plugin-dir", c2.BinPath("plugins"),
 	}
 	var operators []*framework.Operator
-	for range 2 {
-		op, err := c2.StartOperator(args...)
-		require.NoError(t, err)
-		operators = append(operators, op)
-	}
 	t.Cleanup(func() {
 		for _, op := range operators {
 			if err := op.Stop(); err != nil {
@@ -146,6 +141,20 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 			}
 		}
 	})
+	// The second replica starts once the first leads, without the example plugin: the
+	// catalogue stays the leader's, which offers it (a standby's would not).
+	for _, pluginDir := range []string{c2.BinPath("plugins"), t.TempDir()} {
+		op, err := c2.StartOperator(append(args, "--plugin-dir", pluginDir)...)
+		require.NoError(t, err)
+		operators = append(operators, op)
+		readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		require.NoError(t, op.WaitReady(readyCtx), "operator log %s", op.Log)
+		require.NoError(t, wait.PollUntilContextCancel(readyCtx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			lease, err := c2.Client.CoordinationV1().Leases(deployNamespace).Get(ctx, "stepwise-operator", metav1.GetOptions{})
+			return err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "", nil
+		}), "no replica leads; operator log %s", op.Log)
+		cancel()
+	}
 	logs := func() string { return operators[0].Log + " " + operators[1].Log }
 
 	// A pipeline whose ServiceAccount may touch ConfigMaps in its namespace.
