@@ -111,27 +111,53 @@ func (v *vcenter) waitTask(ctx context.Context, t *object.Task) error {
 			Options:          &types.WaitOptions{MaxWaitSeconds: &v.pollSeconds},
 			PropagateMissing: true,
 		}}
-		filter.Add(t.Reference(), t.Reference().Type, []string{"info"})
-		var info *types.TaskInfo
+		// What waitTask reads of the task's info, asked for one by one rather than as
+		// "info": vCenter sends only those, and govmomi's simulator, which the tests run,
+		// reads a parent property of an object without the object's lock while the task
+		// updates it (a data race -race reports in the simulator).
+		filter.Add(t.Reference(), t.Reference().Type, []string{"info.state", "info.error", "info.description"})
+		var info types.TaskInfo
 		err := property.WaitForUpdatesEx(ctx, pc, filter, func(updates []types.ObjectUpdate) bool {
 			for _, u := range updates {
 				for _, c := range u.ChangeSet {
-					if ti, ok := c.Val.(types.TaskInfo); ok && c.Name == "info" && c.Op == types.PropertyChangeOpAssign {
-						info = &ti
-					}
+					setTaskInfo(&info, c)
 				}
 			}
-			return info != nil && (info.State == types.TaskInfoStateSuccess || info.State == types.TaskInfoStateError)
+			return info.State == types.TaskInfoStateSuccess || info.State == types.TaskInfoStateError
 		})
 		switch {
 		case err != nil:
 			return err
-		case info == nil || info.State == types.TaskInfoStateQueued || info.State == types.TaskInfoStateRunning:
-			continue // vCenter ended the wait with the task still going
-		case info.Error != nil:
+		case info.State == types.TaskInfoStateSuccess:
+			return nil
+		case info.State == types.TaskInfoStateError:
 			return task.Error{LocalizedMethodFault: info.Error, Description: info.Description}
 		default:
-			return nil
+			continue // vCenter ended the wait with the task still going
+		}
+	}
+}
+
+// setTaskInfo applies to info one change of waitTask's wait.
+func setTaskInfo(info *types.TaskInfo, c types.PropertyChange) {
+	switch c.Name {
+	case "info.state":
+		if s, ok := c.Val.(types.TaskInfoState); ok {
+			info.State = s
+		}
+	case "info.error":
+		switch f := c.Val.(type) {
+		case types.LocalizedMethodFault:
+			info.Error = &f
+		case *types.LocalizedMethodFault:
+			info.Error = f
+		}
+	case "info.description":
+		switch d := c.Val.(type) {
+		case types.LocalizableMessage:
+			info.Description = &d
+		case *types.LocalizableMessage:
+			info.Description = d
 		}
 	}
 }
