@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The product module and hack/localcluster compile many of the same packages (k8s.io/api,
 # client-go, apimachinery, x/net, ...). When both select the same version of every module
-# they both build from, Go's build cache compiles those packages once, and a cold
-# `make demo` or `make test` does about a quarter less work. This fails when they drift.
+# they both build from, and build with the same flags (CGO_ENABLED=0 -trimpath: hack/build.sh
+# and hack/localcluster.mk), Go's build cache compiles those packages once, and a cold
+# `make demo` or `make test` does less work. This fails when the versions drift.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"

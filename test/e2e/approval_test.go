@@ -95,7 +95,10 @@ func waitEvent(t *testing.T, ns, name, reason, text string) string {
 	t.Helper()
 	var found string
 	selector := fields.Set{"involvedObject.name": name, "reason": reason}.String()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	// Events are written after the status, in the background, by a client the whole suite's
+	// pipelines share: with the cores busy (a cold make test compiles while the e2e tests
+	// run), one took more than 30 s.
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		events, err := cluster.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
 		if err != nil {
 			return false, err
