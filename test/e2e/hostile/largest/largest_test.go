@@ -48,10 +48,11 @@ var (
 	p99Flag      = flag.Duration("largest.canary-p99", 5*time.Second, "Bound on the 99th percentile of another namespace's one-step pipeline, apply to Ready.")
 	// growthFlag bounds the leader's live heap growth per MiB the tenant wrote. A cache
 	// that holds what it is written grows by more than one (1.05 measured before the cache
-	// left values out); what the cache keeps now is lost in the heap's noise (3-5 MiB
-	// from one run to the next).
+	// left values out); what the cache keeps now is lost in the heap's noise: 3.4-4.5 MiB
+	// of 60 written alone (0.06-0.08), up to 6.7 with other suites running beside it
+	// (0.11, objects still in flight when the heap is read). 0.25 is a quarter of a leak.
 	profileFlag = flag.String("largest.heap-profile", "", "Save the leader's heap profile, after the tenant's pipelines were handled, to this file (go tool pprof reads it).")
-	growthFlag  = flag.Float64("largest.max-growth", 0.1, "Bound on the leader's live heap growth per MiB the tenant wrote.")
+	growthFlag  = flag.Float64("largest.max-growth", 0.25, "Bound on the leader's live heap growth per MiB the tenant wrote.")
 )
 
 // leaderElectArgs: the default Lease timings. The chaos suite's short ones (3 s) lose the
