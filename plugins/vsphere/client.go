@@ -146,20 +146,25 @@ func setTaskInfo(info *types.TaskInfo, c types.PropertyChange) {
 			info.State = s
 		}
 	case "info.error":
-		switch f := c.Val.(type) {
-		case types.LocalizedMethodFault:
-			info.Error = &f
-		case *types.LocalizedMethodFault:
+		if f := asPointer[types.LocalizedMethodFault](c.Val); f != nil {
 			info.Error = f
 		}
 	case "info.description":
-		switch d := c.Val.(type) {
-		case types.LocalizableMessage:
-			info.Description = &d
-		case *types.LocalizableMessage:
+		if d := asPointer[types.LocalizableMessage](c.Val); d != nil {
 			info.Description = d
 		}
 	}
+}
+
+// asPointer is v as a *T, whether the answer's decoder made it a T or a *T; nil otherwise.
+func asPointer[T any](v any) *T {
+	switch x := v.(type) {
+	case T:
+		return &x
+	case *T:
+		return x
+	}
+	return nil
 }
 
 // hookTransport counts every request of a hook's client as the hook's namespace's (for
