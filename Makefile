@@ -144,14 +144,24 @@ test: ## Everything CI runs: lint, verify generated files, unit and e2e tests wi
 	mkdir -p $(LOCALBIN) && rm -f $(LOCALBIN)/timings.tsv
 	$(MAKE) --no-print-directory -j2 --output-sync=target TIMINGS=$(LOCALBIN)/timings.tsv TEST_ORDER=1 build localcluster-tools lint verify chromium node-tools prometheus $(HELM)
 	go build -o $(LOCALBIN)/testreport ./hack/testreport
-	GORACE=$(TEST_GORACE) go test -json -p $(TEST_P) -vet=off $(GO_TEST_FLAGS) $(TEST_FIRST) ./... | $(LOCALBIN)/testreport -targets $(LOCALBIN)/timings.tsv
+	rm -f $(LOCALBIN)/e2e.fifo && mkfifo $(LOCALBIN)/e2e.fifo
+	$(E2E_TEST) -json -p $(E2E_P) -vet=off $(E2E_FIRST) ./test/e2e/... >$(LOCALBIN)/e2e.fifo & e2e=$$!; \
+	GORACE=$(TEST_GORACE) go test -json -p $(TEST_P) -vet=off $(GO_TEST_FLAGS) $(TEST_FIRST) $$(go list ./... | grep -v /test/e2e) \
+		| $(LOCALBIN)/testreport -targets $(LOCALBIN)/timings.tsv - $(LOCALBIN)/e2e.fifo; \
+	rc=$$?; wait $$e2e || rc=1; rm -f $(LOCALBIN)/e2e.fifo; exit $$rc
 
-# go test starts the packages in the order given: the longest (each with a control plane of
-# its own, mostly waiting on it) first, so that the short ones fill the cores around them
-# instead of trailing after. TEST_P packages run at once: more than the 2 cores, as the
-# control planes' packages leave a third of the CPU idle (vmstat, docs/testing.md).
-TEST_FIRST ?= ./test/e2e ./test/e2e/hostile/largest ./test/e2e/node ./test/e2e/hostile ./test/e2e/chaos ./plugins/vsphere
-TEST_P ?= 4
+# Two go test commands report together. The e2e suites run the product as processes of
+# their own (bin/, static and without -race, as users run it), so -race in their test
+# binaries would watch only the tests' code: they build as bin/ was built and take its
+# packages from the build cache, and run E2E_P at a time, the longest first, as they mostly
+# wait on their control planes. The unit packages run with -race (GO_TEST_FLAGS), TEST_P at
+# a time, the longest first, so that the short ones fill the cores instead of trailing.
+E2E_TEST_FLAGS ?= -count=1
+E2E_TEST = CGO_ENABLED=0 go test -trimpath $(E2E_TEST_FLAGS)
+E2E_FIRST ?= ./test/e2e ./test/e2e/hostile/largest ./test/e2e/node ./test/e2e/hostile ./test/e2e/chaos
+E2E_P ?= 3
+TEST_FIRST ?= ./plugins/vsphere
+TEST_P ?= 2
 # -vet=off: lint ran every analyzer of go vet (golangci-lint's govet), go test's vet among
 # them. A race-enabled binary sleeps 1 s before it exits, for races of goroutines still
 # running: a test binary's are the test's leaks, and the second, paid by each of 67
@@ -176,7 +186,7 @@ unit: ## Unit tests only (no control plane needed).
 
 .PHONY: e2e
 e2e: build localcluster-tools node-tools chromium prometheus $(HELM) ## End-to-end tests on a local control plane started for the run.
-	go test $(GO_TEST_FLAGS) ./test/e2e/...
+	$(E2E_TEST) ./test/e2e/...
 
 .PHONY: dashboard-bench
 dashboard-bench: build localcluster-tools chromium ## Time the dashboard's first render of the list with 10,000 pipelines in a namespace, in headless chromium.
@@ -197,18 +207,18 @@ bench-scale: build localcluster-tools ## Benchmark at scale: 100,000 finished pi
 # `make test` runs the short version of the same suite (go test ./... without -chaos.full).
 .PHONY: chaos
 chaos: build localcluster-tools ## Chaos suite, full run (minutes): operator and plugin SIGKILLs, leader failover, API server restart; prints a table (CHAOS_ARGS='-chaos.seed=N' repeats its random choices).
-	go test $(GO_TEST_FLAGS) -v -timeout 15m ./test/e2e/chaos/ -args -chaos.full -chaos.out=$(LOCALBIN)/chaos-results.txt $(CHAOS_ARGS)
+	$(E2E_TEST) -v -timeout 15m ./test/e2e/chaos/ -args -chaos.full -chaos.out=$(LOCALBIN)/chaos-results.txt $(CHAOS_ARGS)
 	$(MAKE) fleet-sim
 
 # `make test` runs the same simulation with 40 nodes.
 .PHONY: fleet-sim
 fleet-sim: build localcluster-tools ## Fleet simulation, long run: 200 kwok nodes in 4 pools, 4 triggers sharing a NodeBudget of 5, 10 % failing retirements, nodes turning NotReady, a health gate closed for a while (FLEET_ARGS='-fleet.seed=N' repeats a run).
-	go test $(GO_TEST_FLAGS) -v -count=1 -timeout 20m -run 'TestFleetSimulation$$' ./test/e2e/ -args -fleet.nodes=200 $(FLEET_ARGS)
+	$(E2E_TEST) -v -timeout 20m -run 'TestFleetSimulation$$' ./test/e2e/ -args -fleet.nodes=200 $(FLEET_ARGS)
 
 # `make test` runs the same suite with 300 objects and a fixed seed.
 .PHONY: hostile
 hostile: build localcluster-tools ## Hostile-object suite, long run (minutes): 3000 objects generated from the CRDs' schemas (bounds, durations, cron, YAML bombs, references) applied as a tenant while a canary pipeline of another namespace must stay fast; prints its random seed (HOSTILE_ARGS='-hostile.seed=N' repeats a run).
-	go test $(GO_TEST_FLAGS) -v -timeout 40m -run TestHostileObjects ./test/e2e/hostile/ -args -hostile.count=3000 -hostile.random $(HOSTILE_ARGS)
+	$(E2E_TEST) -v -timeout 40m -run TestHostileObjects ./test/e2e/hostile/ -args -hostile.count=3000 -hostile.random $(HOSTILE_ARGS)
 
 # The product's build first, then the control plane and verify's go runs, which compile
 # 1,199 of its packages (hack/localcluster.mk) and most of the others (the reference

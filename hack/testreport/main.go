@@ -1,4 +1,5 @@
-// Command testreport reads `go test -json` on its standard input, writes each package's
+// Command testreport reads `go test -json` on its standard input (or on each file it is
+// given, read at once, so that several go test commands can report together), writes each package's
 // output as `go test` without -v would (whole, when the package ends, so that two
 // packages running at once do not interleave: a passing package's own lines, a failing
 // package's every line), and ends with where the time went: the wall time of the
@@ -8,6 +9,7 @@
 // before every package did, so that `go test -json ... | testreport` fails as go test.
 //
 //	go test -json -race ./... | testreport -targets bin/timings.tsv
+//	go test -json ./e2e/... >fifo & go test -json -race ./pkg/... | testreport - fifo
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 )
@@ -28,8 +31,17 @@ import (
 func main() {
 	targets := flag.String("targets", "", "a file of TARGET<TAB>SECONDS lines, one a recipe line (hack/timed-shell)")
 	top := flag.Int("top", 25, "how many of the longest packages, and of the longest top-level tests, to list")
+	flag.Usage = func() {
+		_, _ = fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [FILE...] (- or none: standard input)\n", os.Args[0])
+		flag.PrintDefaults()
+	}
 	flag.Parse()
-	ok, err := report(os.Stdin, os.Stdout, *targets, *top, time.Now)
+	ins, err := open(flag.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		os.Exit(1)
+	}
+	ok, err := report(ins, os.Stdout, *targets, *top, time.Now)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 		os.Exit(1)
@@ -62,16 +74,14 @@ type result struct {
 
 // report copies the stream's output to out, package by package, and the summary after.
 // It tells whether every package that started passed.
-func report(in io.Reader, out io.Writer, targetsFile string, top int, now func() time.Time) (bool, error) {
+func report(ins []io.Reader, out io.Writer, targetsFile string, top int, now func() time.Time) (bool, error) {
 	started := now()
 	pending := map[string]*output{}
 	var order []string // packages in the order they were seen
 	var results []result
 	var tests []result // top-level tests that ended, as "package TestName"
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
+	stream, errs := lines(ins)
+	for line := range stream {
 		var e event
 		if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
 			// Not an event (a build error printed as it is): pass it on.
@@ -106,8 +116,8 @@ func report(in io.Reader, out io.Writer, targetsFile string, top int, now func()
 			results = append(results, result{pkg: e.Package, action: e.Action, elapsed: seconds(e.Elapsed)})
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return false, fmt.Errorf("read go test's events: %w", err)
+	if err := <-errs; err != nil {
+		return false, err
 	}
 	ok := true
 	for _, pkg := range order {
@@ -127,6 +137,52 @@ func report(in io.Reader, out io.Writer, targetsFile string, top int, now func()
 		return ok, err
 	}
 	return ok, summary(out, results, tests, targets, wall, top)
+}
+
+// open opens the streams named: a file, a named pipe, or - for the standard input.
+func open(names []string) ([]io.Reader, error) {
+	if len(names) == 0 {
+		return []io.Reader{os.Stdin}, nil
+	}
+	ins := make([]io.Reader, 0, len(names))
+	for _, name := range names {
+		if name == "-" {
+			ins = append(ins, os.Stdin)
+			continue
+		}
+		f, err := os.Open(name) //nolint:gosec // a stream the caller names
+		if err != nil {
+			return nil, fmt.Errorf("open go test's events: %w", err)
+		}
+		ins = append(ins, f)
+	}
+	return ins, nil
+}
+
+// lines reads every stream at once, line by line, and sends each whole line: a stream is
+// read until it ends, so that no writer blocks on a full pipe while another is read.
+func lines(ins []io.Reader) (<-chan []byte, <-chan error) {
+	out := make(chan []byte)
+	errs := make(chan error, len(ins))
+	var wg sync.WaitGroup
+	for _, in := range ins {
+		wg.Go(func() {
+			sc := bufio.NewScanner(in)
+			sc.Buffer(make([]byte, 1<<20), 64<<20)
+			for sc.Scan() {
+				out <- slices.Clone(sc.Bytes())
+			}
+			if err := sc.Err(); err != nil {
+				errs <- fmt.Errorf("read go test's events: %w", err)
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(out)
+		close(errs)
+	}()
+	return out, errs
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func TestReport(t *testing.T) {
 	now := func() time.Time { clock = clock.Add(20 * time.Second); return clock }
 
 	var out strings.Builder
-	ok, err := report(strings.NewReader(stream), &out, targets, 10, now)
+	ok, err := report([]io.Reader{strings.NewReader(stream)}, &out, targets, 10, now)
 	require.NoError(t, err)
 	assert.False(t, ok, "c failed")
 	text := out.String()
@@ -48,14 +49,33 @@ func TestReport(t *testing.T) {
 	assert.Contains(t, text, "the longest tests (a parallel test's from when it resumed):\n  a TestA  1s  pass\n")
 
 	out.Reset()
-	ok, err = report(strings.NewReader(`{"Action":"output","Package":"d","Test":"TestD","Output":"=== RUN TestD\n"}`), &out, "", 10, time.Now)
+	ok, err = report([]io.Reader{strings.NewReader(`{"Action":"output","Package":"d","Test":"TestD","Output":"=== RUN TestD\n"}`)}, &out, "", 10, time.Now)
 	require.NoError(t, err)
 	assert.False(t, ok, "d never ended")
 	assert.Contains(t, out.String(), "=== RUN TestD\nd: the stream ended before the package did\n")
 
 	out.Reset()
-	ok, err = report(strings.NewReader(`{"Action":"pass","Package":"e","Elapsed":0.1}`), &out, filepath.Join(t.TempDir(), "none"), 10, time.Now)
+	ok, err = report([]io.Reader{strings.NewReader(`{"Action":"pass","Package":"e","Elapsed":0.1}`)}, &out, filepath.Join(t.TempDir(), "none"), 10, time.Now)
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.NotContains(t, out.String(), "make targets")
+}
+
+// TestReportOfTwoStreams: two go test commands report together; a package that fails in
+// either fails the report, and the summary counts both.
+func TestReportOfTwoStreams(t *testing.T) {
+	race := strings.NewReader(`{"Action":"start","Package":"unit"}
+{"Action":"output","Package":"unit","Output":"ok  \tunit\t1.0s\n"}
+{"Action":"pass","Package":"unit","Elapsed":1}`)
+	e2e := strings.NewReader(`{"Action":"start","Package":"e2e"}
+{"Action":"output","Package":"e2e","Test":"TestE","Output":"e2e.go:9: no\n"}
+{"Action":"fail","Package":"e2e","Test":"TestE","Elapsed":2}
+{"Action":"fail","Package":"e2e","Elapsed":2}`)
+	var out strings.Builder
+	ok, err := report([]io.Reader{race, e2e}, &out, "", 10, time.Now)
+	require.NoError(t, err)
+	assert.False(t, ok, "e2e failed")
+	assert.Contains(t, out.String(), "ok  \tunit\t1.0s\n")
+	assert.Contains(t, out.String(), "e2e.go:9: no\n")
+	assert.Contains(t, out.String(), "1 passed, 1 failed, 0 without tests")
 }
