@@ -28,7 +28,7 @@ var cluster *framework.Cluster
 var operator *framework.Operator
 
 func TestMain(m *testing.M) {
-	framework.DefaultParallel(4)
+	framework.DefaultParallel(6)
 	os.Exit(run(m))
 }
 
