@@ -19,10 +19,10 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 
 	buildversion "github.com/stepwise-dev/stepwise/internal/version"
+	"github.com/stepwise-dev/stepwise/pkg/egress"
 	"github.com/stepwise-dev/stepwise/pkg/fairqueue"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/host"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
-	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 	"github.com/stepwise-dev/stepwise/pkg/tracing"
 	"github.com/stepwise-dev/stepwise/pkg/trigger"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/gate"

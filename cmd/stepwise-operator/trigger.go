@@ -12,12 +12,12 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/stepwise-dev/stepwise/pkg/accessreview"
+	"github.com/stepwise-dev/stepwise/pkg/egress"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
 	"github.com/stepwise-dev/stepwise/pkg/lenient"
 	"github.com/stepwise-dev/stepwise/pkg/metrics"
-	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
-	"github.com/stepwise-dev/stepwise/pkg/sdk/sdkhttp"
 	"github.com/stepwise-dev/stepwise/pkg/trigger"
 )
 
@@ -70,9 +70,9 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 		Pipelines:           sw.Pipelines(),
 		NodeBudgets:         sw.NodeBudgets(),
 		Workers:             e.opts.triggerWorkers,
-		GateHTTP:            sdkhttp.ClientFor(gatePolicy),
+		GateHTTP:            egress.Client(gatePolicy),
 		GatePrometheusURLs:  gateURLs,
-		GateAdminHTTP:       sdkhttp.ClientFor(anywhere),
+		GateAdminHTTP:       egress.Client(anywhere),
 		Resources:           resources,
 		Recorder:            e.recorder,
 		Resync:              e.opts.resync,
@@ -109,5 +109,5 @@ func (e *engine) runTriggers(ctx, lead context.Context, c *trigger.Controller) f
 // with those.
 func (e *engine) newRBACInformers() kubeinformers.SharedInformerFactory {
 	return kubeinformers.NewSharedInformerFactoryWithOptions(e.clients.kube, e.opts.resync,
-		kubeinformers.WithTransform(trigger.TrimRBAC))
+		kubeinformers.WithTransform(accessreview.TrimRBAC))
 }

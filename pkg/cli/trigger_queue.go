@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,20 +159,21 @@ func listMatching(ctx context.Context, c *Clients, trig *v1alpha1.PipelineTrigge
 	return objects, nil
 }
 
-// blockedBecause says why the trigger starts nothing now, from its spec and from what its
-// status says: suspended, outside its maintenance window, not Ready, or held by a brake
-// its status names (a cooldown, a health gate, a full NodeBudget).
+// blockedBecause says why the trigger starts nothing now, as its status says: the first
+// blocker that holds every start (rules.HoldsEveryStart), or Ready False.
 func blockedBecause(trig *v1alpha1.PipelineTrigger) string {
-	switch ready := meta.FindStatusCondition(trig.Status.Conditions, v1alpha1.ConditionReady); {
-	case trig.Spec.Suspend:
-		return "the trigger is suspended"
-	case trig.Status.NextWindow != nil:
-		return "the maintenance window opens at " + trig.Status.NextWindow.UTC().Format(time.RFC3339)
-	case ready != nil && ready.Status == metav1.ConditionFalse:
+	for _, b := range trig.Status.BlockedBy {
+		if !rules.HoldsEveryStart(b) {
+			continue
+		}
+		what := b.Kind
+		if b.Name != "" {
+			what += " " + b.Name
+		}
+		return fmt.Sprintf("the trigger waits (%s: %s)", what, b.Unblock)
+	}
+	if ready := meta.FindStatusCondition(trig.Status.Conditions, v1alpha1.ConditionReady); ready != nil && ready.Status == metav1.ConditionFalse {
 		return fmt.Sprintf("the trigger is not Ready (%s: %s)", ready.Reason, ready.Message)
-	case ready != nil && slices.Contains([]string{v1alpha1.TriggerReasonCoolingDown, v1alpha1.TriggerReasonGateClosed,
-		v1alpha1.TriggerReasonNodeBudgetFull}, ready.Reason):
-		return fmt.Sprintf("the trigger waits (%s: %s)", ready.Reason, ready.Message)
 	}
 	return ""
 }

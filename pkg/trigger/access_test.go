@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/stepwise-dev/stepwise/pkg/accessreview"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
@@ -103,9 +104,9 @@ func TestAccessReviewAsTheServiceAccount(t *testing.T) {
 
 			got, err := a.check(ctx, accessTrigger(tt.sa), tt.target)
 			require.NoError(t, err)
-			assert.Equal(t, tt.wantAllowed, got.allowed)
-			assert.Equal(t, tt.wantMsg, got.message)
-			assert.Equal(t, start.Add(time.Minute), got.expires)
+			assert.Equal(t, tt.wantAllowed, got.Allowed)
+			assert.Equal(t, tt.wantMsg, got.Message)
+			assert.Equal(t, start.Add(time.Minute), got.Expires)
 
 			require.Len(t, r.reviews, 2, "list and watch")
 			for i, verb := range []string{"list", "watch"} {
@@ -130,31 +131,31 @@ func TestAccessAnswerIsCached(t *testing.T) {
 	trig := accessTrigger("retirer")
 	nodes := target{gvr: nodesGVR}
 
-	check := func() accessAnswer {
+	check := func() accessreview.Answer {
 		t.Helper()
 		got, err := a.check(ctx, trig, nodes)
 		require.NoError(t, err)
 		return got
 	}
-	assert.True(t, check().allowed)
+	assert.True(t, check().Allowed)
 	require.Len(t, r.reviews, 2)
 
 	clk.Step(59 * time.Second)
-	assert.True(t, check().allowed)
+	assert.True(t, check().Allowed)
 	assert.Len(t, r.reviews, 2, "cached for a minute")
 
 	// The right is taken away: seen once the answer expires.
 	r.allowed = nil
 	clk.Step(time.Second)
 	got := check()
-	assert.False(t, got.allowed)
+	assert.False(t, got.Allowed)
 	assert.Len(t, r.reviews, 4)
-	assert.Equal(t, clk.Now().Add(time.Minute), got.expires)
+	assert.Equal(t, clk.Now().Add(time.Minute), got.Expires)
 
 	// A change of the trigger asks again at once.
 	r.allow(user, "nodes", "", "list", "watch")
 	trig.Generation = 2
-	assert.True(t, check().allowed)
+	assert.True(t, check().Allowed)
 	assert.Len(t, r.reviews, 6)
 
 	// So does another kind, or another ServiceAccount.
@@ -163,8 +164,8 @@ func TestAccessAnswerIsCached(t *testing.T) {
 	assert.Len(t, r.reviews, 8)
 
 	// Forgetting the trigger drops its answer.
-	a.forgetKey(cache.MetaObjectToName(trig))
-	assert.Empty(t, a.entries)
+	a.answers.Forget(cache.MetaObjectToName(trig))
+	assert.Zero(t, a.answers.Len())
 }
 
 func TestAccessReviewErrorIsNotCached(t *testing.T) {
@@ -179,7 +180,7 @@ func TestAccessReviewErrorIsNotCached(t *testing.T) {
 	r.allow("system:serviceaccount:ns:retirer", "nodes", "", "list", "watch")
 	got, err := a.check(ctx, accessTrigger("retirer"), target{gvr: nodesGVR})
 	require.NoError(t, err)
-	assert.True(t, got.allowed)
+	assert.True(t, got.Allowed)
 }
 
 // TestRBACChangeCountsBeforeTheAnswerExpires: a ServiceAccount given, or deprived of, the
@@ -206,9 +207,7 @@ func TestRBACChangeCountsBeforeTheAnswerExpires(t *testing.T) {
 	<-watching
 
 	epoch := func() uint64 {
-		f.c.access.mu.Lock()
-		defer f.c.access.mu.Unlock()
-		return f.c.access.seq
+		return f.c.access.answers.Invalidations()
 	}
 	// queuedAfterChange makes an RBAC change, waits until it was seen and queued the
 	// trigger (after its short delay, on the fake clock), and empties the queue.

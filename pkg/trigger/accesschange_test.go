@@ -14,6 +14,8 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/stepwise-dev/stepwise/pkg/accessreview"
 )
 
 // withRBAC gives the controller running informers of the RBAC objects of rbac, as
@@ -215,7 +217,7 @@ func TestAccessChangeConcernsTheServiceAccountsItNames(t *testing.T) {
 
 // TestUnattributedAccessChangesAreRateLimited: a change that names no ServiceAccount the
 // controller can see (an informer that keeps only metadata) makes every answer stale, but
-// at most once per globalAccessChangeInterval: a burst of 100 such changes within a second
+// at most once per accessreview.UnattributedInterval: a burst of 100 such changes within a second
 // costs two rounds of reviews, the first at once and the last once the interval is over,
 // so that the last change is never lost.
 func TestUnattributedAccessChangesAreRateLimited(t *testing.T) {
@@ -249,7 +251,7 @@ func TestUnattributedAccessChangesAreRateLimited(t *testing.T) {
 			}
 			assert.Equal(t, 2, reviews(), "the first change counts at once")
 			assert.Equal(t, []string{"ns/retire"}, queuedAfterDelay(t, f), "queued for the first")
-			due := first.Add(globalAccessChangeInterval)
+			due := first.Add(accessreview.UnattributedInterval)
 			assert.Equal(t, due, lastSync.Add(requeue), "a sync before the last change counts asks to be run again when it does")
 
 			f.clock.SetTime(due)
@@ -269,7 +271,7 @@ func TestUnattributedAccessChangesAreRateLimited(t *testing.T) {
 			assert.Zero(t, reviews(), "nothing queued makes a third round")
 
 			// Once the interval is over, a change counts at once again.
-			f.clock.Step(globalAccessChangeInterval)
+			f.clock.Step(accessreview.UnattributedInterval)
 			f.c.onAccessChange(nil, tt.change)
 			f.sync("retire")
 			assert.Equal(t, 2, reviews())
@@ -288,36 +290,6 @@ func TestTrailingRunIsQueued(t *testing.T) {
 
 	f.c.onAccessChange(nil, change) // within the interval: for its end
 	assert.Empty(t, queuedAfterDelay(t, f))
-	f.clock.SetTime(start.Add(globalAccessChangeInterval))
+	f.clock.SetTime(start.Add(accessreview.UnattributedInterval))
 	assert.Equal(t, []string{"ns/retire"}, queuedAfterDelay(t, f))
-}
-
-// TestTrimRBAC: the RBAC informers keep what attributes a change, and not the rules.
-func TestTrimRBAC(t *testing.T) {
-	meta := metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "uid-r", ResourceVersion: "7",
-		Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}
-	kept := metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "uid-r", ResourceVersion: "7"}
-	rules := []rbacv1.PolicyRule{{Verbs: []string{"list"}, Resources: []string{"nodes"}}}
-	subjects := []rbacv1.Subject{sa("ns", "retirer")}
-	tests := []struct {
-		name    string
-		in, out any
-	}{
-		{name: "Role", in: &rbacv1.Role{ObjectMeta: meta, Rules: rules}, out: &rbacv1.Role{ObjectMeta: kept}},
-		{name: "ClusterRole", in: &rbacv1.ClusterRole{ObjectMeta: meta, Rules: rules,
-			AggregationRule: &rbacv1.AggregationRule{}}, out: &rbacv1.ClusterRole{ObjectMeta: kept}},
-		{name: "RoleBinding", in: &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: roleRef("x"), Subjects: subjects},
-			out: &rbacv1.RoleBinding{ObjectMeta: kept, RoleRef: roleRef("x"), Subjects: subjects}},
-		{name: "ClusterRoleBinding", in: &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: clusterRoleRef("x"), Subjects: subjects},
-			out: &rbacv1.ClusterRoleBinding{ObjectMeta: kept, RoleRef: clusterRoleRef("x"), Subjects: subjects}},
-		{name: "anything else", in: "x", out: "x"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := TrimRBAC(tt.in)
-			require.NoError(t, err)
-			assert.Equal(t, tt.out, got)
-		})
-	}
 }

@@ -1,8 +1,11 @@
 package trigger
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/stepwise-dev/stepwise/pkg/dynwatch"
 )
 
 // The informer of a kind that triggers watch keeps of each object only what they read:
@@ -119,7 +122,7 @@ type keptFields struct {
 }
 
 // keptFieldsOf returns what the informer of gvr keeps for triggers reading paths.
-func keptFieldsOf(gvr schema.GroupVersionResource, paths [][]string) keptFields {
+func keptFieldsOf(gvr schema.GroupVersionResource, paths [][]string) dynwatch.Keep {
 	tree := newFieldTree(metadataPath, apiVersionPath, kindPath)
 	for _, p := range paths {
 		tree.add(p)
@@ -131,6 +134,21 @@ func keptFieldsOf(gvr schema.GroupVersionResource, paths [][]string) keptFields 
 		k.nodeConditions = !tree.covers(conditionsPath)
 	}
 	return k
+}
+
+// Covers tells whether every path is kept.
+func (k keptFields) Covers(paths [][]string) bool { return k.tree.coversAll(paths) }
+
+// Transform is the informer's transform: an object is kept as the fields say, without
+// metadata.managedFields, which no trigger reads and is often the largest part of it.
+func (k keptFields) Transform(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		k.prune(u)
+	}
+	return obj, nil
 }
 
 // prune trims obj to the kept fields, in place.

@@ -6,14 +6,11 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/cache"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/trigger/objectref"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
@@ -50,7 +47,7 @@ func TestACachedNodeKeepsWhatTriggersRead(t *testing.T) {
 	require.NoError(t, err)
 	node := kubeletNode()
 	kept := keptFieldsOf(nodesResource, append(params.Paths(), fields.Paths()...))
-	_, err = kept.transform(node)
+	_, err = kept.Transform(node)
 	require.NoError(t, err)
 
 	assert.Equal(t, map[string]any{
@@ -70,13 +67,13 @@ func TestACachedNodeKeepsWhatTriggersRead(t *testing.T) {
 
 	// A trigger that reads the conditions whole gets them whole.
 	node = kubeletNode()
-	_, err = keptFieldsOf(nodesResource, [][]string{{"status", "conditions"}}).transform(node)
+	_, err = keptFieldsOf(nodesResource, [][]string{{"status", "conditions"}}).Transform(node)
 	require.NoError(t, err)
 	assert.Equal(t, kubeletNode().Object["status"].(map[string]any)["conditions"], node.Object["status"].(map[string]any)["conditions"])
 
 	// Another kind keeps no taints nor conditions of its own accord.
 	cm := kubeletNode()
-	_, err = keptFieldsOf(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, nil).transform(cm)
+	_, err = keptFieldsOf(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, nil).Transform(cm)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"apiVersion", "kind", "metadata"}, slices.Sorted(maps.Keys(cm.Object)))
 }
@@ -139,37 +136,4 @@ func TestPruningKeepsEveryCoveredPath(t *testing.T) {
 			require.True(t, tree.covers([]string{k}) || tree.children[k] != nil, "seed %d: %s is kept for nothing", seed, k)
 		}
 	}
-}
-
-// TestAChangeOfDroppedFieldsQueuesNoTrigger: a Node's heartbeat or new image changes only
-// fields the cache drops; the triggers of Nodes are not synced for it, and are for a
-// change they read (a label).
-func TestAChangeOfDroppedFieldsQueuesNoTrigger(t *testing.T) {
-	var queued []cache.ObjectName
-	o := newObjectInformers(nil, 0, 0, clocktesting.NewFakeClock(time.Now()), func(key cache.ObjectName) { queued = append(queued, key) })
-	o.watchers[nodesResource] = map[cache.ObjectName]bool{{Namespace: "ns", Name: "retire"}: true}
-	o.watching[cache.ObjectName{Namespace: "ns", Name: "retire"}] = watched{target: target{gvr: nodesResource}}
-	kept := keptFieldsOf(nodesResource, nil)
-	cached := func(change func(n *unstructured.Unstructured)) *unstructured.Unstructured {
-		n := kubeletNode()
-		change(n)
-		_, err := kept.transform(n)
-		require.NoError(t, err)
-		return n
-	}
-	before := cached(func(*unstructured.Unstructured) {})
-	heartbeat := cached(func(n *unstructured.Unstructured) {
-		n.SetResourceVersion("8")
-		n.Object["status"].(map[string]any)["images"] = []any{}
-		n.Object["status"].(map[string]any)["conditions"].([]any)[0].(map[string]any)["lastHeartbeatTime"] = "2026-11-27T07:01:00Z"
-	})
-	o.handler(nodesResource).OnUpdate(before, heartbeat)
-	assert.Empty(t, queued, "a heartbeat")
-
-	relabelled := cached(func(n *unstructured.Unstructured) {
-		n.SetResourceVersion("9")
-		n.SetLabels(map[string]string{"zone": "b"})
-	})
-	o.handler(nodesResource).OnUpdate(heartbeat, relabelled)
-	assert.Equal(t, []cache.ObjectName{{Namespace: "ns", Name: "retire"}}, queued)
 }

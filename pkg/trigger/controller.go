@@ -32,7 +32,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/stepwise-dev/stepwise/pkg/accessreview"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/dynwatch"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/fairqueue"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
@@ -119,15 +121,15 @@ type Config struct {
 	// AccessTTL is how long an answer on a trigger's rights is kept; 0: DefaultAccessTTL.
 	AccessTTL time.Duration
 	// InformerReleaseAfter is how long the informer of a kind no trigger watches any more
-	// keeps running before it stops; 0: ten minutes.
+	// keeps running before it stops; 0: dynwatch.DefaultReleaseAfter.
 	InformerReleaseAfter time.Duration
 	// AccessChanges are informers whose every change may change a trigger's rights (RBAC
 	// Roles, ClusterRoles and their bindings). Of typed (rbac/v1) objects, a change makes
 	// stale the answers of the triggers whose ServiceAccount it names, and looks at those
 	// again; any other object (a metadata-only informer's) cannot be attributed, and
-	// makes every answer stale, at most once per globalAccessChangeInterval. TrimRBAC is a
-	// transform that keeps of them what that needs. New adds an index and its handler, so
-	// they must not have started.
+	// makes every answer stale, at most once per accessreview.UnattributedInterval.
+	// accessreview.TrimRBAC is a transform that keeps of them what that needs. New adds an
+	// index and its handler, so they must not have started.
 	AccessChanges    []cache.SharedInformer
 	WorkqueueMetrics workqueue.MetricsProvider
 	// Faults counts syncs that panicked (*metrics.Faults, behind an interface so that this
@@ -164,15 +166,13 @@ type Controller struct {
 	clients        executor.ClientProvider
 	resources      *resourceResolver
 	access         *accessChecker
-	// bindingIndexers are the indexers of AccessChanges, with bindingRoleIndex, and
-	// accessSynced tells whether they have synced.
-	bindingIndexers []cache.Indexer
-	accessSynced    []cache.InformerSynced
-	objects         *objectInformers
-	faults          reconcile.PanicRecorder
-	undecodable     lenient.DecodeErrors
-	raw             lenient.Patcher
-	clock           clock.WithTicker
+	// bindings attribute the RBAC changes of AccessChanges.
+	bindings    *accessreview.Bindings
+	objects     *dynwatch.Manager
+	faults      reconcile.PanicRecorder
+	undecodable lenient.DecodeErrors
+	raw         lenient.Patcher
+	clock       clock.WithTicker
 
 	// gateAdminHTTP and gatePrometheusURLs: see Config. Read only once made.
 	gateAdminHTTP      *http.Client
@@ -219,7 +219,8 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if d, ok := c.clock.(clock.WithDelayedExecution); ok {
 		later = d
 	}
-	c.objects = newObjectInformers(cfg.Dynamic, cfg.Resync, cfg.InformerReleaseAfter, later, c.enqueueKey)
+	c.objects = dynwatch.New(dynwatch.Config{Client: cfg.Dynamic, Resync: cfg.Resync, ReleaseAfter: cfg.InformerReleaseAfter,
+		Clock: later, Enqueue: c.enqueueKey, KeepFor: keptFieldsOf})
 	// Namespaces take turns, so that one with thousands of triggers does not delay
 	// another's; and a namespace holds at most its share of the workers, so that health
 	// gates that answer slowly (gatesCheckTimeout) hold only its own triggers.
@@ -300,14 +301,12 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("add pipeline event handler: %w", err)
 	}
+	bindings, err := accessreview.NewBindings(cfg.AccessChanges)
+	if err != nil {
+		return nil, err
+	}
+	c.bindings = bindings
 	for _, inf := range cfg.AccessChanges {
-		if indexed, ok := inf.(cache.SharedIndexInformer); ok {
-			if err := indexed.AddIndexers(cache.Indexers{bindingRoleIndex: byRoleRef}); err != nil {
-				return nil, fmt.Errorf("add RBAC binding index: %w", err)
-			}
-			c.bindingIndexers = append(c.bindingIndexers, indexed.GetIndexer())
-		}
-		c.accessSynced = append(c.accessSynced, inf.HasSynced)
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			// The initial list is no change: no answer was kept before it.
 			AddFunc: func(obj any, initial bool) {
@@ -489,8 +488,8 @@ func (c *Controller) onBudgetPipeline(p *v1alpha1.Pipeline) {
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
-	c.objects.setStop(ctx.Done())
-	defer c.objects.shutdown()
+	c.objects.Run(ctx.Done())
+	defer c.objects.Shutdown()
 	defer c.queue.ShutDown()
 
 	logger.Info("Waiting for the trigger caches to sync")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,42 +23,24 @@ type candidate struct {
 	err    error
 }
 
-// start creates pipelines for the candidates, in the order of matching, while fewer than
-// spec.concurrency of the trigger's pipelines are unfinished, its health gates hold and
-// its NodeBudget has room. A candidate whose params do not resolve, or whose pipeline the
-// API server refuses, waits without taking a place; nothing starts while the trigger is
-// suspended, outside its maintenance window, held by a brake, or while its template or
-// budget is missing. The others wait: an object that cannot start is reported once; what
-// holds every object back is reported once while it holds.
+// start creates pipelines for the candidates, in the order of matching, while nothing holds
+// them back (holdFor: the trigger's own hold, its concurrency, its health gates, its
+// NodeBudget). A candidate whose params do not resolve, or whose pipeline the API server
+// refuses, waits without taking a place. The others wait: an object that cannot start is
+// reported once; each hold that holds objects back is reported once while it holds.
 func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error {
 	defer ts.releaseBudget()
 	unfinished := rules.Unfinished(ts.pipelines)
 	for _, cand := range candidates {
 		name := ts.objectName(cand.obj)
-		switch {
-		case cand.err != nil:
+		if cand.err != nil {
 			ts.objectErrors = append(ts.objectErrors, objectError{object: name, err: cand.err})
 			ts.reportWaiting(cand.obj, corev1.EventTypeWarning, "%s waits: %v", name, cand.err)
-		case ts.templateMissing, ts.budgetMissing:
-		case ts.trig.Spec.Suspend:
-			ts.reportHeld(v1alpha1.BlockerSuspended, "objects wait: the trigger is suspended; first %s", name)
-		case ts.windowClosed:
-			ts.reportHeld(v1alpha1.BlockerWindow, "objects wait: the maintenance window opens at %s; first %s", ts.nextWindow.UTC().Format(time.RFC3339), name)
-		case ts.brakes.paused != nil:
-			ts.reportHeld(v1alpha1.BlockerPaused, "objects wait: the trigger is paused by %s; first %s", ts.brakes.paused.By, name)
-		case ts.budgetSpent():
-			ts.reportHeld(v1alpha1.BlockerFailureBudget, "objects wait: the trigger's failure budget is spent; first %s", name)
-		case ts.brakes.gateStop != nil:
-			ts.reportHeld(v1alpha1.BlockerGate, "objects wait: gate %s did not hold past its deadline; first %s", ts.brakes.gateStop.Gate, name)
-		case ts.coolingDown():
-			ts.reportHeld(v1alpha1.BlockerCoolDown, "objects wait: the cooldown ends at %s; first %s", ts.brakes.coolUntil.UTC().Format(time.RFC3339), name)
-		case rules.Free(ts.trig, unfinished) == 0:
-			ts.reportHeld(v1alpha1.BlockerConcurrency, "objects wait: %d pipelines of the trigger are unfinished (concurrency %d); first %s", unfinished, rules.Concurrency(ts.trig), name)
-		case !ts.gatesOpen(ctx):
-			ts.reportHeld(v1alpha1.BlockerGate, "objects wait: a health gate does not hold; first %s", name)
-		case !ts.budgetAllows(cand.obj):
-			ts.reportHeld(v1alpha1.BlockerNodeBudget, "objects wait: NodeBudget %s is full; first %s", ts.nodeBudget.budget.Name, name)
-		default:
+			ts.waiting = append(ts.waiting, cand.obj)
+			continue
+		}
+		switch h := ts.holdFor(ctx, cand.obj, unfinished); h {
+		case holdNone:
 			err := ts.create(ctx, cand)
 			if err == nil {
 				unfinished++
@@ -79,6 +60,8 @@ func (ts *triggerSync) start(ctx context.Context, candidates []candidate) error 
 			// makes no loop. A name held by a pipeline not the trigger's waits the same way.
 			ts.objectErrors = append(ts.objectErrors, objectError{object: name, err: err})
 			ts.reportWaiting(cand.obj, corev1.EventTypeWarning, "%s waits: %s", name, truncate(err.Error(), maxMessage))
+		default:
+			ts.reportHeld(h, unfinished, name)
 		}
 		ts.waiting = append(ts.waiting, cand.obj)
 	}

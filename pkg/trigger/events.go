@@ -18,9 +18,8 @@ import (
 type memory struct {
 	// waiting are the objects whose Waiting Event was recorded, while they wait.
 	waiting map[types.UID]bool
-	// held are the kinds of blocker (v1alpha1.Blocker*) whose Waiting Event was recorded,
-	// while they hold objects back.
-	held map[string]bool
+	// held are the holds whose Waiting Event was recorded, while they hold objects back.
+	held map[hold]bool
 	// changed are the pipelines whose "immutable" ObjectChanged Event was recorded, with
 	// the digest of the params it was for.
 	changed map[types.UID]string
@@ -39,7 +38,7 @@ func (c *Controller) memoryOf(key cache.ObjectName) *memory {
 	defer c.mu.Unlock()
 	m, ok := c.memories[key]
 	if !ok {
-		m = &memory{waiting: map[types.UID]bool{}, held: map[string]bool{}, changed: map[types.UID]string{}, deleted: map[types.UID]bool{}}
+		m = &memory{waiting: map[types.UID]bool{}, held: map[hold]bool{}, changed: map[types.UID]string{}, deleted: map[types.UID]bool{}}
 		c.memories[key] = m
 	}
 	return m
@@ -50,8 +49,8 @@ func (c *Controller) forget(key cache.ObjectName) {
 	c.mu.Lock()
 	delete(c.memories, key)
 	c.mu.Unlock()
-	c.access.forgetKey(key)
-	c.objects.unwatch(key)
+	c.access.answers.Forget(key)
+	c.objects.Unwatch(key)
 }
 
 // prune forgets what no longer is: objects that no longer wait, pipelines that are gone
@@ -66,9 +65,9 @@ func (m *memory) prune(ts *triggerSync) {
 			delete(m.waiting, uid)
 		}
 	}
-	for kind := range m.held {
-		if !ts.held[kind] {
-			delete(m.held, kind)
+	for h := range m.held {
+		if !ts.held[h] {
+			delete(m.held, h)
 		}
 	}
 	live := map[types.UID]bool{}
@@ -96,18 +95,22 @@ func (ts *triggerSync) event(eventType, reason, format string, args ...any) {
 	}
 }
 
-// reportHeld records that objects wait for what holds every object of the trigger back
-// (a budget, a window, a brake), once while it holds: the status' blockedBy says it for
-// as long as it lasts.
-func (ts *triggerSync) reportHeld(kind, format string, args ...any) {
+// reportHeld records that objects wait for h, first the object named first, once while it
+// holds: the status' blockedBy says it for as long as it lasts.
+func (ts *triggerSync) reportHeld(h hold, unfinished int, first string) {
 	if ts.held == nil {
-		ts.held = map[string]bool{}
+		ts.held = map[hold]bool{}
 	}
-	ts.held[kind] = true
-	if ts.mem.held[kind] {
+	ts.held[h] = true
+	if ts.mem.held[h] {
 		return
 	}
-	ts.mem.held[kind] = true
+	ts.mem.held[h] = true
+	ts.recordHeld(h, unfinished, first)
+}
+
+// waitingEvent records a Waiting Event of objects held back.
+func (ts *triggerSync) waitingEvent(format string, args ...any) {
 	ts.event(corev1.EventTypeNormal, v1alpha1.TriggerReasonWaiting, format, args...)
 }
 

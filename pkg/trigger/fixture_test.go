@@ -129,8 +129,8 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 	require.NoError(t, err)
 	f.c = c
 	// The object informers start on first use, with this context, as under Run.
-	c.objects.setStop(ctx.Done())
-	t.Cleanup(c.objects.shutdown)
+	c.objects.Run(ctx.Done())
+	t.Cleanup(c.objects.Shutdown)
 	t.Cleanup(cancel) // runs first: cleanups are last in, first out
 
 	f.triggers = sw.PipelineTriggers().Informer().GetIndexer()
@@ -245,7 +245,7 @@ var objectGVRs = []schema.GroupVersionResource{nodesGVR, webappsGVR, secretsGVR,
 func (f *fixture) unsyncedInformers() map[schema.GroupVersionResource]bool {
 	out := map[schema.GroupVersionResource]bool{}
 	for _, gvr := range objectGVRs {
-		if inf := f.c.objects.informer(gvr); inf == nil || !inf.Informer().HasSynced() {
+		if inf := f.c.objects.Informer(gvr); inf == nil || !inf.Informer().HasSynced() {
 			out[gvr] = true
 		}
 	}
@@ -255,7 +255,7 @@ func (f *fixture) unsyncedInformers() map[schema.GroupVersionResource]bool {
 // startedAmong tells whether an informer of one of the kinds is running now.
 func (f *fixture) startedAmong(kinds map[schema.GroupVersionResource]bool) bool {
 	for gvr := range kinds {
-		if f.c.objects.informer(gvr) != nil {
+		if f.c.objects.Informer(gvr) != nil {
 			return true
 		}
 	}
@@ -268,7 +268,7 @@ func (f *fixture) waitInformers() bool {
 	f.t.Helper()
 	waited := false
 	for _, gvr := range objectGVRs {
-		if inf := f.c.objects.informer(gvr); inf != nil && !inf.Informer().HasSynced() {
+		if inf := f.c.objects.Informer(gvr); inf != nil && !inf.Informer().HasSynced() {
 			waited = true
 			require.True(f.t, cache.WaitForCacheSync(f.ctx.Done(), inf.Informer().HasSynced))
 		}
@@ -451,7 +451,7 @@ func (f *fixture) deleteObject(obj *unstructured.Unstructured) {
 func (f *fixture) waitObject(obj *unstructured.Unstructured, present bool) {
 	f.t.Helper()
 	require.Eventually(f.t, func() bool {
-		inf := f.c.objects.informer(gvrOf(obj))
+		inf := f.c.objects.Informer(gvrOf(obj))
 		if inf == nil {
 			return !present // not watched yet: the first sync lists it
 		}

@@ -206,9 +206,10 @@ func (ts *triggerSync) checkObjectsGate(ctx context.Context, spec *v1alpha1.Obje
 	if err != nil {
 		return false, err.Error()
 	}
-	clients, err := ts.c.clients.ForServiceAccount(ts.trig.Namespace, serviceAccountOf(ts.trig))
+	sa := serviceAccountOf(ts.trig)
+	clients, err := ts.c.clients.ForServiceAccount(sa.Namespace, sa.Name)
 	if err != nil {
-		return false, fmt.Sprintf("act as ServiceAccount %s: %v", serviceAccountOf(ts.trig), err)
+		return false, fmt.Sprintf("act as ServiceAccount %s: %v", sa.Name, err)
 	}
 	gv, err := schema.ParseGroupVersion(spec.Resource.APIVersion)
 	if err != nil {
@@ -234,7 +235,7 @@ func (ts *triggerSync) checkObjectsGate(ctx context.Context, spec *v1alpha1.Obje
 	case errors.As(err, &bound):
 		return false, bound.Error()
 	case err != nil:
-		return false, fmt.Sprintf("list %s as ServiceAccount %s: %v", mapping.Resource.GroupResource(), serviceAccountOf(ts.trig), err)
+		return false, fmt.Sprintf("list %s as ServiceAccount %s: %v", mapping.Resource.GroupResource(), sa.Name, err)
 	}
 	holds, err := cond.Holds(ctx, objects)
 	switch {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
-	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
+	"github.com/stepwise-dev/stepwise/pkg/egress"
 )
 
 const (

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
@@ -161,20 +160,6 @@ func (c *Controller) budgetTrigger(namespace string, uid types.UID) *v1alpha1.Pi
 		}
 	}
 	return nil
-}
-
-// denied tells whether the last answer kept for the trigger, as it is now (UID,
-// generation, ServiceAccount), denied it: its ServiceAccount may not use its NodeBudget,
-// or list and watch its kind (one answer says both, and either stops its starts). No
-// answer kept (the operator started since, or the trigger changed and has not synced) is
-// no denial: its pipelines were started when it was allowed, and still retire nodes. An
-// expired answer still counts: the trigger is looked at again when it expires.
-func (a *accessChecker) denied(trig *v1alpha1.PipelineTrigger) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	e, ok := a.entries[cache.MetaObjectToName(trig)]
-	return ok && e.uid == trig.UID && e.generation == trig.Generation && e.serviceAccount == serviceAccountOf(trig) &&
-		!e.answer.allowed
 }
 
 // budgetMessage says what fills the budget: its count, the first nodes, with why, and how

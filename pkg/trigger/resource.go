@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/dynwatch"
 )
 
 // ResourcesFlag is the operator's flag that lists the kinds triggers may watch.
@@ -31,6 +32,9 @@ type target struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
 }
+
+// kind is the target as the watch manager watches it.
+func (t target) kind() dynwatch.Kind { return dynwatch.Kind{GVR: t.gvr, Namespaced: t.namespaced} }
 
 // problem is why a trigger cannot act: the reason and message of its Ready=False.
 type problem struct {

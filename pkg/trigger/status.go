@@ -25,9 +25,10 @@ const (
 	maxMessage = 1024
 )
 
-// newStatus is the trigger's status as this sync found it. A trigger that cannot act says
-// why, and nothing of the objects: a trigger whose ServiceAccount may not list them must
-// not learn, from its status, how many there are or their names.
+// newStatus is the trigger's status as this sync found it: its counts, then the readiness
+// and the blockers of the hold the status names (statusHold). A trigger that cannot act
+// says why, and nothing of the objects: a trigger whose ServiceAccount may not list them
+// must not learn, from its status, how many there are or their names.
 func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	trig := ts.trig
 	s := trig.Status.DeepCopy()
@@ -44,6 +45,27 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 		return *s
 	}
 
+	ts.setCounts(s)
+	h := ts.statusHold()
+	budgets, blocked := ts.blocked()
+	if h != holdNone && h != holdConcurrency {
+		blocked = false // the hold is named first
+	}
+	ready.Status, ready.Reason, ready.Message = ts.readiness(h, s, budgets, blocked)
+	blockers := ts.blockers(h, s, budgets, blocked)
+	if len(blockers) > v1alpha1.MaxBlockers {
+		blockers = blockers[:v1alpha1.MaxBlockers]
+	}
+	v1alpha1.KeepBlockerSince(blockers, trig.Status.BlockedBy, &metav1.Time{Time: ts.c.clock.Now().UTC().Truncate(time.Second)})
+	s.BlockedBy = blockers
+	ready.Message = truncate(ready.Message+ts.troubleMessage(), maxMessage)
+	meta.SetStatusCondition(&s.Conditions, ready)
+	setStalled(&s.Conditions, ready)
+	return *s
+}
+
+// setCounts sets the status' counts, queue, brakes and gates as this sync found them.
+func (ts *triggerSync) setCounts(s *v1alpha1.PipelineTriggerStatus) {
 	var running, succeeded, failed, awaitingApproval int32
 	for _, p := range ts.pipelines {
 		switch {
@@ -72,110 +94,138 @@ func (ts *triggerSync) newStatus() v1alpha1.PipelineTriggerStatus {
 	s.Failures, s.Paused, s.Resumed, s.LastStart = ts.brakes.failures, ts.brakes.paused, ts.brakes.resumed, ts.brakes.lastStart
 	s.LastFinish, s.GateStop = ts.brakes.lastFinish, ts.brakes.gateStop
 	s.Gates = ts.gateStatus()
-	s.FailureBudgetLeft = max(rules.FailureBudget(trig)-int32(len(ts.brakes.failures)), 0)
+	s.FailureBudgetLeft = max(rules.FailureBudget(ts.trig)-int32(len(ts.brakes.failures)), 0)
+}
 
-	ready.Status = metav1.ConditionTrue
-	// blockers is the same state as Ready's reason, as data (kubectl stepwise why).
-	var blockers []v1alpha1.Blocker
-	block := func(kind, name, unblock string, since *metav1.Time) {
-		blockers = append(blockers, v1alpha1.Blocker{Kind: kind, Name: name, Unblock: truncate(unblock, 512), Since: since})
+// readiness is the Ready condition's status, reason and message under hold h, with the
+// counts of s; blocked: every running pipeline waits on the PodDisruptionBudgets budgets
+// (ts.blocked), which the status names when no other hold does.
+func (ts *triggerSync) readiness(h hold, s *v1alpha1.PipelineTriggerStatus, budgets []v1alpha1.BlockingObject, blocked bool) (metav1.ConditionStatus, string, string) {
+	trig := ts.trig
+	status := metav1.ConditionTrue
+	if h.needsPerson() {
+		status = metav1.ConditionFalse
 	}
-	resume := fmt.Sprintf("kubectl stepwise triggers resume %s -n %s", trig.Name, trig.Namespace)
-	switch budgets, blocked := ts.blocked(); {
-	case ts.templateMissing:
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonTemplateNotFound
-		ready.Message = fmt.Sprintf("PipelineTemplate %s/%s does not exist: nothing starts until it does", trig.Namespace, trig.Spec.TemplateRef.Name)
-		block(v1alpha1.BlockerTemplate, trig.Spec.TemplateRef.Name, "create the PipelineTemplate "+trig.Namespace+"/"+trig.Spec.TemplateRef.Name, nil)
-	case ts.brakes.paused != nil:
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonPaused
-		ready.Message = "paused by " + ts.brakes.paused.By
+	counts := fmt.Sprintf("; %d running, %d waiting", s.Running, s.Waiting)
+	switch h {
+	case holdTemplateMissing:
+		return status, v1alpha1.TriggerReasonTemplateNotFound,
+			fmt.Sprintf("PipelineTemplate %s/%s does not exist: nothing starts until it does", trig.Namespace, trig.Spec.TemplateRef.Name)
+	case holdPaused:
+		message := "paused by " + ts.brakes.paused.By
 		if ts.brakes.paused.Reason != "" {
-			ready.Message += " (" + ts.brakes.paused.Reason + ")"
+			message += " (" + ts.brakes.paused.Reason + ")"
 		}
-		ready.Message += fmt.Sprintf(": nothing starts; %d running go on, %d waiting (kubectl stepwise triggers resume %s)", running, s.Waiting, trig.Name)
-		block(v1alpha1.BlockerPaused, ts.brakes.paused.By, resume, nil)
-	case ts.budgetSpent():
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonFailureBudgetSpent
-		ready.Message = ts.failuresMessage()
-		block(v1alpha1.BlockerFailureBudget, "", "a person looks at the failures, then "+resume, nil)
-	case ts.brakes.gateStop != nil:
+		return status, v1alpha1.TriggerReasonPaused,
+			message + fmt.Sprintf(": nothing starts; %d running go on, %d waiting (kubectl stepwise triggers resume %s)", s.Running, s.Waiting, trig.Name)
+	case holdFailureBudgetSpent:
+		return status, v1alpha1.TriggerReasonFailureBudgetSpent, ts.failuresMessage()
+	case holdGateDeadline:
 		stop := ts.brakes.gateStop
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonGateDeadlineExceeded
-		ready.Message = fmt.Sprintf("gate %s has not held since %s, past its deadline: %s; nothing starts until a person resumes the trigger (kubectl stepwise triggers resume %s)",
-			stop.Gate, stop.Since.UTC().Format(time.RFC3339), stop.Message, trig.Name)
-		block(v1alpha1.BlockerGate, stop.Gate, "the gate holds again, then "+resume, &stop.Since)
-	case ts.budgetMissing:
-		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.TriggerReasonNodeBudgetNotFound
-		ready.Message = fmt.Sprintf("NodeBudget %s does not exist: nothing starts until it does", trig.Spec.NodeBudgetRef.Name)
-		block(v1alpha1.BlockerNodeBudget, trig.Spec.NodeBudgetRef.Name, "create the NodeBudget "+trig.Spec.NodeBudgetRef.Name, nil)
-	case trig.Spec.Suspend:
-		ready.Reason = v1alpha1.TriggerReasonSuspended
-		ready.Message = fmt.Sprintf("suspended: nothing starts; %d running, %d waiting", running, s.Waiting)
-		block(v1alpha1.BlockerSuspended, "", "set spec.suspend to false", nil)
-	case ts.windowClosed:
-		ready.Reason = v1alpha1.TriggerReasonOutsideWindow
-		ready.Message = fmt.Sprintf("outside the maintenance window: nothing starts until %s; %d running, %d waiting",
-			ts.nextWindow.UTC().Format(time.RFC3339), running, s.Waiting)
-		block(v1alpha1.BlockerWindow, "", "the next maintenance window opens at "+ts.nextWindow.UTC().Format(time.RFC3339), nil)
-	case ts.coolingDown() && s.Waiting > 0:
-		ready.Reason = v1alpha1.TriggerReasonCoolingDown
-		ready.Message = fmt.Sprintf("cooling down: the next start is at %s; %d running, %d waiting",
-			ts.brakes.coolUntil.UTC().Format(time.RFC3339), running, s.Waiting)
-		block(v1alpha1.BlockerCoolDown, "", "the next start is at "+ts.brakes.coolUntil.UTC().Format(time.RFC3339), nil)
-	case ts.gates.checked && !ts.gates.open:
-		ready.Reason = v1alpha1.TriggerReasonGateClosed
-		ready.Message = ts.gatesMessage() + fmt.Sprintf("; %d running, %d waiting", running, s.Waiting)
-		for _, g := range s.Gates {
-			if !g.Holds {
-				block(v1alpha1.BlockerGate, g.Name, "the gate holds: "+g.Message, &g.Since)
-			}
-		}
-	case ts.nodeBudget != nil && ts.nodeBudget.full:
-		ready.Reason = v1alpha1.TriggerReasonNodeBudgetFull
-		ready.Message = ts.budgetMessage() + fmt.Sprintf("; %d running, %d waiting", running, s.Waiting)
-		block(v1alpha1.BlockerNodeBudget, trig.Spec.NodeBudgetRef.Name, "nodes of the NodeBudget's selector back in service: "+ts.budgetMessage(), nil)
-	case blocked:
-		ready.Reason = v1alpha1.TriggerReasonBlocked
-		ready.Message = fmt.Sprintf("%s on %s %s", count(int(running), "running pipeline waits", "running pipelines wait"),
+		return status, v1alpha1.TriggerReasonGateDeadlineExceeded,
+			fmt.Sprintf("gate %s has not held since %s, past its deadline: %s; nothing starts until a person resumes the trigger (kubectl stepwise triggers resume %s)",
+				stop.Gate, stop.Since.UTC().Format(time.RFC3339), stop.Message, trig.Name)
+	case holdNodeBudgetMissing:
+		return status, v1alpha1.TriggerReasonNodeBudgetNotFound,
+			fmt.Sprintf("NodeBudget %s does not exist: nothing starts until it does", trig.Spec.NodeBudgetRef.Name)
+	case holdSuspended:
+		return status, v1alpha1.TriggerReasonSuspended, "suspended: nothing starts" + counts
+	case holdOutsideWindow:
+		return status, v1alpha1.TriggerReasonOutsideWindow,
+			fmt.Sprintf("outside the maintenance window: nothing starts until %s", ts.nextWindow.UTC().Format(time.RFC3339)) + counts
+	case holdCoolingDown:
+		return status, v1alpha1.TriggerReasonCoolingDown,
+			fmt.Sprintf("cooling down: the next start is at %s", ts.brakes.coolUntil.UTC().Format(time.RFC3339)) + counts
+	case holdGateClosed:
+		return status, v1alpha1.TriggerReasonGateClosed, ts.gatesMessage() + counts
+	case holdNodeBudgetFull:
+		return status, v1alpha1.TriggerReasonNodeBudgetFull, ts.budgetMessage() + counts
+	}
+	if blocked {
+		message := fmt.Sprintf("%s on %s %s", count(int(s.Running), "running pipeline waits", "running pipelines wait"),
 			plural(len(budgets), "PodDisruptionBudget", "PodDisruptionBudgets"), strings.Join(objectNames(budgets), ", "))
 		if s.Waiting > 0 {
-			ready.Message += "; " + count(int(s.Waiting), "object waits", "objects wait")
+			message += "; " + count(int(s.Waiting), "object waits", "objects wait")
 		}
+		return status, v1alpha1.TriggerReasonBlocked, message
+	}
+	return status, v1alpha1.TriggerReasonActive,
+		fmt.Sprintf("%d running (concurrency %d), %d waiting", s.Running, rules.Concurrency(trig), s.Waiting)
+}
+
+// blockers are status.blockedBy under hold h: the same state as Ready's reason, as data
+// (kubectl stepwise why).
+func (ts *triggerSync) blockers(h hold, s *v1alpha1.PipelineTriggerStatus, budgets []v1alpha1.BlockingObject, blocked bool) []v1alpha1.Blocker {
+	trig := ts.trig
+	resume := fmt.Sprintf("kubectl stepwise triggers resume %s -n %s", trig.Name, trig.Namespace)
+	blocker := func(name, unblock string, since *metav1.Time) []v1alpha1.Blocker {
+		return []v1alpha1.Blocker{{Kind: h.blockerKind(), Name: name, Unblock: truncate(unblock, 512), Since: since}}
+	}
+	switch h {
+	case holdTemplateMissing:
+		return blocker(trig.Spec.TemplateRef.Name, "create the PipelineTemplate "+trig.Namespace+"/"+trig.Spec.TemplateRef.Name, nil)
+	case holdPaused:
+		return blocker(ts.brakes.paused.By, resume, nil)
+	case holdFailureBudgetSpent:
+		return blocker("", "a person looks at the failures, then "+resume, nil)
+	case holdGateDeadline:
+		return blocker(ts.brakes.gateStop.Gate, "the gate holds again, then "+resume, &ts.brakes.gateStop.Since)
+	case holdNodeBudgetMissing:
+		return blocker(trig.Spec.NodeBudgetRef.Name, "create the NodeBudget "+trig.Spec.NodeBudgetRef.Name, nil)
+	case holdSuspended:
+		return blocker("", "set spec.suspend to false", nil)
+	case holdOutsideWindow:
+		return blocker("", "the next maintenance window opens at "+ts.nextWindow.UTC().Format(time.RFC3339), nil)
+	case holdCoolingDown:
+		return blocker("", "the next start is at "+ts.brakes.coolUntil.UTC().Format(time.RFC3339), nil)
+	case holdGateClosed:
+		var out []v1alpha1.Blocker
+		for _, g := range s.Gates {
+			if !g.Holds {
+				out = append(out, v1alpha1.Blocker{Kind: h.blockerKind(), Name: g.Name, Unblock: truncate("the gate holds: "+g.Message, 512), Since: &g.Since})
+			}
+		}
+		return out
+	case holdNodeBudgetFull:
+		return blocker(trig.Spec.NodeBudgetRef.Name, "nodes of the NodeBudget's selector back in service: "+ts.budgetMessage(), nil)
+	}
+	if blocked {
+		out := make([]v1alpha1.Blocker, 0, len(budgets))
 		for _, b := range budgets {
-			blockers = append(blockers, v1alpha1.Blocker{Kind: b.Kind, Namespace: b.Namespace, Name: b.Name,
+			out = append(out, v1alpha1.Blocker{Kind: b.Kind, Namespace: b.Namespace, Name: b.Name,
 				Unblock: fmt.Sprintf("the PodDisruptionBudget %s/%s allows a disruption to the pipelines' drains (kubectl get pdb %s -n %s)",
 					b.Namespace, b.Name, b.Name, b.Namespace)})
 		}
-	default:
-		ready.Reason = v1alpha1.TriggerReasonActive
-		ready.Message = fmt.Sprintf("%d running (concurrency %d), %d waiting", running, rules.Concurrency(ts.trig), s.Waiting)
-		if s.Waiting > 0 && int(running) >= rules.Concurrency(ts.trig) {
-			block(v1alpha1.BlockerConcurrency, "", fmt.Sprintf("one of the %d running pipelines finishes (spec.concurrency %d)", running, rules.Concurrency(ts.trig)), nil)
-		}
+		return out
 	}
-	if len(blockers) > v1alpha1.MaxBlockers {
-		blockers = blockers[:v1alpha1.MaxBlockers]
+	if s.Waiting > 0 && int(s.Running) >= rules.Concurrency(trig) {
+		// Objects wait for a place, though those this sync looked at may have waited on
+		// their params: the concurrency is what a place needs.
+		return []v1alpha1.Blocker{{Kind: holdConcurrency.blockerKind(),
+			Unblock: truncate(fmt.Sprintf("one of the %d running pipelines finishes (spec.concurrency %d)", s.Running, rules.Concurrency(trig)), 512)}}
 	}
-	v1alpha1.KeepBlockerSince(blockers, trig.Status.BlockedBy, &metav1.Time{Time: ts.c.clock.Now().UTC().Truncate(time.Second)})
-	s.BlockedBy = blockers
+	return nil
+}
+
+// troubleMessage adds to Ready's message the objects that cannot start, and the taints
+// that could not be set.
+func (ts *triggerSync) troubleMessage() string {
+	var message string
 	if len(ts.objectErrors) > 0 {
 		first := ts.objectErrors[0]
 		what := "cannot start"
 		if first.started {
 			what = "keeps the params of its pipeline"
 		}
-		ready.Message += fmt.Sprintf("; %s %s: %v", first.object, what, first.err)
+		message += fmt.Sprintf("; %s %s: %v", first.object, what, first.err)
 		if more := len(ts.objectErrors) - 1; more > 0 {
-			ready.Message += fmt.Sprintf(" (and %s)", count(more, "more object that cannot start", "more objects that cannot start"))
+			message += fmt.Sprintf(" (and %s)", count(more, "more object that cannot start", "more objects that cannot start"))
 		}
 	}
 	if ts.taintErr != nil {
-		ready.Message += fmt.Sprintf("; waiting nodes are not all tainted as they should be: %v", ts.taintErr)
+		message += fmt.Sprintf("; waiting nodes are not all tainted as they should be: %v", ts.taintErr)
 	}
-	ready.Message = truncate(ready.Message, maxMessage)
-	meta.SetStatusCondition(&s.Conditions, ready)
-	setStalled(&s.Conditions, ready)
-	return *s
+	return message
 }
 
 // setStalled sets Stalled beside Ready, as kstatus reads it (Flux, kpt): a trigger that

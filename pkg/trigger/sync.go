@@ -54,8 +54,8 @@ type triggerSync struct {
 	byObject  map[types.UID]*v1alpha1.Pipeline
 	// waiting are the matching objects without a pipeline once the sync is done, in order.
 	waiting []*unstructured.Unstructured
-	// held are the kinds of blocker (v1alpha1.Blocker*) that held objects back.
-	held map[string]bool
+	// held are the holds that held objects back in this sync.
+	held map[hold]bool
 	// objectErrors are the objects that cannot start: their params do not resolve, or
 	// the API server refused their pipeline.
 	objectErrors []objectError
@@ -125,7 +125,7 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 	c, trig := ts.c, ts.trig
 	t, prob := c.resources.resolve(trig.Spec.Resource)
 	if prob != nil {
-		c.objects.unwatch(ts.key)
+		c.objects.Unwatch(ts.key)
 		ts.problem = prob
 		if prob.retry {
 			return invalidResourceRetry, nil
@@ -138,26 +138,26 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	requeue := max(answer.expires.Sub(c.clock.Now()), time.Second)
-	if !answer.allowed {
-		c.objects.unwatch(ts.key)
-		ts.problem = &problem{reason: v1alpha1.TriggerReasonForbidden, message: answer.message}
+	requeue := max(answer.Expires.Sub(c.clock.Now()), time.Second)
+	if !answer.Allowed {
+		c.objects.Unwatch(ts.key)
+		ts.problem = &problem{reason: v1alpha1.TriggerReasonForbidden, message: answer.Message}
 		return requeue, nil
 	}
 	matcher, err := rules.ParseMatcher(trig)
 	if err != nil {
-		c.objects.unwatch(ts.key)
+		c.objects.Unwatch(ts.key)
 		ts.problem = &problem{reason: v1alpha1.TriggerReasonInvalidSelector, message: err.Error()}
 		return requeue, nil
 	}
 	params, err := parseParams(trig.Spec.Params)
 	if err != nil {
-		c.objects.unwatch(ts.key)
+		c.objects.Unwatch(ts.key)
 		ts.problem = &problem{reason: v1alpha1.TriggerReasonInvalidParameters, message: err.Error()}
 		return requeue, nil
 	}
 
-	lister, synced, err := c.objects.watch(ts.key, t, slices.Concat(matcher.Paths(), params.paths()))
+	lister, synced, err := c.objects.Watch(ts.key, t.kind(), slices.Concat(matcher.Paths(), params.paths()))
 	if err != nil {
 		return 0, err
 	}
@@ -183,7 +183,7 @@ func (ts *triggerSync) run(ctx context.Context) (time.Duration, error) {
 	}
 	w, err := windowAt(trig.Spec.MaintenanceWindow, c.clock.Now())
 	if err != nil {
-		c.objects.unwatch(ts.key)
+		c.objects.Unwatch(ts.key)
 		ts.problem = &problem{reason: v1alpha1.TriggerReasonInvalidWindow, message: err.Error()}
 		return requeue, nil
 	}
@@ -236,12 +236,6 @@ func (ts *triggerSync) reconcile(ctx context.Context, params boundParams) error 
 	}
 	ts.mem.prune(ts)
 	return nil
-}
-
-// canStart tells whether the trigger may start, or re-run, pipelines.
-func (ts *triggerSync) canStart() bool {
-	return !ts.trig.Spec.Suspend && !ts.templateMissing && !ts.budgetMissing && !ts.windowClosed &&
-		ts.brakes.paused == nil && !ts.budgetSpent() && ts.brakes.gateStop == nil && !ts.coolingDown()
 }
 
 // objectName names an object in messages, the queue and AnnotationObject.

@@ -238,7 +238,7 @@ func TestForbiddenUntilGranted(t *testing.T) {
 
 	requeue := f.sync("retire")
 	assert.Equal(t, time.Minute, requeue, "asked again when the answer expires")
-	assert.Nil(t, f.c.objects.informer(nodesGVR), "no informer started for a denied trigger")
+	assert.Nil(t, f.c.objects.Informer(nodesGVR), "no informer started for a denied trigger")
 	assert.Equal(t, v1alpha1.TriggerReasonForbidden, readyOf(f.trigger("retire")).Reason)
 	assert.Empty(t, f.pipelineList())
 
@@ -709,12 +709,12 @@ func TestBudgetsBlocking(t *testing.T) {
 func TestDeletedTriggerIsForgotten(t *testing.T) {
 	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), newNode("n1", 0, retiring)))
 	f.sync("retire")
-	require.NotEmpty(t, f.c.access.entries)
+	require.NotZero(t, f.c.access.answers.Len())
 	require.NoError(t, f.client.StepwiseV1alpha1().PipelineTriggers("ns").Delete(f.ctx, "retire", metav1.DeleteOptions{}))
 	f.refresh()
 	f.sync("retire")
-	assert.Empty(t, f.c.access.entries)
-	assert.Empty(t, f.c.objects.watchersOf(nodesGVR))
+	assert.Zero(t, f.c.access.answers.Len())
+	assert.Empty(t, f.c.objects.WatchersOf(nodesGVR))
 	assert.Len(t, f.pipelineList(), 1, "its pipelines stay")
 }
 

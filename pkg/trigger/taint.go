@@ -118,9 +118,10 @@ func taintsOf(node *unstructured.Unstructured) ([]corev1.Taint, error) {
 // patchTaints writes a node's taints as the trigger's ServiceAccount, on condition that
 // the node is still as the cache saw it (its resourceVersion).
 func (ts *triggerSync) patchTaints(ctx context.Context, node *unstructured.Unstructured, taints []corev1.Taint) error {
-	clients, err := ts.c.clients.ForServiceAccount(ts.trig.Namespace, serviceAccountOf(ts.trig))
+	sa := serviceAccountOf(ts.trig)
+	clients, err := ts.c.clients.ForServiceAccount(sa.Namespace, sa.Name)
 	if err != nil {
-		return fmt.Errorf("clients of ServiceAccount %s/%s: %w", ts.trig.Namespace, serviceAccountOf(ts.trig), err)
+		return fmt.Errorf("clients of ServiceAccount %s: %w", sa, err)
 	}
 	if taints == nil {
 		taints = []corev1.Taint{} // a merge patch with null would leave them
@@ -134,7 +135,7 @@ func (ts *triggerSync) patchTaints(ctx context.Context, node *unstructured.Unstr
 	}
 	if _, err := clients.Kube.CoreV1().Nodes().Patch(ctx, node.GetName(), types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: ControllerName}); err != nil {
-		return fmt.Errorf("taint node %s as ServiceAccount %s/%s: %w", node.GetName(), ts.trig.Namespace, serviceAccountOf(ts.trig), err)
+		return fmt.Errorf("taint node %s as ServiceAccount %s: %w", node.GetName(), sa, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Set the taints of a waiting node", "node", node.GetName(), "taints", len(taints))
 	return nil
@@ -148,7 +149,7 @@ func (c *Controller) finalizeTaints(ctx context.Context, key cache.ObjectName, t
 	t, prob := c.resources.resolve(trig.Spec.Resource)
 	if prob == nil {
 		ts.target = t
-		lister, synced, err := c.objects.watch(key, t, nil) // taints and metadata: kept of every Node
+		lister, synced, err := c.objects.Watch(key, t.kind(), nil) // taints and metadata: kept of every Node
 		if err != nil {
 			return 0, err
 		}

@@ -20,7 +20,7 @@ import (
 // starts nothing, and says why on the object (Ready=False, reason Undecodable, a Warning
 // Event) while every other trigger is served. Its pipelines stay as they are.
 func (c *Controller) syncUndecodable(ctx context.Context, key cache.ObjectName, trig *v1alpha1.PipelineTrigger, decodeErr error) (time.Duration, error) {
-	c.objects.unwatch(key)
+	c.objects.Unwatch(key)
 	message := fmt.Sprintf("the operator cannot decode this trigger (%v): it starts nothing until it is fixed", decodeErr)
 	conditions := append([]metav1.Condition(nil), trig.Status.Conditions...)
 	meta.SetStatusCondition(&conditions, metav1.Condition{

@@ -22,10 +22,11 @@ import (
 // objectChanged handles an object whose bound params differ from its pipeline's. When both
 // the trigger and the pipeline have updatePolicy Rerun, the pipeline's params are patched,
 // and the engine runs it again; a re-run is not held back by the concurrency budget (the
-// pipeline has its place already), but waits while the trigger is suspended or its
-// template is missing. Otherwise the pipeline is left as it is, and an Event says so, once
-// for each new set of params. A pipeline created Immutable stays so, even if the trigger
-// turned to Rerun since: the API server refuses to change its params.
+// pipeline has its place already), but waits while the trigger's own hold holds (holdOf:
+// suspended, paused, its template missing, ...). Otherwise the pipeline is left as it is,
+// and an Event says so, once for each new set of params. A pipeline created Immutable stays
+// so, even if the trigger turned to Rerun since: the API server refuses to change its
+// params.
 func (ts *triggerSync) objectChanged(ctx context.Context, obj *unstructured.Unstructured, p *v1alpha1.Pipeline, params map[string]string) error {
 	if p.DeletionTimestamp != nil || p.UID == "" || p.HasParams(params) {
 		delete(ts.mem.changed, p.UID)
@@ -37,7 +38,7 @@ func (ts *triggerSync) objectChanged(ctx context.Context, obj *unstructured.Unst
 	}
 	name := ts.objectName(obj)
 	if ts.trig.Spec.UpdatePolicy == v1alpha1.UpdateRerun && p.Spec.UpdatePolicy == v1alpha1.UpdateRerun {
-		if !ts.canStart() {
+		if ts.holdOf() != holdNone {
 			return nil
 		}
 		if err := ts.patchParams(ctx, p, params); err != nil {

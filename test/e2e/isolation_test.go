@@ -25,7 +25,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
-	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
+	"github.com/stepwise-dev/stepwise/pkg/egress"
 )
 
 // webhookTenant makes a namespace whose ServiceAccount may read the webhook's Secret.

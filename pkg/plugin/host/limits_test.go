@@ -16,9 +16,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/contract"
+	"github.com/stepwise-dev/stepwise/pkg/egress"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/client"
-	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
 
 // maxDataSize reads the limit "Max data size" of a process: soft and hard, in bytes, or

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
-	"github.com/stepwise-dev/stepwise/pkg/tracing"
 )
 
 // Client is an HTTP client for the endpoints a step names: it connects only where the
@@ -22,16 +21,6 @@ func Client() *http.Client {
 	return ClientFor(policy)
 }
 
-// ClientFor is Client with the given policy rather than the environment's: the operator's
-// own queries (a trigger's health gates) under its own flag.
-//
-// A request made with a hook's context continues its trace when the operator traces: a
-// client span naming the method and host only, and the traceparent header, so that the
-// endpoint can join the pipeline's trace (tracing.Transport). Without a span it adds
-// nothing.
-func ClientFor(policy *egress.Policy) *http.Client {
-	return &http.Client{
-		Transport:     tracing.Transport(egress.LimitResponses(policy.Transport(nil), egress.MaxResponseBytes)),
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
+// ClientFor is Client with the given policy rather than the environment's (egress.Client).
+// A request made with a hook's context continues its trace when the operator traces.
+func ClientFor(policy *egress.Policy) *http.Client { return egress.Client(policy) }

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
+	"github.com/stepwise-dev/stepwise/pkg/egress"
 )
 
 // MaxResponseBytes bounds the body Query reads. The API client reads a body whole

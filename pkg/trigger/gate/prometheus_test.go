@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
+	"github.com/stepwise-dev/stepwise/pkg/egress"
 )
 
 // Answers of the Prometheus HTTP API (/api/v1/query), as Prometheus writes them.

@@ -1,6 +1,10 @@
-// Package egress is the address policy of the endpoints a tenant names in a step: the URL
+// Package egress is the address policy of the endpoints a tenant names: in a step, the URL
 // of a webhook, the authURL of a Keystone, the endpoint of an EC2-compatible API, the URL
-// of a vCenter. A plugin runs inside the operator's pod, with the pod's network: without a
+// of a vCenter; in a trigger, a health gate's Prometheus. The plugins use it through the
+// SDK (pkg/sdk/egress, which re-exports it), the operator directly: the operator links
+// none of the SDK.
+//
+// A plugin runs inside the operator's pod, with the pod's network: without a
 // policy, a pipeline author could make a plugin call the cluster's own services, the
 // node's loopback or the cloud's metadata service (169.254.169.254, which hands out the
 // node's credentials), and read the answer back in the step's status.

@@ -11,10 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/dynwatch"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
@@ -37,15 +39,15 @@ func TestOneInformerPerKind(t *testing.T) {
 	f := newFixture(t, objs(newTrigger(), second, denied, newTemplate("retire-node"), newTemplate("web"), newNode("n1", 0, retiring)))
 
 	f.sync("retire")
-	inf := f.c.objects.informer(nodesGVR)
+	inf := f.c.objects.Informer(nodesGVR)
 	require.NotNil(t, inf)
 	f.sync("retire-too")
-	assert.Same(t, inf, f.c.objects.informer(nodesGVR), "shared")
-	assert.ElementsMatch(t, []cache.ObjectName{keyOf("retire"), keyOf("retire-too")}, f.c.objects.watchersOf(nodesGVR))
+	assert.Same(t, inf, f.c.objects.Informer(nodesGVR), "shared")
+	assert.ElementsMatch(t, []cache.ObjectName{keyOf("retire"), keyOf("retire-too")}, f.c.objects.WatchersOf(nodesGVR))
 
 	f.sync("web")
 	assert.Equal(t, v1alpha1.TriggerReasonForbidden, readyOf(f.trigger("web")).Reason)
-	assert.Nil(t, f.c.objects.informer(webappsGVR), "not watched for a trigger that may not")
+	assert.Nil(t, f.c.objects.Informer(webappsGVR), "not watched for a trigger that may not")
 }
 
 // TestObjectEventsQueueTheTriggersOfTheirKind: an object's change queues the triggers of
@@ -195,23 +197,23 @@ func TestRunDrivesTriggersThroughInformers(t *testing.T) {
 func TestAnInformerNoTriggerWatchesIsReleased(t *testing.T) {
 	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), newNode("n1", 0, retiring)))
 	f.sync("retire")
-	first := f.c.objects.informer(nodesGVR)
+	first := f.c.objects.Informer(nodesGVR)
 	require.NotNil(t, first)
 
-	f.c.objects.unwatch(keyOf("retire"))
-	f.clock.Step(defaultReleaseAfter - time.Second)
-	assert.Same(t, first, f.c.objects.informer(nodesGVR), "kept for a while")
+	f.c.objects.Unwatch(keyOf("retire"))
+	f.clock.Step(dynwatch.DefaultReleaseAfter - time.Second)
+	assert.Same(t, first, f.c.objects.Informer(nodesGVR), "kept for a while")
 	f.sync("retire") // watched again in time: the same informer, and no release pending
 	f.clock.Step(time.Hour)
-	assert.Same(t, first, f.c.objects.informer(nodesGVR), "a kind watched again is kept")
+	assert.Same(t, first, f.c.objects.Informer(nodesGVR), "a kind watched again is kept")
 
-	f.c.objects.unwatch(keyOf("retire"))
-	f.clock.Step(defaultReleaseAfter)
-	assert.Nil(t, f.c.objects.informer(nodesGVR), "released")
+	f.c.objects.Unwatch(keyOf("retire"))
+	f.clock.Step(dynwatch.DefaultReleaseAfter)
+	assert.Nil(t, f.c.objects.Informer(nodesGVR), "released")
 	require.Eventually(t, first.Informer().IsStopped, 10*time.Second, 10*time.Millisecond, "its watch ended")
 
 	f.sync("retire")
-	second := f.c.objects.informer(nodesGVR)
+	second := f.c.objects.Informer(nodesGVR)
 	require.NotNil(t, second)
 	assert.NotSame(t, first, second, "a new informer for a trigger that watches the kind again")
 }
@@ -220,7 +222,7 @@ func TestAnInformerNoTriggerWatchesIsReleased(t *testing.T) {
 // keeps the fields its triggers read. A trigger that reads one it drops waits (it would see
 // objects without it) while a replacement keeping it lists the kind; the first informer
 // serves the other triggers until the replacement has synced and takes its place. A
-// replacement starts at most every replaceInterval.
+// replacement starts at most every dynwatch.ReplaceInterval.
 func TestATriggerReadingFieldsTheCacheDropsGetsAnInformerKeepingThem(t *testing.T) {
 	node := newNode("n1", 0, retiring)
 	node.Object["spec"].(map[string]any)["podCIDR"] = "10.0.0.0/24"
@@ -233,35 +235,31 @@ func TestATriggerReadingFieldsTheCacheDropsGetsAnInformerKeepingThem(t *testing.
 	f := newFixture(t, objs(newTrigger(), second, third, newTemplate("retire-node"), node))
 
 	f.sync("retire")
-	first := f.c.objects.informer(nodesGVR)
+	first := f.c.objects.Informer(nodesGVR)
 	require.NotNil(t, first)
 	cached, ok, err := first.Informer().GetIndexer().GetByKey("n1")
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Empty(t, cached.(*unstructured.Unstructured).Object["spec"], "metadata.name is all the first trigger reads (and a Node's taints, which n1 has none of)")
 
-	replacement := func() *objectInformer {
-		f.c.objects.mu.Lock()
-		defer f.c.objects.mu.Unlock()
-		return f.c.objects.started[nodesGVR].next
-	}
+	replacement := func() kubeinformers.GenericInformer { return f.c.objects.Replacement(nodesGVR) }
 	requeue := f.syncWithoutRefresh("by-cidr")
 	assert.Positive(t, requeue)
 	assert.NotContains(t, f.pipelineNames(), rules.PipelineName("by-cidr", "n1", node.GetUID()), "no pipeline from a cache without spec.podCIDR")
-	assert.Same(t, first, f.c.objects.informer(nodesGVR), "the first informer serves retire meanwhile")
+	assert.Same(t, first, f.c.objects.Informer(nodesGVR), "the first informer serves retire meanwhile")
 	next := replacement()
 	require.NotNil(t, next)
 	require.True(t, cache.WaitForCacheSync(f.ctx.Done(), next.Informer().HasSynced))
 
 	f.sync("by-cidr")
-	assert.NotSame(t, first, f.c.objects.informer(nodesGVR), "the replacement took its place")
+	assert.NotSame(t, first, f.c.objects.Informer(nodesGVR), "the replacement took its place")
 	assert.Equal(t, "10.0.0.0/24", f.pipelineFor("by-cidr", node).Spec.Params["cidr"])
 	require.Eventually(t, first.Informer().IsStopped, 10*time.Second, 10*time.Millisecond, "the first informer stopped")
 
-	// Another field within replaceInterval: the trigger waits for the interval.
+	// Another field within dynwatch.ReplaceInterval: the trigger waits for the interval.
 	f.syncWithoutRefresh("by-id")
 	assert.Nil(t, replacement(), "no second replacement within the interval")
-	f.clock.Step(replaceInterval)
+	f.clock.Step(dynwatch.ReplaceInterval)
 	f.syncWithoutRefresh("by-id")
 	require.NotNil(t, replacement())
 	require.True(t, cache.WaitForCacheSync(f.ctx.Done(), replacement().Informer().HasSynced))
