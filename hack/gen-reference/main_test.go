@@ -138,7 +138,7 @@ func TestReasonsPage(t *testing.T) {
 	assert.Contains(t, text, "| `StepStarted` | Normal | `Step %q started (%s)` | step.go |")
 	assert.Contains(t, text, "| `StepFailed` | Warning | `Step %q failed: %s` | step.go |")
 	assert.Contains(t, text, "| `SpecChangeRefused` | Warning |")
-	assert.Contains(t, text, "| `Waiting` | Normal | `objects wait: the trigger is suspended; first %s` | create.go |")
+	assert.Contains(t, text, "| `Waiting` | Normal | `objects wait: the trigger is suspended; first %s` | mode.go |")
 	assert.Contains(t, text, "| `Waiting` | Warning | `%s waits: %v` | create.go |")
 	assert.NotContains(t, text, "emitEvents")
 }

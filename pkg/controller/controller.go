@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"go.opentelemetry.io/otel/trace"
-	"sync"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
-	"github.com/stepwise-dev/stepwise/pkg/fairqueue"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions/stepwise/v1alpha1"
@@ -40,9 +38,8 @@ const (
 	defaultRequeueAfter = 5 * time.Second
 
 	// Our own writes are kept until the informer delivers them (normally milliseconds), at
-	// most this long and this many: a bound on memory, not a tuning knob.
-	mutationCacheTTL  = 5 * time.Minute
-	mutationCacheSize = 1000
+	// most this long: a bound on memory, not a tuning knob.
+	mutationCacheTTL = 5 * time.Minute
 )
 
 // ExecutorLookup finds an executor by name; *executor.Registry is one.
@@ -143,11 +140,20 @@ type Controller struct {
 
 // New creates a controller and registers its event handlers on the informer.
 func New(ctx context.Context, cfg Config) (*Controller, error) {
+	c := newController(ctx, cfg)
+	if err := c.addHandlers(cfg); err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).V(4).Info("Controller created")
+	return c, nil
+}
+
+// newController makes the controller of cfg: its cache, clients and queue.
+func newController(ctx context.Context, cfg Config) *Controller {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
-		client: cfg.Client,
-		pipelines: cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, cfg.Informer.Informer().GetStore(),
-			cache.MutationCacheOptions{TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize, Indexer: cfg.Informer.Informer().GetIndexer()}),
+		client:               cfg.Client,
+		pipelines:            reconcile.NewOverlay(logger, cfg.Informer.Informer(), mutationCacheTTL, false),
 		synced:               cfg.Informer.Informer().HasSynced,
 		recorder:             cfg.Recorder,
 		executors:            cfg.Executors,
@@ -176,22 +182,18 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 	if c.jitter == nil {
 		c.jitter = func(d time.Duration) time.Duration { return wait.Jitter(d, 0.1) }
 	}
-	c.queue = fairqueue.NewRateLimiting(
-		// Failed reconciles (API errors, conflicts) back off per item; step retries have
-		// their own backoff, kept in the status.
-		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](50*time.Millisecond, 5*time.Minute),
-		// Namespaces share the workers: one whose hooks hang or that has thousands of
-		// pipelines does not hold up another's.
-		fairqueue.Config[cache.ObjectName]{
-			Name:            ControllerName,
-			MetricsProvider: cfg.WorkqueueMetrics,
-			Clock:           c.clock,
-			TenantOf:        func(key cache.ObjectName) string { return key.Namespace },
-			Share:           cfg.NamespaceShare,
-			Borrow:          cfg.NamespaceBorrow,
-		},
-	)
+	// Namespaces share the workers: one whose hooks hang or that has thousands of
+	// pipelines does not hold up another's. Step retries have their own backoff, kept in
+	// the status.
+	c.queue = reconcile.NewQueue(reconcile.QueueConfig{Name: ControllerName, Metrics: cfg.WorkqueueMetrics, Clock: c.clock,
+		Share: cfg.NamespaceShare, Borrow: cfg.NamespaceBorrow})
 
+	return c
+}
+
+// addHandlers queues the pipelines that the changes of pipelines, templates and approvals
+// concern, and keeps the pipelines' cache in step.
+func (c *Controller) addHandlers(cfg Config) error {
 	_, err := cfg.Informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
 		// Every update counts, our own status writes included: they start the next step.
@@ -212,11 +214,11 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("add pipeline event handler: %w", err)
+		return fmt.Errorf("add pipeline event handler: %w", err)
 	}
 	if cfg.Templates != nil {
 		if err := cfg.Informer.Informer().AddIndexers(cache.Indexers{templateIndex: byTemplate}); err != nil {
-			return nil, fmt.Errorf("index pipelines by template: %w", err)
+			return fmt.Errorf("index pipelines by template: %w", err)
 		}
 		c.templates = cfg.Templates.Lister()
 		c.synced = syncedAll(c.synced, cfg.Templates.Informer().HasSynced)
@@ -224,12 +226,12 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 			AddFunc:    c.enqueueUsersOf,
 			UpdateFunc: func(_, newObj any) { c.enqueueUsersOf(newObj) },
 		}); err != nil {
-			return nil, fmt.Errorf("add template event handler: %w", err)
+			return fmt.Errorf("add template event handler: %w", err)
 		}
 	}
 	if cfg.Approvals != nil {
 		if err := c.watchApprovals(cfg.Approvals); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if cfg.Triggers != nil {
@@ -238,8 +240,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		c.triggers = cfg.Triggers.Lister()
 		c.synced = syncedAll(c.synced, cfg.Triggers.Informer().HasSynced)
 	}
-	logger.V(4).Info("Controller created")
-	return c, nil
+	return nil
 }
 
 // enqueue adds the key of a Pipeline, or of the tombstone of a deleted one, to the queue.
@@ -310,10 +311,6 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 func (c *Controller) RunLeading(ctx, lead context.Context, workers int) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
-
-	// Work runs on its own context: it outlives ctx by the grace period, never lead.
-	workCtx, cancelWork := context.WithCancel(lead)
-	defer cancelWork()
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	defer context.AfterFunc(lead, stop)()
@@ -323,36 +320,12 @@ func (c *Controller) RunLeading(ctx, lead context.Context, workers int) error {
 		c.queue.ShutDown()
 		return errors.New("wait for the pipeline cache to sync: cancelled")
 	}
-
 	logger.Info("Starting workers", "count", workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for c.processNextWorkItem(workCtx) {
-			}
-		})
-	}
-
-	<-ctx.Done()
+	// Work runs on its own context: it outlives ctx by the grace period, never lead.
+	reconcile.Workers{Queue: c.queue, Kind: "pipeline", Sync: c.syncHandler, Panics: c.faults, Grace: c.shutdownGrace}.Run(ctx, lead, workers)
 	if lead.Err() != nil {
-		logger.Info("Lead lost, running hooks cancelled")
-	}
-	logger.Info("Shutting down workers", "grace", c.shutdownGrace)
-	c.queue.ShutDown()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(c.shutdownGrace):
-		logger.Info("Grace period over, cancelling running hooks")
-		cancelWork()
-		<-done
+		logger.Info("Lead lost, running hooks were cancelled")
 	}
 	logger.Info("Workers stopped")
 	return nil
-}
-
-// processNextWorkItem takes one key from the queue and syncs it.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	return reconcile.ProcessNext(ctx, c.queue, "pipeline", c.syncHandler, c.faults)
 }

@@ -13,6 +13,7 @@
 package trigger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,10 +67,9 @@ const (
 	// a pipeline can write: only rules.StartedUnder tells which of them a budget counts.
 	pipelineBudgetIndex = "stepwise.dev/node-budget"
 
-	// Our own writes are kept until the informer delivers them, at most this long and this
-	// many (see Controller.pipelines).
-	mutationCacheTTL  = time.Minute
-	mutationCacheSize = 1000
+	// Our own writes are kept until the informer delivers them, at most this long (see
+	// Controller.pipelines).
+	mutationCacheTTL = time.Minute
 
 	// accessChangeDelay gathers the RBAC changes of a burst (kubectl apply of a Role and
 	// its binding, a namespace's default bindings) into one look at every trigger.
@@ -120,6 +120,9 @@ type Config struct {
 	Resync time.Duration
 	// AccessTTL is how long an answer on a trigger's rights is kept; 0: DefaultAccessTTL.
 	AccessTTL time.Duration
+	// GatesCheckTimeout bounds the check of all of a trigger's gates; 0:
+	// DefaultGatesCheckTimeout.
+	GatesCheckTimeout time.Duration
 	// InformerReleaseAfter is how long the informer of a kind no trigger watches any more
 	// keeps running before it stops; 0: dynwatch.DefaultReleaseAfter.
 	InformerReleaseAfter time.Duration
@@ -177,6 +180,7 @@ type Controller struct {
 	// gateAdminHTTP and gatePrometheusURLs: see Config. Read only once made.
 	gateAdminHTTP      *http.Client
 	gatePrometheusURLs map[string]string
+	gatesCheckTimeout  time.Duration
 
 	mu sync.Mutex
 	// memories are what each trigger's syncs remember between them.
@@ -185,7 +189,22 @@ type Controller struct {
 
 // New creates the controller and registers its indexes and event handlers.
 func New(ctx context.Context, cfg Config) (*Controller, error) {
-	logger := klog.FromContext(ctx)
+	c := newController(ctx, cfg)
+	if err := c.addIndexes(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if err := c.addHandlers(cfg); err != nil {
+		return nil, err
+	}
+	if err := c.watchAccessChanges(cfg.AccessChanges); err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).V(4).Info("Trigger controller created", "resources", cfg.Resources)
+	return c, nil
+}
+
+// newController makes the controller of cfg: its caches, clients and queue.
+func newController(ctx context.Context, cfg Config) *Controller {
 	c := &Controller{
 		client:      cfg.Client,
 		operator:    cfg.Operator,
@@ -195,6 +214,7 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		gateHTTP:    cfg.GateHTTP,
 
 		gateAdminHTTP:      cfg.GateAdminHTTP,
+		gatesCheckTimeout:  cmp.Or(cfg.GatesCheckTimeout, DefaultGatesCheckTimeout),
 		gatePrometheusURLs: cfg.GatePrometheusURLs,
 
 		recorder:    cfg.Recorder,
@@ -223,37 +243,40 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 		Clock: later, Enqueue: c.enqueueKey, KeepFor: keptFieldsOf})
 	// Namespaces take turns, so that one with thousands of triggers does not delay
 	// another's; and a namespace holds at most its share of the workers, so that health
-	// gates that answer slowly (gatesCheckTimeout) hold only its own triggers.
+	// gates that answer slowly (GatesCheckTimeout) hold only its own triggers.
 	share, borrow := fairqueue.Shares(max(cfg.Workers, 1), 0)
-	c.queue = fairqueue.NewRateLimiting(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](50*time.Millisecond, 5*time.Minute),
-		fairqueue.Config[cache.ObjectName]{
-			Name:            ControllerName,
-			MetricsProvider: cfg.WorkqueueMetrics,
-			Clock:           c.clock,
-			TenantOf:        func(key cache.ObjectName) string { return key.Namespace },
-			Share:           share,
-			Borrow:          borrow,
-		},
-	)
+	c.queue = reconcile.NewQueue(reconcile.QueueConfig{Name: ControllerName, Metrics: cfg.WorkqueueMetrics, Clock: c.clock,
+		Share: share, Borrow: borrow})
 
+	return c
+}
+
+// addIndexes indexes the informers and makes the caches the syncs read: the triggers and
+// pipelines overlaid with our own writes.
+func (c *Controller) addIndexes(ctx context.Context, cfg Config) error {
+	logger := klog.FromContext(ctx)
 	triggers, templates, pipelines := cfg.Triggers.Informer(), cfg.Templates.Informer(), cfg.Pipelines.Informer()
 	budgets := cfg.NodeBudgets.Informer()
 	if err := triggers.AddIndexers(cache.Indexers{triggerLabelIndex: byTriggerLabel, triggerTemplateIndex: byTemplate,
 		triggerBudgetIndex: byNodeBudget, triggerUIDIndex: byUID}); err != nil {
-		return nil, fmt.Errorf("add trigger indexes: %w", err)
+		return fmt.Errorf("add trigger indexes: %w", err)
 	}
 	if err := pipelines.AddIndexers(cache.Indexers{pipelineTriggerIndex: byTrigger, pipelineBudgetIndex: byBudgetLabel}); err != nil {
-		return nil, fmt.Errorf("add pipeline index: %w", err)
+		return fmt.Errorf("add pipeline index: %w", err)
 	}
 	c.triggerIndexer = triggers.GetIndexer()
-	c.triggers = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, triggers.GetStore(),
-		cache.MutationCacheOptions{TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize})
+	c.triggers = reconcile.NewOverlay(logger, triggers, mutationCacheTTL, false)
 	// With adds: a pipeline we created is counted before the informer delivers it.
-	c.pipelines = cache.NewIntegerResourceVersionMutationCacheWithOptions(logger, pipelines.GetStore(),
-		cache.MutationCacheOptions{Indexer: pipelines.GetIndexer(), TTL: mutationCacheTTL, MaxCacheSize: mutationCacheSize, IncludeAdds: true})
+	c.pipelines = reconcile.NewOverlay(logger, pipelines, mutationCacheTTL, true)
 	c.synced = []cache.InformerSynced{triggers.HasSynced, templates.HasSynced, pipelines.HasSynced, budgets.HasSynced}
+	return nil
+}
 
+// addHandlers queues the triggers that the changes of triggers, templates, NodeBudgets and
+// pipelines concern.
+func (c *Controller) addHandlers(cfg Config) error {
+	triggers, templates, pipelines := cfg.Triggers.Informer(), cfg.Templates.Informer(), cfg.Pipelines.Informer()
+	budgets := cfg.NodeBudgets.Informer()
 	if _, err := triggers.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: c.onTriggerUpdate,
@@ -264,20 +287,20 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 			c.enqueue(obj)
 		},
 	}); err != nil {
-		return nil, fmt.Errorf("add trigger event handler: %w", err)
+		return fmt.Errorf("add trigger event handler: %w", err)
 	}
 	if _, err := templates.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onTemplate,
 		DeleteFunc: c.onTemplate,
 	}); err != nil {
-		return nil, fmt.Errorf("add template event handler: %w", err)
+		return fmt.Errorf("add template event handler: %w", err)
 	}
 	if _, err := budgets.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onNodeBudget,
 		UpdateFunc: func(_, newObj any) { c.onNodeBudget(newObj) },
 		DeleteFunc: c.onNodeBudget,
 	}); err != nil {
-		return nil, fmt.Errorf("add node budget event handler: %w", err)
+		return fmt.Errorf("add node budget event handler: %w", err)
 	}
 	if _, err := pipelines.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.onPipeline,
@@ -299,14 +322,20 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 			c.onPipeline(obj)
 		},
 	}); err != nil {
-		return nil, fmt.Errorf("add pipeline event handler: %w", err)
+		return fmt.Errorf("add pipeline event handler: %w", err)
 	}
-	bindings, err := accessreview.NewBindings(cfg.AccessChanges)
+	return nil
+}
+
+// watchAccessChanges makes the RBAC changes of informers stale the answers they concern
+// (onAccessChange).
+func (c *Controller) watchAccessChanges(informers []cache.SharedInformer) error {
+	bindings, err := accessreview.NewBindings(informers)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.bindings = bindings
-	for _, inf := range cfg.AccessChanges {
+	for _, inf := range informers {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 			// The initial list is no change: no answer was kept before it.
 			AddFunc: func(obj any, initial bool) {
@@ -321,11 +350,10 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 			},
 			DeleteFunc: func(obj any) { c.onAccessChange(obj, nil) },
 		}); err != nil {
-			return nil, fmt.Errorf("add RBAC event handler: %w", err)
+			return fmt.Errorf("add RBAC event handler: %w", err)
 		}
 	}
-	logger.V(4).Info("Trigger controller created", "resources", cfg.Resources)
-	return c, nil
+	return nil
 }
 
 // byTriggerLabel indexes a trigger by the value of LabelTrigger on its pipelines.
@@ -497,21 +525,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("wait for the trigger caches to sync: cancelled")
 	}
 	logger.Info("Starting trigger workers", "count", workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for c.processNextWorkItem(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	logger.Info("Shutting down trigger workers")
-	c.queue.ShutDown()
-	wg.Wait()
+	reconcile.Workers{Queue: c.queue, Kind: "trigger", Sync: c.syncHandler, Panics: c.faults}.Run(ctx, ctx, workers)
+	logger.Info("Trigger workers stopped")
 	return nil
-}
-
-// processNextWorkItem takes one key from the queue and syncs it.
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	return reconcile.ProcessNext(ctx, c.queue, "trigger", c.syncHandler, c.faults)
 }

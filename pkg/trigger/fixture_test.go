@@ -120,6 +120,9 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 		Recorder:    f.recorder,
 		Clock:       f.clock,
 		Operator:    operatorUser,
+		// A gate's list of 8 MiB through the fake clients, under -race beside other
+		// packages, took more than the default 10 s (TestAnObjectsGateListsInPagesWithinItsBounds).
+		GatesCheckTimeout: 2 * time.Minute,
 	}
 	withResources(DefaultResources)(&cfg)
 	for _, o := range opts {

@@ -28,10 +28,10 @@ const (
 	// gateRecheck is when gates that did not hold are checked again: not at every event
 	// of the trigger's kind (a Node's heartbeat), which would list and query in a loop.
 	gateRecheck = 10 * time.Second
-	// gatesCheckTimeout bounds the check of all of a trigger's gates: a slow API server or
-	// Prometheus holds one trigger worker that long at most (and a namespace holds at
-	// most its share of the trigger workers: see fairqueue.Shares).
-	gatesCheckTimeout = 10 * time.Second
+	// DefaultGatesCheckTimeout bounds the check of all of a trigger's gates: a slow API
+	// server or Prometheus holds one trigger worker that long at most (and a namespace
+	// holds at most its share of the trigger workers: see fairqueue.Shares).
+	DefaultGatesCheckTimeout = 10 * time.Second
 	// maxGateObjects bounds the objects a gate lists; more is an error of the gate, which
 	// should select fewer.
 	maxGateObjects = 1000
@@ -89,7 +89,7 @@ func (ts *triggerSync) gatesOpen(ctx context.Context) bool {
 		previous[s.Name] = s
 	}
 	g.open, g.status = true, nil
-	ctx, cancel := context.WithTimeout(ctx, gatesCheckTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ts.c.gatesCheckTimeout)
 	defer cancel()
 	for i := range ts.trig.Spec.Gates {
 		spec := &ts.trig.Spec.Gates[i]
