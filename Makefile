@@ -120,9 +120,7 @@ demo-down: ## Stop the demo's operator, vCenter simulator and control plane.
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informers, apply configurations and the CRDs.
 	hack/update-codegen.sh
-	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-crd.sh
-	for f in crd/*.yaml; do echo '---'; cat "$$f"; done > deploy/base/crd.yaml # kustomize reads no file outside deploy/base/
-	rm -f charts/stepwise/crds/*.yaml && cp crd/*.yaml charts/stepwise/crds/ # Helm installs a chart's crds/ first
+	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-crd.sh # crd/, and its copies in deploy/base/ and the chart
 
 .PHONY: reference
 reference: ## Regenerate the reference pages in docs/reference (the operator's flags, the built-in executors, metrics, reasons and Events), the Grafana dashboard in deploy/grafana and the alert rules the chart ships from the code.
