@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -29,41 +28,8 @@ var operator *framework.Operator
 
 func TestMain(m *testing.M) {
 	framework.DefaultParallel(6)
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := framework.StartCluster(ctx, framework.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start local cluster: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stop local cluster: %v\n", err)
-		}
-	}()
-	cluster = c
-	if err := c.InstallCRDs(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "install CRDs: %v\n", err)
-		return 1
-	}
-	if err := c.InstallAdmissionPolicies(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "install admission policies: %v\n", err)
-		return 1
-	}
-	if operator, err = c.StartOperator(pluginArgs()...); err != nil {
-		fmt.Fprintf(os.Stderr, "start operator: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := operator.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stop operator: %v\n", err)
-		}
-	}()
-	return m.Run()
+	os.Exit(framework.Main(m, framework.Suite{Name: "e2e", CRDs: true, AdmissionPolicies: true, OperatorArgs: pluginArgs,
+		Ready: func(c *framework.Cluster, op *framework.Operator) { cluster, operator = c, op }}))
 }
 
 func TestServerVersion(t *testing.T) {

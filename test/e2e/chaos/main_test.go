@@ -1,9 +1,7 @@
 package chaos
 
 import (
-	"context"
 	"flag"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -23,32 +21,9 @@ var cluster *framework.Cluster
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := framework.StartCluster(ctx, framework.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start local cluster: %v\n", err)
-		return 1
-	}
-	cluster = c
-	code := func() int {
-		if err := c.InstallCRDs(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "install CRDs: %v\n", err)
-			return 1
-		}
-		return m.Run()
-	}()
-	if code != 0 || *keepFlag {
-		c.KeepLogs("chaos")
-	}
-	if err := c.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stop local cluster: %v\n", err)
-	}
-	return code
+	os.Exit(framework.Main(m, framework.Suite{Name: "chaos", CRDs: true,
+		KeepLogs: func() bool { return *keepFlag },
+		Ready:    func(c *framework.Cluster, _ *framework.Operator) { cluster = c }}))
 }
 
 // config sizes a run.

@@ -5,22 +5,7 @@
 // The binaries are built by `make localcluster-tools`; the framework never
 // builds them, because a cold build takes about ten minutes.
 //
-// Typical use from a TestMain:
-//
-//	func TestMain(m *testing.M) {
-//		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-//		cluster, err := framework.StartCluster(ctx, framework.Options{})
-//		cancel()
-//		if err != nil {
-//			fmt.Fprintln(os.Stderr, err)
-//			os.Exit(1)
-//		}
-//		code := m.Run()
-//		if err := cluster.Stop(); err != nil {
-//			fmt.Fprintln(os.Stderr, err)
-//		}
-//		os.Exit(code)
-//	}
+// A suite's TestMain starts and sets up its control plane with Main (main.go).
 package framework
 
 import (

@@ -1,9 +1,7 @@
 package hostile
 
 import (
-	"context"
 	"flag"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -51,57 +49,11 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	if !clusterNeeded() {
-		return m.Run()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := framework.StartCluster(ctx, framework.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start local cluster: %v\n", err)
-		return 1
-	}
-	cluster = c
-	code := func() int {
-		if err := c.InstallCRDs(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "install CRDs: %v\n", err)
-			return 1
-		}
-		// As an install has them: they decide who an Approval may name, and stamp who
-		// created a pipeline (four eyes).
-		if err := c.InstallAdmissionPolicies(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "install admission policies: %v\n", err)
-			return 1
-		}
-		op, err := c.StartOperator(operatorArgs...)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "start operator: %v\n", err)
-			return 1
-		}
-		operator = op
-		defer func() {
-			// The test asserts that it never exited; this reports a failure to stop.
-			if err := op.Stop(); err != nil {
-				fmt.Fprintf(os.Stderr, "stop operator: %v\n", err)
-			}
-		}()
-		if err := op.WaitReady(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}()
-	if code != 0 || *keepFlag {
-		c.KeepLogs("hostile")
-	}
-	if err := c.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stop local cluster: %v\n", err)
-	}
-	return code
+	os.Exit(framework.Main(m, framework.Suite{Name: "hostile", CRDs: true, AdmissionPolicies: true,
+		OperatorArgs: func() []string { return operatorArgs },
+		KeepLogs:     func() bool { return *keepFlag },
+		Needed:       clusterNeeded,
+		Ready:        func(c *framework.Cluster, op *framework.Operator) { cluster, operator = c, op }}))
 }
 
 // clusterNeeded tells whether the tests selected by -test.run, -test.skip and -test.list

@@ -53,65 +53,55 @@ const repushedMarker = "stepwise-e2e: the re-pushed image's code ran"
 var signingKey, publicKey, otherPublicKey string
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(framework.Main(m, framework.Suite{Name: "node", Cluster: framework.Options{Node: true}, Timeout: 10 * time.Minute,
+		Setup: buildAndLoadImages,
+		Ready: func(c *framework.Cluster, _ *framework.Operator) { cluster = c }}))
 }
 
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c, err := framework.StartCluster(ctx, framework.Options{Node: true})
+// buildAndLoadImages makes the key pairs, builds the images of two tags and the re-pushed
+// one, and loads the two tags' into the node; the function it returns removes the files.
+func buildAndLoadImages(ctx context.Context, c *framework.Cluster) (func(), error) {
+	stage, err := os.MkdirTemp("", "stepwise-node-images-")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "start a local cluster with a node: %v\n", err)
-		return 1
+		return nil, fmt.Errorf("make a directory for the images: %w", err)
 	}
-	cluster = c
-	code := func() int {
-		stage, err := os.MkdirTemp("", "stepwise-node-images-")
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "make a directory for the images: %v\n", err)
-			return 1
-		}
-		defer func() { _ = os.RemoveAll(stage) }()
-		if signingKey, publicKey, err = writeKeyPair(stage); err != nil {
-			fmt.Fprintf(os.Stderr, "make the plugin author's key pair: %v\n", err)
-			return 1
-		}
-		other := filepath.Join(stage, "other")
-		if err := os.Mkdir(other, 0o700); err != nil {
-			fmt.Fprintf(os.Stderr, "make a directory for another key pair: %v\n", err)
-			return 1
-		}
-		if _, otherPublicKey, err = writeKeyPair(other); err != nil {
-			fmt.Fprintf(os.Stderr, "make another key pair: %v\n", err)
-			return 1
-		}
-		for _, im := range []*images{&first, &second} {
-			tag := "e2e-1"
-			if im == &second {
-				tag = "e2e-2"
-			}
-			if *im, err = buildImages(ctx, c.Root(), stage, tag); err != nil {
-				fmt.Fprintf(os.Stderr, "build the images: %v\n", err)
-				return 1
-			}
-			if err := c.LoadImages(ctx, im.operator, im.examplePlugin); err != nil {
-				fmt.Fprintf(os.Stderr, "load the images into the node: %v\n", err)
-				return 1
-			}
-		}
-		if repushed, err = buildRepushed(ctx, c.Root(), stage); err != nil {
-			fmt.Fprintf(os.Stderr, "build the re-pushed image: %v\n", err)
-			return 1
-		}
-		return m.Run()
-	}()
-	if code != 0 {
-		c.KeepLogs("node")
+	undo := func() { _ = os.RemoveAll(stage) }
+	if err := buildImagesIn(ctx, c, stage); err != nil {
+		undo()
+		return nil, err
 	}
-	if err := c.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stop local cluster: %v\n", err)
+	return undo, nil
+}
+
+// buildImagesIn is buildAndLoadImages in the directory stage.
+func buildImagesIn(ctx context.Context, c *framework.Cluster, stage string) error {
+	var err error
+	if signingKey, publicKey, err = writeKeyPair(stage); err != nil {
+		return fmt.Errorf("make the plugin author's key pair: %w", err)
 	}
-	return code
+	other := filepath.Join(stage, "other")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		return fmt.Errorf("make a directory for another key pair: %w", err)
+	}
+	if _, otherPublicKey, err = writeKeyPair(other); err != nil {
+		return fmt.Errorf("make another key pair: %w", err)
+	}
+	for _, im := range []*images{&first, &second} {
+		tag := "e2e-1"
+		if im == &second {
+			tag = "e2e-2"
+		}
+		if *im, err = buildImages(ctx, c.Root(), stage, tag); err != nil {
+			return fmt.Errorf("build the images: %w", err)
+		}
+		if err := c.LoadImages(ctx, im.operator, im.examplePlugin); err != nil {
+			return fmt.Errorf("load the images into the node: %w", err)
+		}
+	}
+	if repushed, err = buildRepushed(ctx, c.Root(), stage); err != nil {
+		return fmt.Errorf("build the re-pushed image: %w", err)
+	}
+	return nil
 }
 
 // writeKeyPair writes a plugin author's key pair into dir, as `kubectl stepwise plugin

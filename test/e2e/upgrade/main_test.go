@@ -4,11 +4,8 @@
 package upgrade
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/stepwise-dev/stepwise/test/e2e/framework"
 )
@@ -16,24 +13,6 @@ import (
 var cluster *framework.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := framework.StartCluster(ctx, framework.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "start local cluster: %v\n", err)
-		return 1
-	}
-	cluster = c
-	code := m.Run()
-	if code != 0 {
-		c.KeepLogs("upgrade")
-	}
-	if err := c.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stop local cluster: %v\n", err)
-	}
-	return code
+	os.Exit(framework.Main(m, framework.Suite{Name: "upgrade",
+		Ready: func(c *framework.Cluster, _ *framework.Operator) { cluster = c }}))
 }
