@@ -301,6 +301,7 @@ func TestTenantLimiterDelaysAnotherNamespaceAtAnyWorkers(t *testing.T) {
 			busy := func(i int) string { return fmt.Sprintf("busy-%d", i%tt.busy) }
 
 			// The busy namespaces spend the plugin's burst...
+			burstStart := time.Now()
 			for i := range tt.limits.PluginBurst {
 				require.NoError(t, get(busy(i)), "request %d of the burst", i)
 			}
@@ -316,6 +317,9 @@ func TestTenantLimiterDelaysAnotherNamespaceAtAnyWorkers(t *testing.T) {
 				})
 			}
 			time.Sleep(20 * time.Millisecond) // the busy hooks' requests are waiting, or refused
+			// Tokens the bucket gained while the burst was spent and the hooks' requests
+			// came (slow on a loaded machine): as many more pass without waiting.
+			refilled := int32(tt.limits.PluginQPS * time.Since(burstStart).Seconds())
 
 			start := time.Now()
 			err := get("other")
@@ -324,7 +328,7 @@ func TestTenantLimiterDelaysAnotherNamespaceAtAnyWorkers(t *testing.T) {
 			wg.Wait()
 			// What may wait, each busy namespace's share rounded up.
 			maxWaiting := int32(tt.limits.PluginQPS*sdk.DefaultMaxWait.Seconds()) + int32(tt.busy) - 1
-			assert.LessOrEqual(t, passed.Load(), maxWaiting, "the busy namespaces' requests beyond what may wait fail fast")
+			assert.LessOrEqual(t, passed.Load(), maxWaiting+refilled, "the busy namespaces' requests beyond what may wait fail fast (%d tokens refilled)", refilled)
 		})
 	}
 }

@@ -18,10 +18,13 @@ import (
 )
 
 // pluginArgs makes the operator load the plugins `make plugins` built into bin/plugins.
-func pluginArgs() []string {
+func pluginArgs() []string { return pluginArgsOn(cluster) }
+
+// pluginArgsOn is pluginArgs on the control plane c.
+func pluginArgsOn(c *framework.Cluster) []string {
 	// The stand-ins for clouds, receivers and Prometheus listen on loopback, which plugins
 	// and health gates may not reach unless allowed.
-	return []string{"--plugin-dir", cluster.BinPath("plugins"), "--plugin-allowed-cidrs=127.0.0.0/8", "--gate-allowed-cidrs=127.0.0.0/8"}
+	return []string{"--plugin-dir", c.BinPath("plugins"), "--plugin-allowed-cidrs=127.0.0.0/8", "--gate-allowed-cidrs=127.0.0.0/8"}
 }
 
 // pluginPIDs lists the running processes of the example plugin that are children of the

@@ -18,9 +18,9 @@ type Suite struct {
 	// CRDs and AdmissionPolicies are installed as an install has them (the policies decide
 	// whom an Approval may name, and stamp who created a pipeline).
 	CRDs, AdmissionPolicies bool
-	// OperatorArgs, when not nil, start the operator with these arguments; Main waits until
-	// it is ready, and stops it after the tests.
-	OperatorArgs func() []string
+	// OperatorArgs, when not nil, are the arguments the operator starts with on c; Main
+	// waits until it is ready, and stops it after the tests.
+	OperatorArgs func(c *Cluster) []string
 	// Setup does what else the suite needs once the above is done; the function it
 	// returns, if any, undoes it after the tests.
 	Setup func(ctx context.Context, c *Cluster) (func(), error)
@@ -82,7 +82,7 @@ func runSuite(ctx context.Context, m *testing.M, c *Cluster, s Suite) int {
 	var op *Operator
 	if s.OperatorArgs != nil {
 		var err error
-		if op, err = c.StartOperator(s.OperatorArgs()...); err != nil {
+		if op, err = c.StartOperator(s.OperatorArgs(c)...); err != nil {
 			fmt.Fprintf(os.Stderr, "start operator: %v\n", err)
 			return 1
 		}

@@ -50,7 +50,7 @@ var (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(framework.Main(m, framework.Suite{Name: "hostile", CRDs: true, AdmissionPolicies: true,
-		OperatorArgs: func() []string { return operatorArgs },
+		OperatorArgs: func(*framework.Cluster) []string { return operatorArgs },
 		KeepLogs:     func() bool { return *keepFlag },
 		Needed:       clusterNeeded,
 		Ready:        func(c *framework.Cluster, op *framework.Operator) { cluster, operator = c, op }}))
