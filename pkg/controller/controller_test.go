@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/stepwise-dev/stepwise/internal/apitest"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
@@ -34,8 +35,7 @@ func TestRunDrivesPipelinesThroughInformerAndQueue(t *testing.T) {
 	// Writes get growing resourceVersions, as from an API server: without them the
 	// controller cannot tell its last write from an older copy the informer still holds,
 	// and a worker would run from that copy (seen: step one ran twice, 3 runs in 40).
-	versions := &fixture{client: client}
-	client.PrependReactor("*", "pipelines", versions.bumpResourceVersion)
+	client.PrependReactor("*", "pipelines", apitest.PipelineWrites(client.Tracker(), &apitest.Versions{}, time.Now))
 	exec := newRecordingExecutor("test.record")
 	exec.on("two", v1alpha1.HookCreate, failTimes(1, errBoom)) // one retry, after 10ms
 	p.Spec.Steps[1].Retry = &v1alpha1.RetryPolicy{Limit: 1, Backoff: &v1alpha1.Backoff{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -152,34 +150,12 @@ type fixture struct {
 	triggers  cache.Indexer
 	access    *fakeApprovalAccess
 	c         *Controller
-	// resourceVersion is the last one given out: the fake clientset gives none, and the
+	// versions gives the writes' resourceVersions: the fake clientset gives none, and the
 	// controller compares them as an API server's (integers that grow with each write).
-	resourceVersion int
+	versions apitest.Versions
 	// trimmed makes refresh put into the cache what the informer's transform keeps
 	// (TrimForCache), as the operator's informers do.
 	trimmed bool
-}
-
-// bumpResourceVersion carries out a write on the fake clientset's tracker and gives the
-// written pipeline the next resourceVersion, as an API server would.
-func (f *fixture) bumpResourceVersion(action clienttesting.Action) (bool, runtime.Object, error) {
-	switch action.GetVerb() {
-	case "create", "update", "patch":
-	default:
-		return false, nil, nil
-	}
-	_, obj, err := clienttesting.ObjectReaction(f.client.Tracker())(action)
-	if err != nil {
-		return true, obj, err
-	}
-	p, ok := obj.(*v1alpha1.Pipeline)
-	if !ok {
-		return true, obj, nil
-	}
-	f.resourceVersion++
-	p = p.DeepCopy()
-	p.ResourceVersion = strconv.Itoa(f.resourceVersion)
-	return true, p, f.client.Tracker().Update(v1alpha1.SchemeGroupVersion.WithResource("pipelines"), p, p.Namespace)
 }
 
 func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
@@ -229,7 +205,7 @@ func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
 	f.templates = templates.Informer().GetIndexer()
 	f.approvals = approvals.Informer().GetIndexer()
 	f.triggers = triggers.Informer().GetIndexer()
-	f.client.PrependReactor("*", "pipelines", f.bumpResourceVersion)
+	f.client.PrependReactor("*", "pipelines", apitest.PipelineWrites(f.client.Tracker(), &f.versions, f.clock.Now))
 	for _, p := range objects {
 		require.NoError(t, f.indexer.Add(p))
 	}
@@ -323,19 +299,7 @@ func (f *fixture) syncUntilIdle(name string) {
 func (f *fixture) writes() []string { return apitest.Writes(f.client) }
 
 // events drains the recorded Events as "Type Reason".
-func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			var typ, reason string
-			_, _ = fmt.Sscanf(e, "%s %s", &typ, &reason)
-			out = append(out, typ+" "+reason)
-		default:
-			return out
-		}
-	}
-}
+func (f *fixture) events() []string { return apitest.EventReasons(f.recorder) }
 
 // delete marks the pipeline deleted the way the API server does while finalizers remain.
 func (f *fixture) delete(name string) {
@@ -352,8 +316,7 @@ func (f *fixture) update(name string, change func(p *v1alpha1.Pipeline)) {
 	f.t.Helper()
 	p := f.get(name)
 	change(p)
-	f.resourceVersion++
-	p.ResourceVersion = strconv.Itoa(f.resourceVersion)
+	p.ResourceVersion = f.versions.Next()
 	require.NoError(f.t, f.client.Tracker().Update(v1alpha1.SchemeGroupVersion.WithResource("pipelines"), p, "ns"))
 	f.refresh(name)
 }

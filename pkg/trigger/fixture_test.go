@@ -2,15 +2,11 @@ package trigger
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
@@ -51,8 +46,8 @@ type fixture struct {
 
 	triggers, templates, pipelines, budgets cache.Indexer
 
-	mu              sync.Mutex
-	resourceVersion int
+	// versions gives the writes' resourceVersions (apitest.PipelineWrites).
+	versions apitest.Versions
 }
 
 // nodeRetirerUser is the ServiceAccount of the triggers newTrigger makes.
@@ -104,7 +99,7 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 	f.rbac.allow(nodeRetirerUser, "nodes", "", "list", "watch")
 	f.rbac.allow("system:serviceaccount:ns:deployer", "webapps", "ns", "list", "watch")
 	f.kube.PrependReactor("create", "subjectaccessreviews", f.rbac.react)
-	f.client.PrependReactor("*", "pipelines", f.bumpResourceVersion)
+	f.client.PrependReactor("*", "pipelines", apitest.PipelineWrites(f.client.Tracker(), &f.versions, f.clock.Now))
 
 	factory := informers.NewSharedInformerFactory(f.client, 0)
 	sw := factory.Stepwise().V1alpha1()
@@ -154,54 +149,6 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 	}
 	f.client.ClearActions()
 	return f
-}
-
-// bumpResourceVersion carries out a write of a pipeline and gives it the next
-// resourceVersion, as an API server would.
-func (f *fixture) bumpResourceVersion(action clienttesting.Action) (bool, runtime.Object, error) {
-	switch action.GetVerb() {
-	case "create", "update", "patch":
-	default:
-		return false, nil, nil
-	}
-	var p *v1alpha1.Pipeline
-	if create, ok := action.(clienttesting.CreateActionImpl); ok {
-		// The fake's field tracking knows no schema of ours and refuses a create: add the
-		// object as the fake adds its initial ones.
-		p = create.GetObject().(*v1alpha1.Pipeline).DeepCopy()
-		if _, err := f.client.Tracker().Get(action.GetResource(), p.Namespace, p.Name); err == nil {
-			return true, nil, apierrors.NewAlreadyExists(action.GetResource().GroupResource(), p.Name)
-		}
-		p.ResourceVersion = f.nextResourceVersion()
-		p.UID = types.UID("uid-" + p.Name)
-		p.Generation = 1
-		p.CreationTimestamp = metav1.NewTime(f.clock.Now())
-		return true, p, f.client.Tracker().Add(p)
-	}
-	_, obj, err := clienttesting.ObjectReaction(f.client.Tracker())(action)
-	if err != nil {
-		return true, obj, err
-	}
-	p, ok := obj.(*v1alpha1.Pipeline)
-	if !ok {
-		return true, obj, nil
-	}
-	p = p.DeepCopy()
-	p.ResourceVersion = f.nextResourceVersion()
-	if p.UID == "" {
-		p.UID = types.UID("uid-" + p.Name)
-	}
-	if p.CreationTimestamp.IsZero() {
-		p.CreationTimestamp = metav1.NewTime(f.clock.Now())
-	}
-	return true, p, f.client.Tracker().Update(v1alpha1.SchemeGroupVersion.WithResource("pipelines"), p, p.Namespace)
-}
-
-func (f *fixture) nextResourceVersion() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.resourceVersion++
-	return strconv.Itoa(f.resourceVersion)
 }
 
 // sync runs one reconcile of trigger ns/name, then copies what the API holds into the
@@ -400,33 +347,15 @@ func (f *fixture) writes() []string { return apitest.Writes(f.client) }
 func (f *fixture) reads() []string { return apitest.Reads(f.client) }
 
 // events drains the recorded Events as "Type Reason Message".
-func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (f *fixture) events() []string { return apitest.Events(f.recorder) }
 
 // eventReasons drains the recorded Events as "Type Reason".
-func (f *fixture) eventReasons() []string {
-	var out []string
-	for _, e := range f.events() {
-		var typ, reason string
-		_, _ = fmt.Sscanf(e, "%s %s", &typ, &reason)
-		out = append(out, typ+" "+reason)
-	}
-	return out
-}
+func (f *fixture) eventReasons() []string { return apitest.EventReasons(f.recorder) }
 
 // createObject creates a watched object and waits until the controller's informer has it.
 func (f *fixture) createObject(obj *unstructured.Unstructured) {
 	f.t.Helper()
-	obj.SetResourceVersion(f.nextResourceVersion())
+	obj.SetResourceVersion(f.versions.Next())
 	_, err := f.dynamic.Resource(gvrOf(obj)).Namespace(obj.GetNamespace()).Create(f.ctx, obj, metav1.CreateOptions{})
 	require.NoError(f.t, err)
 	f.waitObject(obj, true)
@@ -435,7 +364,7 @@ func (f *fixture) createObject(obj *unstructured.Unstructured) {
 // updateObject stores obj and waits until the controller's informer has it.
 func (f *fixture) updateObject(obj *unstructured.Unstructured) {
 	f.t.Helper()
-	obj.SetResourceVersion(f.nextResourceVersion())
+	obj.SetResourceVersion(f.versions.Next())
 	_, err := f.dynamic.Resource(gvrOf(obj)).Namespace(obj.GetNamespace()).Update(f.ctx, obj, metav1.UpdateOptions{})
 	require.NoError(f.t, err)
 	f.waitObject(obj, true)

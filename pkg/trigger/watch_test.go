@@ -165,7 +165,7 @@ func TestRunDrivesTriggersThroughInformers(t *testing.T) {
 
 	// Concurrency 1: a second node waits until the first pipeline succeeds.
 	n2 := newNode("n2", time.Second, retiring)
-	n2.SetResourceVersion(f.nextResourceVersion())
+	n2.SetResourceVersion(f.versions.Next())
 	_, err = f.dynamic.Resource(nodesGVR).Create(ctx, n2, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
