@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"time"
 	"unicode/utf8"
 )
@@ -121,4 +122,19 @@ func ValidUTF8(s string) string {
 		out = append(out, r) // invalid bytes decode as utf8.RuneError
 	}
 	return string(out)
+}
+
+// CheckState tells whether a hook's state fits the bounds of what a step's status keeps
+// (MaxStateEntries, MaxStateSize): the engine refuses a state over them, and plugintest
+// fails a plugin's test on one.
+func CheckState(state map[string]string) error {
+	size := 0
+	for k, v := range state {
+		size += len(k) + len(v)
+	}
+	if len(state) > MaxStateEntries || size > MaxStateSize {
+		return fmt.Errorf("the hook keeps %d state entries of %d bytes; at most %d entries and %d bytes",
+			len(state), size, MaxStateEntries, MaxStateSize)
+	}
+	return nil
 }

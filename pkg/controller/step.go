@@ -187,8 +187,8 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 		}
 
 		if !res.Done {
-			if err := checkState(res.State); err != nil {
-				return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, err))
+			if err := contract.CheckState(res.State); err != nil {
+				return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, contract.Permanent("StateTooLarge", err)))
 			}
 			s.HookState = res.State
 			s.BlockedBy = blockingObjects(res.BlockedBy)
@@ -358,17 +358,4 @@ func blockingObjects(in []contract.Blocker) []v1alpha1.BlockingObject {
 		})
 	}
 	return out
-}
-
-// checkState refuses a hook's state over the bounds of what a status keeps.
-func checkState(state map[string]string) error {
-	size := 0
-	for k, v := range state {
-		size += len(k) + len(v)
-	}
-	if len(state) > contract.MaxStateEntries || size > contract.MaxStateSize {
-		return contract.Permanent("StateTooLarge", fmt.Errorf("the hook keeps %d state entries of %d bytes; at most %d entries and %d bytes",
-			len(state), size, contract.MaxStateEntries, contract.MaxStateSize))
-	}
-	return nil
 }

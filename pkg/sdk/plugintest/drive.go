@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 )
 
@@ -136,7 +137,7 @@ func (d driver) drive(ctx context.Context, r Runner, executor string, hook sdk.H
 		if out.Result.Done {
 			return out
 		}
-		if err := checkState(out.Result.State); err != nil {
+		if err := contract.CheckState(out.Result.State); err != nil {
 			out.Err = fmt.Errorf("plugintest: call %d of the %s hook of %s: %w", out.Polls, hook, executor, err)
 			return out
 		}
@@ -163,11 +164,6 @@ func checkCreated(record, added map[string]string) error {
 	}
 	maps.Copy(merged, added)
 	return checkKept("its created record", merged, sdk.MaxCreatedEntries, sdk.MaxCreatedSize)
-}
-
-// checkState checks a hook's state against the bounds of what the engine keeps.
-func checkState(state map[string]string) error {
-	return checkKept("its state", state, sdk.MaxStateEntries, sdk.MaxStateSize)
 }
 
 // checkKept checks a map the engine keeps in a step's status against its bounds.
