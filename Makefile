@@ -18,14 +18,14 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.0
-# Helm renders and lints the chart (charts/stepwise); deploy/chart_test.go runs it.
-HELM_VERSION ?= v3.22.0
 # Versioned file names make a version bump install the new tool.
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 PROTOC_GEN_GO ?= $(LOCALBIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
 PROTOC_GEN_GO_GRPC ?= $(LOCALBIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
-HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+# Helm renders and lints the chart (charts/stepwise); deploy/chart_test.go runs it. It is
+# compiled into bin/localcluster (hack/localcluster.mk), at the version its go.mod requires.
+HELM ?= $(LOCALBIN)/helm
 export HELM
 # protoc itself comes from Debian (protobuf-compiler, 3.21.12 on bookworm), installed by the
 # protoc target when missing; buf is not used. The generated files record the protoc version.
@@ -259,13 +259,8 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 	go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
 
-$(HELM): | $(LOCALBIN)
-	go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
-	mv $(LOCALBIN)/helm $@
-
 .PHONY: helm
-helm: $(HELM) ## Install the pinned Helm into ./bin, as bin/helm too (PATH=$PWD/bin:$PATH for the README's helm commands).
-	ln -sfn $(notdir $(HELM)) $(LOCALBIN)/helm
+helm: $(HELM) ## Build the pinned Helm as bin/helm (PATH=$PWD/bin:$PATH for the README's helm commands).
 
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

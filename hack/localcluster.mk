@@ -23,7 +23,10 @@ LOCALCLUSTER_KUBECONFIG = $(LOCALCLUSTER_DIR)/kubeconfig
 # version variables make `kubectl version` and discovery report a parseable
 # server version instead of the "v0.0.0-master" placeholder.
 LOCALCLUSTER_K8S_VERSION = v1.37.1
+# Helm reports the version hack/localcluster/go.mod requires.
+LOCALCLUSTER_HELM_VERSION = $(shell awk '$$1 == "helm.sh/helm/v4" {print $$2}' $(LOCALCLUSTER_MK_DIR)/localcluster/go.mod)
 LOCALCLUSTER_LDFLAGS = -s -w \
+	-X helm.sh/helm/v4/internal/version.version=$(LOCALCLUSTER_HELM_VERSION) \
 	-X k8s.io/component-base/version.gitVersion=$(LOCALCLUSTER_K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=37 \
@@ -70,8 +73,14 @@ KUBECTL = $(LOCALBIN)/kubectl
 $(KUBECTL): $(LOCALCLUSTER)
 	ln -sf localcluster $@
 
+# So is Helm: it compiles about 370 packages beside the control plane's, where a Helm built
+# on its own compiles about 1,000, most of them Kubernetes libraries at other versions.
+HELM ?= $(LOCALBIN)/helm
+$(HELM): $(LOCALCLUSTER)
+	ln -sf localcluster $@
+
 .PHONY: localcluster-tools
-localcluster-tools: $(LOCALCLUSTER) $(KUBECTL) $(KWOK) $(KWOK_STAGES) ## Build bin/localcluster (with the links bin/kubectl and bin/kwok) and kwok's stage file.
+localcluster-tools: $(LOCALCLUSTER) $(KUBECTL) $(KWOK) $(HELM) $(KWOK_STAGES) ## Build bin/localcluster (with the links bin/kubectl, bin/kwok and bin/helm) and kwok's stage file.
 
 # A node that runs containers (localcluster up --node): Debian's containerd, runc, CNI
 # plugins and iptables, installed when missing (as root, or with sudo), and the Pods'

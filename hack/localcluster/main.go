@@ -42,19 +42,24 @@ commands:
   kube-scheduler           run kube-scheduler (used by up)
   kubelet                  run the kubelet (used by up --node)
   kubectl                  run kubectl (also when invoked through a link named kubectl)
+  helm                     run Helm (also when invoked through a link named helm)
 
-Invoked through a link named kwok it runs kwok (kwok reads its own flags from os.Args).
+Invoked through a link named kwok it runs kwok (kwok reads its own flags from os.Args);
+through one named helm it runs Helm.
 `
 
 func main() {
 	// Like hyperkube: a link named kubectl runs kubectl, so the demo and the tests have
 	// the real client at the cluster's own version without another build; one named kwok
-	// runs kwok, compiled against the same Kubernetes libraries as the control plane.
+	// runs kwok, and one named helm runs Helm, both compiled against the same Kubernetes
+	// libraries as the control plane.
 	switch filepath.Base(os.Args[0]) {
 	case "kubectl":
 		os.Exit(runKubectl(os.Args[1:]))
 	case "kwok":
 		os.Exit(runKwok())
+	case "helm":
+		os.Exit(runHelm(os.Args[1:]))
 	}
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
@@ -82,6 +87,8 @@ func main() {
 		os.Exit(runCobra(kubelet.NewKubeletCommand(context.Background()), args))
 	case "kubectl":
 		os.Exit(runKubectl(args))
+	case "helm":
+		os.Exit(runHelm(args))
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -156,16 +156,16 @@ func (c *Cluster) LoadImages(ctx context.Context, archives ...string) error {
 	return nil
 }
 
-// Helm is the pinned Helm: $HELM (the Makefile exports it) or bin/helm-VERSION.
+// Helm is the pinned Helm: $HELM (the Makefile exports it) or bin/helm.
 func (c *Cluster) Helm() (string, error) {
 	if path := os.Getenv("HELM"); path != "" {
 		return path, nil
 	}
-	found, _ := filepath.Glob(filepath.Join(c.root, "bin", "helm-*"))
-	if len(found) == 0 {
-		return "", errors.New("no Helm in bin/: run make helm")
+	path := filepath.Join(c.root, "bin", "helm")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("no Helm in bin/ (run make helm): %w", err)
 	}
-	return found[len(found)-1], nil
+	return path, nil
 }
 
 // startWatchdog starts a detached `localcluster down --wait-for-pid <us>`.
