@@ -26,6 +26,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
 const crdFile = "stepwise.dev_pipelines.yaml"
@@ -409,7 +410,9 @@ func TestSchemaLimitsAreTheAPIConstants(t *testing.T) {
 	assert.Equal(t, int64(v1alpha1.MaxSteps), limit(prop("spec", "steps").MaxItems), "spec.steps")
 	assert.Equal(t, int64(v1alpha1.MaxSteps), limit(prop("status", "steps").MaxItems), "status.steps")
 	assert.Equal(t, int64(v1alpha1.MaxStepMessageLength), limit(prop("status", "steps", "[]", "message").MaxLength), "a step's message")
-	assert.Equal(t, int64(v1alpha1.MaxStepOutputs), limit(prop("status", "steps", "[]", "outputs").MaxProperties), "a step's outputs")
+	assert.Equal(t, int64(contract.MaxOutputs), limit(prop("status", "steps", "[]", "outputs").MaxProperties), "a step's outputs")
+	assert.Equal(t, int64(contract.MaxStateEntries), limit(prop("status", "steps", "[]", "hookState").MaxProperties), "a step's hook state")
+	assert.Equal(t, int64(contract.MaxCreatedEntries), limit(prop("status", "steps", "[]", "created").MaxProperties), "a step's created record")
 	assert.Equal(t, int64(v1alpha1.MaxStepBlockers), limit(prop("status", "steps", "[]", "blockedBy").MaxItems), "a step's blockers")
 	specBound := fmt.Sprintf(") <= %d", v1alpha1.MaxSpecValuesLength)
 	assert.True(t, slices.ContainsFunc(prop("spec").XValidations, func(r apiextensions.ValidationRule) bool {

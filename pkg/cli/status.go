@@ -187,21 +187,24 @@ func stepRows(p *v1alpha1.Pipeline, now time.Time) [][]string {
 	return rows
 }
 
-// stepMessage is the step's message, after its Ready condition's reason when it failed:
-// the pipeline's reason says only that a step failed (StepFailed), the step's says why
-// (TicketRejected), and it comes first so that cutting a long message keeps it.
+// stepMessage is the step's message, after its reason when it failed: the pipeline's
+// reason says only that a step failed (StepFailed), the step's says why (TicketRejected),
+// and it comes first so that cutting a long message keeps it.
 func stepMessage(s *v1alpha1.StepStatus) string {
 	if s.Phase != v1alpha1.StepFailed {
 		return s.Message
 	}
-	ready := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady)
+	reason := s.Reason
+	if ready := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady); reason == "" && ready != nil {
+		reason = ready.Reason // recorded by an operator older than StepStatus.Reason
+	}
 	switch {
-	case ready == nil || ready.Reason == "":
+	case reason == "":
 		return s.Message
 	case s.Message == "":
-		return ready.Reason
+		return reason
 	default:
-		return ready.Reason + ": " + s.Message
+		return reason + ": " + s.Message
 	}
 }
 

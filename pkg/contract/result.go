@@ -55,14 +55,18 @@ func (r Result) Blocked(by ...Blocker) Result {
 	return r
 }
 
-// Bounds of a hook's State: it is kept in the step's status.
+// Bounds of the maps of a Result that a step's status keeps: entries, and bytes of keys
+// and values. The CRD's schema says the same (crd/crd_test.go checks), the engine fails a
+// step whose hooks return more, and plugintest fails a plugin's test on it.
 const (
+	// MaxOutputs and MaxOutputsSize bound a step's outputs, from all its hooks.
+	MaxOutputs     = 32
+	MaxOutputsSize = 4 << 10
+	// MaxStateEntries and MaxStateSize bound what a waiting hook keeps (State).
 	MaxStateEntries = 16
 	MaxStateSize    = 4 << 10
-)
-
-// Bounds of a step's created record: it is kept in the step's status.
-const (
+	// MaxCreatedEntries and MaxCreatedSize bound a step's created record, from all its
+	// hooks.
 	MaxCreatedEntries = 16
 	MaxCreatedSize    = 4 << 10
 )
@@ -124,17 +128,32 @@ func ValidUTF8(s string) string {
 	return string(out)
 }
 
-// CheckState tells whether a hook's state fits the bounds of what a step's status keeps
-// (MaxStateEntries, MaxStateSize): the engine refuses a state over them, and plugintest
-// fails a plugin's test on one.
+// CheckState tells whether a hook's state fits what a step's status keeps
+// (MaxStateEntries, MaxStateSize).
 func CheckState(state map[string]string) error {
+	return checkKept("state entries", state, MaxStateEntries, MaxStateSize)
+}
+
+// CheckOutputs tells whether a step's outputs, merged from its hooks, fit what its status
+// keeps (MaxOutputs, MaxOutputsSize).
+func CheckOutputs(outputs map[string]string) error {
+	return checkKept("outputs", outputs, MaxOutputs, MaxOutputsSize)
+}
+
+// CheckCreated tells whether a step's created record, merged from its hooks, fits what its
+// status keeps (MaxCreatedEntries, MaxCreatedSize).
+func CheckCreated(created map[string]string) error {
+	return checkKept("created entries", created, MaxCreatedEntries, MaxCreatedSize)
+}
+
+func checkKept(what string, m map[string]string, maxEntries, maxSize int) error {
 	size := 0
-	for k, v := range state {
+	for k, v := range m {
 		size += len(k) + len(v)
 	}
-	if len(state) > MaxStateEntries || size > MaxStateSize {
-		return fmt.Errorf("the hook keeps %d state entries of %d bytes; at most %d entries and %d bytes",
-			len(state), size, MaxStateEntries, MaxStateSize)
+	if len(m) > maxEntries || size > maxSize {
+		return fmt.Errorf("%d %s of %d bytes; a step keeps at most %d %s of %d bytes",
+			len(m), what, size, maxEntries, what, maxSize)
 	}
 	return nil
 }

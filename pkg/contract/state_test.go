@@ -33,7 +33,7 @@ func TestCheckState(t *testing.T) {
 			if tt.ok {
 				assert.NoError(t, err)
 			} else {
-				assert.ErrorContains(t, err, "at most 16 entries and 4096 bytes")
+				assert.ErrorContains(t, err, "a step keeps at most 16 state entries of 4096 bytes")
 			}
 		})
 	}

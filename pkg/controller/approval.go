@@ -110,7 +110,7 @@ func (ps *pipelineSync) awaitApproval(ctx context.Context, r stepRef) (time.Dura
 	if err := ps.countDecisions(ctx, r); err != nil {
 		if !contract.IsPermanent(err) {
 			// The API server did not answer a review: the wait goes on, and asks again.
-			ps.setStepCondition(s, metav1.ConditionFalse, v1alpha1.ReasonAwaitingApproval, "waiting for approval; "+err.Error())
+			s.Message = contract.Truncate("waiting for approval; "+err.Error(), v1alpha1.MaxStepMessageLength)
 			return approvalReviewRetry, false
 		}
 		return ps.failStep(s, r.step, createDirection, err), false
@@ -120,7 +120,7 @@ func (ps *pipelineSync) awaitApproval(ctx context.Context, r stepRef) (time.Dura
 		ps.normalEvent(v1alpha1.ReasonApproved, "Step %q approved by %s", s.Name, strings.Join(approvers, ", "))
 		return 0, true
 	}
-	ps.setStepCondition(s, metav1.ConditionFalse, v1alpha1.ReasonAwaitingApproval, s.Message)
+	s.Message = contract.Truncate(waitingMessage(ps.p, s, policy), v1alpha1.MaxStepMessageLength) // after a review's error
 	if wait.Deadline == nil {
 		return 0, false // Approvals enqueue the pipeline; nothing else is due.
 	}
@@ -193,7 +193,7 @@ func approvers(policy *v1alpha1.ApprovalPolicy) string {
 // ignored with why, and returns the failure a counted rejection makes.
 func (ps *pipelineSync) countDecisions(ctx context.Context, r stepRef) error {
 	s, policy, wait := r.s, r.step.Approval, r.s.Approval
-	for _, a := range ps.c.approvalsOf(ps.p, s.Name, wait.Request) {
+	for _, a := range ps.env.approvalsOf(ps.p, s.Name, wait.Request) {
 		if recorded(wait, a) || repeated(wait, a) {
 			// One person's same decision again changes nothing and takes no record, so
 			// that someone who may create Approvals cannot fill the record (nor make the
@@ -247,10 +247,10 @@ func (ps *pipelineSync) ignoreDecision(ctx context.Context, policy *v1alpha1.App
 			return why, nil
 		}
 	}
-	if ps.c.approvalAccess == nil {
+	if ps.env.approvalAccess == nil {
 		return "the operator cannot review who may approve", nil
 	}
-	ok, err := ps.c.approvalAccess.MayApprove(ctx, user, a.Spec.Groups, ps.p.Namespace, ps.p.Name)
+	ok, err := ps.env.approvalAccess.MayApprove(ctx, user, a.Spec.Groups, ps.p.Namespace, ps.p.Name)
 	if err != nil {
 		return "", err
 	}
@@ -409,10 +409,10 @@ func triggerRefs(p *v1alpha1.Pipeline) []triggerRef {
 
 // triggerOf is the trigger ref names, by UID, from the cache; nil when there is none.
 func (ps *pipelineSync) triggerOf(ref triggerRef) *v1alpha1.PipelineTrigger {
-	if ps.c.triggers == nil || ref.UID == "" {
+	if ps.env.triggers == nil || ref.UID == "" {
 		return nil
 	}
-	triggers := ps.c.triggers.PipelineTriggers(ps.p.Namespace)
+	triggers := ps.env.triggers.PipelineTriggers(ps.p.Namespace)
 	if t, err := triggers.Get(ref.Name); err == nil && t.UID == ref.UID {
 		return t
 	}
@@ -431,10 +431,10 @@ func (ps *pipelineSync) triggerOf(ref triggerRef) *v1alpha1.PipelineTrigger {
 // templateNamed is the template of the pipeline's namespace named name, from the cache;
 // nil when there is none.
 func (ps *pipelineSync) templateNamed(name string) *v1alpha1.PipelineTemplate {
-	if ps.c.templates == nil {
+	if ps.env.templates == nil {
 		return nil
 	}
-	t, err := ps.c.templates.PipelineTemplates(ps.p.Namespace).Get(name)
+	t, err := ps.env.templates.PipelineTemplates(ps.p.Namespace).Get(name)
 	if err != nil {
 		return nil
 	}
@@ -442,11 +442,11 @@ func (ps *pipelineSync) templateNamed(name string) *v1alpha1.PipelineTemplate {
 }
 
 // approvalsOf returns the Approvals of pipeline p's step for the wait request, oldest first.
-func (c *Controller) approvalsOf(p *v1alpha1.Pipeline, step, request string) []*v1alpha1.Approval {
-	if c.approvals == nil {
+func (env *syncEnv) approvalsOf(p *v1alpha1.Pipeline, step, request string) []*v1alpha1.Approval {
+	if env.approvals == nil {
 		return nil
 	}
-	objs, err := c.approvals.ByIndex(approvalIndex, p.Namespace+"/"+p.Name)
+	objs, err := env.approvals.ByIndex(approvalIndex, p.Namespace+"/"+p.Name)
 	if err != nil {
 		return nil
 	}

@@ -87,6 +87,10 @@ func unblockObject(o v1alpha1.BlockingObject) string {
 		return fmt.Sprintf("the PodDisruptionBudget %s/%s allows a disruption: more of its pods healthy, or a lower minAvailable (kubectl get pdb %s -n %s)",
 			o.Namespace, o.Name, o.Name, o.Namespace)
 	}
+	if o.Kind == v1alpha1.KindDeployment {
+		return fmt.Sprintf("the replacement the drain brought up is available: every replica of Deployment %s/%s (kubectl rollout status deployment/%s -n %s)",
+			o.Namespace, o.Name, o.Name, o.Namespace)
+	}
 	return "the " + o.Kind + " lets the step go on"
 }
 

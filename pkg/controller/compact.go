@@ -92,7 +92,7 @@ func compactSteps(steps []v1alpha1.StepStatus) []v1alpha1.StepStatus {
 	for i := range steps {
 		s := &steps[i]
 		s.Name, s.Executor, s.Phase, s.Hook = intern(s.Name), intern(s.Executor), intern(s.Phase), intern(s.Hook)
-		s.Message = intern(s.Message)
+		s.Message, s.Reason = intern(s.Message), intern(s.Reason)
 		s.Outputs = internMap(s.Outputs)
 		s.HookState = internMap(s.HookState)
 		s.Created = internMap(s.Created)

@@ -104,13 +104,27 @@ type Config struct {
 
 // Controller runs Pipelines.
 type Controller struct {
+	// syncEnv is all a pipeline's sync sees of the controller.
+	*syncEnv
 	client clientset.Interface
+	synced cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	faults *metrics.Faults
+	// undecodable may be nil.
+	undecodable   lenient.DecodeErrors
+	raw           lenient.Patcher
+	shutdownGrace time.Duration
+}
+
+// syncEnv is what one pipeline's sync reads and calls beyond the pipeline itself: the
+// executors and their clients, the caches of pipelines, templates, namespaces, approvals
+// and triggers, the clock, and where it reports (Events, metrics, traces). The controller
+// owns it; a sync reaches nothing else of the controller (its queue, API client, informers).
+type syncEnv struct {
 	// pipelines is the informer's cache overlaid with the objects our own writes returned,
 	// whichever is newer: a sync that follows our write never works from the state before
 	// it (which would run hooks again), even when the informer has not caught up yet.
 	pipelines cache.MutationCache
-	synced    cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder  record.EventRecorder
 	executors ExecutorLookup
 	clients   executor.ClientProvider
@@ -119,15 +133,11 @@ type Controller struct {
 	templates  listers.PipelineTemplateLister
 	metrics    *metrics.Metrics
 	tracer     trace.Tracer
-	faults     *metrics.Faults
-	// undecodable and undecodableTemplates may be nil.
-	undecodable          lenient.DecodeErrors
+	// undecodableTemplates may be nil.
 	undecodableTemplates lenient.DecodeErrors
-	raw                  lenient.Patcher
 	clock                clock.WithTicker
 	// jitter adds randomness to a retry's backoff; tests replace it to get exact times.
-	jitter        func(time.Duration) time.Duration
-	shutdownGrace time.Duration
+	jitter func(time.Duration) time.Duration
 	// hookCallTimeout bounds one call of a hook; 0: only the attempt's deadline does.
 	hookCallTimeout time.Duration
 	// due holds each waiting hook back until the time it asked for.
@@ -136,6 +146,8 @@ type Controller struct {
 	approvals      cache.Indexer
 	triggers       listers.PipelineTriggerLister
 	approvalAccess ApprovalAccess
+	// shuttingDown tells whether the operator is stopping: a sync starts no new step then.
+	shuttingDown func() bool
 }
 
 // New creates a controller and registers its event handlers on the informer.
@@ -152,25 +164,27 @@ func New(ctx context.Context, cfg Config) (*Controller, error) {
 func newController(ctx context.Context, cfg Config) *Controller {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
-		client:               cfg.Client,
-		pipelines:            reconcile.NewOverlay(logger, cfg.Informer.Informer(), mutationCacheTTL, false),
-		synced:               cfg.Informer.Informer().HasSynced,
-		recorder:             cfg.Recorder,
-		executors:            cfg.Executors,
-		clients:              cfg.Clients,
-		namespaces:           cfg.Namespaces,
-		metrics:              cfg.Metrics,
-		tracer:               cfg.Tracer,
-		faults:               cfg.Faults,
-		undecodable:          cfg.UndecodablePipelines,
-		undecodableTemplates: cfg.UndecodableTemplates,
-		raw:                  cfg.Raw,
-		clock:                cfg.Clock,
-		jitter:               cfg.Jitter,
-		shutdownGrace:        cfg.ShutdownGrace,
-		hookCallTimeout:      cfg.HookCallTimeout,
-		due:                  newDueCalls(),
-		approvalAccess:       cfg.ApprovalAccess,
+		syncEnv: &syncEnv{
+			pipelines:            reconcile.NewOverlay(logger, cfg.Informer.Informer(), mutationCacheTTL, false),
+			recorder:             cfg.Recorder,
+			executors:            cfg.Executors,
+			clients:              cfg.Clients,
+			namespaces:           cfg.Namespaces,
+			metrics:              cfg.Metrics,
+			tracer:               cfg.Tracer,
+			undecodableTemplates: cfg.UndecodableTemplates,
+			clock:                cfg.Clock,
+			jitter:               cfg.Jitter,
+			hookCallTimeout:      cfg.HookCallTimeout,
+			due:                  newDueCalls(),
+			approvalAccess:       cfg.ApprovalAccess,
+		},
+		client:        cfg.Client,
+		synced:        cfg.Informer.Informer().HasSynced,
+		faults:        cfg.Faults,
+		undecodable:   cfg.UndecodablePipelines,
+		raw:           cfg.Raw,
+		shutdownGrace: cfg.ShutdownGrace,
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -187,6 +201,7 @@ func newController(ctx context.Context, cfg Config) *Controller {
 	// the status.
 	c.queue = reconcile.NewQueue(reconcile.QueueConfig{Name: ControllerName, Metrics: cfg.WorkqueueMetrics, Clock: c.clock,
 		Share: cfg.NamespaceShare, Borrow: cfg.NamespaceBorrow})
+	c.shuttingDown = c.queue.ShuttingDown
 
 	return c
 }

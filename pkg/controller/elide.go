@@ -4,21 +4,21 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
-// cacheValueBudget is how many bytes of values a pipeline keeps in the cache: the keys and
+// maxCachedValueBytes is how many bytes of values a pipeline keeps in the cache: the keys and
 // values of its params, its steps' with, its template copy's, and its steps' outputs,
 // hook state, created records, run records and plans. These are what a tenant can make as
 // large as the API server allows (about 1.5 MiB an object), and the cache holds every
-// pipeline of the cluster, on both replicas. Above the budget the cache keeps none of
+// pipeline of the cluster, on both replicas. Above it the cache keeps none of
 // them (elideValues), and the engine fetches the pipeline when it acts on it (fetchWhole):
 // the operator's memory then follows the number of pipelines, not the bytes written into
-// them. A pipeline of a few short parameters is well under the budget and costs no fetch.
-const cacheValueBudget = 4 << 10
+// them. A pipeline of a few short parameters is well under it and costs no fetch.
+const maxCachedValueBytes = 4 << 10
 
 // elideValues leaves a pipeline's values out of its cached copy when they are more than
-// cacheValueBudget, and records in p.Elided what the engine decides from without them.
+// maxCachedValueBytes, and records in p.Elided what the engine decides from without them.
 // Everything else (names, executors, phases, conditions, times) stays.
 func elideValues(p *v1alpha1.Pipeline) {
-	if p.Elided != nil || valueBytes(p) <= cacheValueBudget {
+	if p.Elided != nil || valueBytes(p) <= maxCachedValueBytes {
 		return
 	}
 	p.Elided = &v1alpha1.ElidedValues{SpecHash: specHash(&p.Spec), ParamsDigest: v1alpha1.ParamsDigest(p.Spec.Params)}

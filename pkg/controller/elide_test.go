@@ -86,7 +86,7 @@ func BenchmarkCacheBytesPerLargestPipeline(b *testing.B) {
 // budget too, which step b takes.
 func elidedFixture(t *testing.T) (*fixture, string) {
 	t.Helper()
-	big := strings.Repeat("x", cacheValueBudget+1)
+	big := strings.Repeat("x", maxCachedValueBytes+1)
 	p := newPipeline(
 		v1alpha1.Step{Name: "a", Executor: "test.record", With: map[string]string{"any": "$(params.big)"}},
 		v1alpha1.Step{Name: "b", Executor: "test.record", With: map[string]string{"any": "$(steps.a.outputs.out)"}},

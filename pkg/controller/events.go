@@ -6,6 +6,36 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// The reasons of the Events the engine records on a Pipeline, beside those of
+// pkg/apis/stepwise/v1alpha1 that a client also reads (StepFailed, StepRetrying,
+// TeardownFailed, AwaitingApproval, Approved, ...).
+const (
+	// reasonStepStarted: a step's first hook was called (dropped when the step succeeds
+	// in the same sync: the status says it).
+	reasonStepStarted = "StepStarted"
+	// reasonStepCompleted: the Ready reason of a step whose hooks all succeeded.
+	reasonStepCompleted = "Completed"
+	// reasonTeardownStarted: a step's teardown began.
+	reasonTeardownStarted = "TeardownStarted"
+	// reasonStepTornDown: a step's teardown finished.
+	reasonStepTornDown = "StepTornDown"
+	// reasonTeardownSkipped: a step's teardown cannot run because its namespace is being
+	// deleted; what it created outside the namespace is left (also the step's reason).
+	reasonTeardownSkipped = "TeardownSkipped"
+	// reasonTeardownOrphaned: a deleted pipeline's annotation asked to leave what its
+	// steps created.
+	reasonTeardownOrphaned = "TeardownOrphaned"
+	// reasonPlanFailed: a dry run cannot plan a step.
+	reasonPlanFailed = "PlanFailed"
+	// reasonRetryRequested: the retry annotation asked to run again.
+	reasonRetryRequested = "RetryRequested"
+	// reasonRetryIgnored: the retry annotation names a step the pipeline does not have.
+	reasonRetryIgnored = "RetryIgnored"
+	// reasonStepRetired: a step is no longer in the spec as it ran; its teardown runs
+	// before the steps run again.
+	reasonStepRetired = "StepRetired"
+)
+
 // event is an Event a sync records once its status is written.
 type event struct {
 	// eventType is corev1.EventTypeNormal or corev1.EventTypeWarning.
@@ -25,10 +55,10 @@ func (ps *pipelineSync) warningEvent(reason, format string, args ...any) {
 // emitEvents records the queued Events (an emptied StepStarted has no reason: its step
 // succeeded in the same sync).
 func (ps *pipelineSync) emitEvents() {
-	if ps.c.recorder != nil {
+	if ps.env.recorder != nil {
 		for _, e := range ps.events {
 			if e.reason != "" {
-				ps.c.recorder.Eventf(ps.p, e.eventType, e.reason, "%s", e.message)
+				ps.env.recorder.Eventf(ps.p, e.eventType, e.reason, "%s", e.message)
 			}
 		}
 	}

@@ -132,7 +132,7 @@ var start = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
 // objects sit in the informer's indexer, and the fake clientset records what the
 // controller does.
 type fixture struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	client   *fake.Clientset
 	indexer  cache.Indexer
@@ -158,7 +158,7 @@ type fixture struct {
 	trimmed bool
 }
 
-func newFixture(t *testing.T, objects ...*v1alpha1.Pipeline) *fixture {
+func newFixture(t testing.TB, objects ...*v1alpha1.Pipeline) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	var objs []runtime.Object

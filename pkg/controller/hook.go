@@ -60,7 +60,7 @@ func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.Ta
 	if sa == "" {
 		sa = "default"
 	}
-	clients, err := ps.c.clients.ForServiceAccount(ps.p.Namespace, sa)
+	clients, err := ps.env.clients.ForServiceAccount(ps.p.Namespace, sa)
 	if err != nil {
 		return nil, contract.Retryable("ClientError", fmt.Errorf("clients for service account %s/%s: %w", ps.p.Namespace, sa, err))
 	}
@@ -90,7 +90,7 @@ func (ps *pipelineSync) request(ctx context.Context, r stepRef, exec executor.Ta
 func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor, req *executor.Request, deadline time.Time) (contract.Result, error) {
 	start := time.Now()
 	ctx, endSpan := ps.startHookSpan(ctx, exec, req)
-	res, err := guarded(ctx, exec, deadline, ps.c.hookCallTimeout, func(ctx context.Context) (contract.Result, error) {
+	res, err := guarded(ctx, exec, deadline, ps.env.hookCallTimeout, func(ctx context.Context) (contract.Result, error) {
 		return executor.RunHook(ctx, exec, req)
 	})
 	redact := req.Redactor()
@@ -103,7 +103,7 @@ func (ps *pipelineSync) callHook(ctx context.Context, exec executor.TaskExecutor
 	case !res.Done:
 		result = metrics.HookWait
 	}
-	ps.c.metrics.ObserveHook(exec.Name(), string(req.Hook), result, time.Since(start))
+	ps.env.metrics.ObserveHook(exec.Name(), string(req.Hook), result, time.Since(start))
 	klog.FromContext(ctx).V(4).Info("Hook called", "hook", req.Hook, "attempt", req.Attempt,
 		"result", result, "duration", time.Since(start), "err", err)
 	return res, err

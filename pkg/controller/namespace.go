@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
@@ -37,17 +36,17 @@ func (ps *pipelineSync) skipTeardown(s *v1alpha1.StepStatus, err error) bool {
 	s.CompletionTime = ps.timeNow()
 	s.Message = contract.Truncate(fmt.Sprintf("teardown skipped: namespace %s is being deleted and the teardown cannot run (%s: %v); what the step created outside the namespace is left",
 		ps.p.Namespace, reason, err), v1alpha1.MaxStepMessageLength)
-	ps.setStepCondition(s, metav1.ConditionFalse, "TeardownSkipped", s.Message)
-	ps.warningEvent("TeardownSkipped", "Step %q: %s", s.Name, s.Message)
+	s.Reason = reasonTeardownSkipped
+	ps.warningEvent(reasonTeardownSkipped, "Step %q: %s", s.Name, s.Message)
 	return true
 }
 
 // namespaceGoing tells whether the pipeline's namespace is being deleted, or gone.
 func (ps *pipelineSync) namespaceGoing() bool {
-	if ps.c.namespaces == nil {
+	if ps.env.namespaces == nil {
 		return false
 	}
-	ns, err := ps.c.namespaces.Get(ps.p.Namespace)
+	ns, err := ps.env.namespaces.Get(ps.p.Namespace)
 	if apierrors.IsNotFound(err) {
 		return true
 	}

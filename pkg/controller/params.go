@@ -38,24 +38,24 @@ func (r *resolver) resolveParams(with map[string]string, types map[string]contra
 		return nil, nil
 	}
 	out := make(map[string]string, len(with))
-	budget := v1alpha1.MaxResolvedParamsSize
+	room := v1alpha1.MaxResolvedParamsSize
 	// Sorted, so the error names the same parameter every time.
 	for _, key := range slices.Sorted(maps.Keys(with)) {
 		resolve := r.resolve
 		if types[key] == contract.ParamYAML {
 			resolve = r.resolveYAML
 		}
-		resolved, err := resolve(with[key], budget)
+		resolved, err := resolve(with[key], room)
 		if err != nil {
 			return nil, contract.Permanent(reasonOf(err), fmt.Errorf("parameter %q: %w", key, err))
 		}
-		budget -= len(key) + len(resolved)
+		room -= len(key) + len(resolved)
 		out[key] = resolved
 	}
 	return out, nil
 }
 
-// errTooLarge is resolve's error when the result would pass its budget.
+// errTooLarge is resolve's error when the result would not fit its room.
 var errTooLarge = fmt.Errorf("its references expand to more than %d bytes, the bound for a step's parameters", v1alpha1.MaxResolvedParamsSize)
 
 func reasonOf(err error) string {
@@ -66,10 +66,10 @@ func reasonOf(err error) string {
 }
 
 // resolve substitutes the references of value, failing with errTooLarge as soon as the
-// result would be longer than budget bytes.
-func (r *resolver) resolve(value string, budget int) (string, error) {
+// result would be longer than room bytes.
+func (r *resolver) resolve(value string, room int) (string, error) {
 	if !strings.Contains(value, "$(") {
-		if len(value) > budget {
+		if len(value) > room {
 			return "", errTooLarge
 		}
 		return value, nil
@@ -77,7 +77,7 @@ func (r *resolver) resolve(value string, budget int) (string, error) {
 	var b strings.Builder
 	last := 0
 	appendPiece := func(piece string) error {
-		if b.Len()+len(piece) > budget {
+		if b.Len()+len(piece) > room {
 			return errTooLarge
 		}
 		b.WriteString(piece)

@@ -16,11 +16,11 @@ import (
 // keys, objects or documents. A scalar that is one whole reference takes the type of what
 // it resolves to when that is a number, a bool or null (replicas: $(params.replicas));
 // anything else is a string. Comments and document order are kept.
-func (r *resolver) resolveYAML(value string, budget int) (string, error) {
+func (r *resolver) resolveYAML(value string, room int) (string, error) {
 	if !strings.Contains(value, "$(") {
-		return r.resolve(value, budget)
+		return r.resolve(value, room)
 	}
-	limit := budget
+	limit := room
 	dec := yaml.NewDecoder(strings.NewReader(value))
 	var out bytes.Buffer
 	enc := yaml.NewEncoder(&out)
@@ -33,7 +33,7 @@ func (r *resolver) resolveYAML(value string, budget int) (string, error) {
 			}
 			return "", fmt.Errorf("not YAML: %w", err)
 		}
-		if err := r.resolveNode(&doc, &budget); err != nil {
+		if err := r.resolveNode(&doc, &room); err != nil {
 			return "", err
 		}
 		if err := enc.Encode(&doc); err != nil {
@@ -50,24 +50,24 @@ func (r *resolver) resolveYAML(value string, budget int) (string, error) {
 	return out.String(), nil
 }
 
-// resolveNode substitutes the references in every scalar under n, spending budget.
-func (r *resolver) resolveNode(n *yaml.Node, budget *int) error {
+// resolveNode substitutes the references in every scalar under n, spending room.
+func (r *resolver) resolveNode(n *yaml.Node, room *int) error {
 	if n.Kind == yaml.AliasNode {
 		return nil // its anchor is resolved where it stands
 	}
 	for _, child := range n.Content {
-		if err := r.resolveNode(child, budget); err != nil {
+		if err := r.resolveNode(child, room); err != nil {
 			return err
 		}
 	}
 	if n.Kind != yaml.ScalarNode || !strings.Contains(n.Value, "$(") {
 		return nil
 	}
-	resolved, err := r.resolve(n.Value, *budget)
+	resolved, err := r.resolve(n.Value, *room)
 	if err != nil {
 		return err
 	}
-	*budget -= len(resolved)
+	*room -= len(resolved)
 	whole := referencePattern.FindString(n.Value) == n.Value
 	n.Value = resolved
 	n.Tag = "!!str" // the encoder quotes the value whenever plain text would read as more

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
@@ -38,28 +36,27 @@ func (c *Controller) syncPlan(ctx context.Context, p *v1alpha1.Pipeline) (time.D
 	ps := c.newPipelineSync(p)
 	ps.status.ObservedGeneration = p.Generation
 	if p.Spec.TemplateRef != nil && !ps.takeTemplate(true) {
-		ps.summarize()
-		return 0, c.finish(ctx, ps, false)
+		return 0, c.finish(ctx, ps)
 	}
+	planned := true
 	for i := range ps.status.Steps {
-		if !ps.planStep(ctx, ps.specStep(i)) {
+		if planned = ps.planStep(ctx, ps.specStep(i)); !planned {
 			break
 		}
 	}
-	ps.summarize()
-	if ps.status.Phase == v1alpha1.PipelinePlanned {
+	if planned {
 		ps.normalEvent(v1alpha1.ReasonPlanned, "Planned %d steps, %d warnings; nothing ran", len(ps.status.Steps), ps.planWarnings())
 	}
-	return 0, c.finish(ctx, ps, false)
+	return 0, c.finish(ctx, ps)
 }
 
 // planStep plans step r and tells whether the next step may be planned.
 func (ps *pipelineSync) planStep(ctx context.Context, r stepRef) bool {
 	s := r.s
 	s.Phase, s.Plan, s.Outputs, s.Message, s.StartTime = v1alpha1.StepRunning, nil, nil, "", ps.timeNow()
-	exec, ok := ps.c.executors.Get(r.step.Executor)
+	exec, ok := ps.env.executors.Get(r.step.Executor)
 	if !ok {
-		return ps.failPlan(s, contract.Permanent(contract.ReasonUnknownExecutor, ps.c.executors.Missing(r.step.Executor)))
+		return ps.failPlan(s, contract.Permanent(contract.ReasonUnknownExecutor, ps.env.executors.Missing(r.step.Executor)))
 	}
 	req, err := ps.request(ctx, r, exec, createDirection)
 	if err != nil {
@@ -85,7 +82,6 @@ func (ps *pipelineSync) planStep(ctx context.Context, r stepRef) bool {
 	}
 	s.Phase, s.Plan, s.CompletionTime = v1alpha1.StepPlanned, stepPlan(plan), ps.timeNow()
 	s.Message = contract.Truncate(plan.Summary, v1alpha1.MaxStepMessageLength)
-	ps.setStepCondition(s, metav1.ConditionTrue, v1alpha1.ReasonPlanned, s.Message)
 	return true
 }
 
@@ -100,7 +96,7 @@ func (ps *pipelineSync) planAs() contract.PipelineRef {
 	// Not there yet: the objects it would own do not exist either, so the dry run's own UID
 	// plans the same.
 	ref.Name = name
-	if obj, exists, err := ps.c.pipelines.GetByKey(ps.p.Namespace + "/" + name); err == nil && exists {
+	if obj, exists, err := ps.env.pipelines.GetByKey(ps.p.Namespace + "/" + name); err == nil && exists {
 		if other, ok := obj.(*v1alpha1.Pipeline); ok {
 			ref.UID, ref.Generation = string(other.UID), other.Generation
 		}
@@ -112,8 +108,8 @@ func (ps *pipelineSync) planAs() contract.PipelineRef {
 func (ps *pipelineSync) failPlan(s *v1alpha1.StepStatus, err error) bool {
 	s.Phase, s.CompletionTime = v1alpha1.StepFailed, ps.timeNow()
 	s.Message = contract.Truncate(err.Error(), v1alpha1.MaxStepMessageLength)
-	ps.setStepCondition(s, metav1.ConditionFalse, executor.ReasonFor(err), s.Message)
-	ps.warningEvent("PlanFailed", "Step %q cannot be planned: %s", s.Name, s.Message)
+	s.Reason = executor.ReasonFor(err)
+	ps.warningEvent(reasonPlanFailed, "Step %q cannot be planned: %s", s.Name, s.Message)
 	return false
 }
 

@@ -16,7 +16,7 @@ import (
 // pipelineSync is the work of one sync on one pipeline: a working copy of its status and the
 // Events to record once that status is written.
 type pipelineSync struct {
-	c      *Controller
+	env    *syncEnv
 	p      *v1alpha1.Pipeline // from the cache: never modified
 	status *v1alpha1.PipelineStatus
 	// steps and params are what the pipeline runs: its spec's, or its template's as it
@@ -34,6 +34,9 @@ type pipelineSync struct {
 	// held says why the run cannot start in this sync (its template is missing, or its
 	// params do not fit it); nil when it can.
 	held *heldRun
+	// retryRequested: the sync took the retry annotation, which finish removes once the
+	// status that records the retry is written.
+	retryRequested bool
 }
 
 // heldRun is why a run cannot start: the phase and Ready condition it shows.
@@ -49,7 +52,7 @@ func (ps *pipelineSync) hold(phase v1alpha1.PipelinePhase, reason, message strin
 }
 
 func (c *Controller) newPipelineSync(p *v1alpha1.Pipeline) *pipelineSync {
-	ps := &pipelineSync{c: c, p: p, status: p.Status.DeepCopy(), steps: p.Spec.Steps, params: p.Spec.Params}
+	ps := &pipelineSync{env: c.syncEnv, p: p, status: p.Status.DeepCopy(), steps: p.Spec.Steps, params: p.Spec.Params}
 	if t := ps.status.Template; p.Spec.TemplateRef != nil && t != nil {
 		ps.steps, ps.params = t.Steps, t.Params
 	}
@@ -58,7 +61,7 @@ func (c *Controller) newPipelineSync(p *v1alpha1.Pipeline) *pipelineSync {
 	return ps
 }
 
-func (ps *pipelineSync) now() time.Time { return ps.c.clock.Now() }
+func (ps *pipelineSync) now() time.Time { return ps.env.clock.Now() }
 
 func (ps *pipelineSync) timeNow() *metav1.Time {
 	t := metav1.NewTime(ps.now())
@@ -98,7 +101,7 @@ func (ps *pipelineSync) retire(s *v1alpha1.StepStatus) {
 	retired := *s.DeepCopy()
 	retired.Executor = retired.Ran.Executor
 	ps.status.RetiredSteps = append(ps.status.RetiredSteps, retired)
-	ps.normalEvent("StepRetired", "Step %q (%s) is no longer in the spec as it ran: its teardown runs before the steps run again",
+	ps.normalEvent(reasonStepRetired, "Step %q (%s) is no longer in the spec as it ran: its teardown runs before the steps run again",
 		s.Name, retired.Executor)
 }
 
@@ -152,7 +155,7 @@ func (ps *pipelineSync) resetStep(s *v1alpha1.StepStatus) {
 	if s.Phase == v1alpha1.StepPending {
 		return
 	}
-	s.Phase = v1alpha1.StepPending
+	s.Phase, s.Reason = v1alpha1.StepPending, ""
 	s.Approval = nil // a run again asks again
 	s.Hook = ""
 	s.Attempts = 0

@@ -60,6 +60,70 @@ func (ps *pipelineSync) summarize() {
 	ps.setReady(r.status, r.reason, r.message)
 	ps.setProgress(r)
 	st.BlockedBy = ps.blockers(r)
+	for _, steps := range [][]v1alpha1.StepStatus{st.Steps, st.RetiredSteps} {
+		for i := range steps {
+			ps.setStepReady(&steps[i])
+		}
+	}
+}
+
+// stepReadiness is a step's Ready condition, derived from its typed state: the handlers
+// set a step's phase, message and reason, and summarize sets every step's condition from
+// them.
+type stepReadiness struct {
+	status          metav1.ConditionStatus
+	reason, message string
+}
+
+// stepReadinessOf is the Ready condition of step s, or false when it has none: a step that
+// has not started (or starts again) says nothing beyond its phase.
+func stepReadinessOf(s *v1alpha1.StepStatus) (stepReadiness, bool) {
+	if waitsOnRefusedPlugin(s) {
+		return stepReadiness{metav1.ConditionFalse, v1alpha1.ReasonPluginRefused, s.Message}, true
+	}
+	switch s.Phase {
+	case v1alpha1.StepPending, "":
+		return stepReadiness{}, false
+	case v1alpha1.StepSucceeded:
+		return stepReadiness{metav1.ConditionTrue, reasonStepCompleted, s.Message}, true
+	case v1alpha1.StepPlanned:
+		return stepReadiness{metav1.ConditionTrue, v1alpha1.ReasonPlanned, s.Message}, true
+	case v1alpha1.StepAwaitingApproval:
+		return stepReadiness{metav1.ConditionFalse, v1alpha1.ReasonAwaitingApproval, s.Message}, true
+	case v1alpha1.StepDeleted:
+		if s.Reason != "" { // its teardown was skipped
+			return stepReadiness{metav1.ConditionFalse, s.Reason, s.Message}, true
+		}
+		// The step's message stays what its run said; the condition says it is gone.
+		return stepReadiness{metav1.ConditionFalse, string(v1alpha1.StepDeleted), "torn down"}, true
+	case v1alpha1.StepFailed, v1alpha1.StepWaiting:
+		if s.Reason != "" {
+			return stepReadiness{metav1.ConditionFalse, s.Reason, s.Message}, true
+		}
+	}
+	// Running or deleting (the phase is the reason), or failed or waiting as recorded
+	// before StepStatus.Reason was.
+	return stepReadiness{metav1.ConditionFalse, string(s.Phase), s.Message}, true
+}
+
+// setStepReady sets step s's Ready condition as its state says. A step failed or waiting
+// as recorded by an operator without StepStatus.Reason keeps the condition it has, so an
+// upgrade rewrites no finished pipeline.
+func (ps *pipelineSync) setStepReady(s *v1alpha1.StepStatus) {
+	r, ok := stepReadinessOf(s)
+	switch {
+	case !ok:
+		meta.RemoveStatusCondition(&s.Conditions, v1alpha1.ConditionReady)
+		return
+	case s.Reason == "" && (s.Phase == v1alpha1.StepFailed || s.Phase == v1alpha1.StepWaiting) &&
+		meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady) != nil:
+		return
+	}
+	if c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady); c != nil &&
+		c.Status == r.status && c.Reason == r.reason && c.Message == contract.Truncate(r.message, v1alpha1.MaxStepMessageLength) {
+		return // unchanged: its observedGeneration stays the generation it was derived for
+	}
+	ps.setCondition(&s.Conditions, v1alpha1.ConditionReady, r.status, r.reason, r.message)
 }
 
 // setProgress sets Reconciling or Stalled beside Ready, or neither, as kstatus reads them:
@@ -195,11 +259,6 @@ func (ps *pipelineSync) setReady(status metav1.ConditionStatus, reason, message 
 	ps.setCondition(&ps.status.Conditions, v1alpha1.ConditionReady, status, reason, message)
 }
 
-// setStepCondition sets a step's Ready condition.
-func (ps *pipelineSync) setStepCondition(s *v1alpha1.StepStatus, status metav1.ConditionStatus, reason, message string) {
-	ps.setCondition(&s.Conditions, v1alpha1.ConditionReady, status, reason, message)
-}
-
 // setCondition sets a condition; its transition time changes only when its status flips.
 func (ps *pipelineSync) setCondition(conditions *[]metav1.Condition, kind string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(conditions, metav1.Condition{
@@ -215,9 +274,7 @@ func (ps *pipelineSync) setCondition(conditions *[]metav1.Condition, kind string
 // mergeCreated adds what a hook created to the step's record. What it already holds
 // stays, so that teardown still sees what an earlier call created.
 func mergeCreated(s *v1alpha1.StepStatus, created map[string]string) error {
-	merged, err := mergeBounded(s.Created, created, mapBounds{
-		entries: contract.MaxCreatedEntries, size: contract.MaxCreatedSize, reason: "CreatedTooLarge", what: "created entries",
-	})
+	merged, err := mergeBounded(s.Created, created, contract.CheckCreated, "CreatedTooLarge")
 	if err == nil {
 		s.Created = merged
 	}
@@ -226,24 +283,16 @@ func mergeCreated(s *v1alpha1.StepStatus, created map[string]string) error {
 
 // mergeOutputs adds a hook's outputs to the step's.
 func mergeOutputs(s *v1alpha1.StepStatus, outputs map[string]string) error {
-	merged, err := mergeBounded(s.Outputs, outputs, mapBounds{
-		entries: v1alpha1.MaxStepOutputs, size: v1alpha1.MaxStepOutputsSize, reason: "OutputsTooLarge", what: "outputs",
-	})
+	merged, err := mergeBounded(s.Outputs, outputs, contract.CheckOutputs, "OutputsTooLarge")
 	if err == nil {
 		s.Outputs = merged
 	}
 	return err
 }
 
-// mapBounds are what a step's status keeps of a map a hook returns.
-type mapBounds struct {
-	entries, size int
-	reason, what  string
-}
-
 // mergeBounded returns base with more merged in, refusing a map that would not fit the
-// status: an executor returning that much is a bug no retry fixes.
-func mergeBounded(base, more map[string]string, b mapBounds) (map[string]string, error) {
+// status (check): an executor returning that much is a bug no retry fixes.
+func mergeBounded(base, more map[string]string, check func(map[string]string) error, reason string) (map[string]string, error) {
 	if len(more) == 0 {
 		return base, nil
 	}
@@ -252,14 +301,8 @@ func mergeBounded(base, more map[string]string, b mapBounds) (map[string]string,
 		merged = make(map[string]string, len(more))
 	}
 	maps.Copy(merged, more)
-	size := 0
-	for k, v := range merged {
-		size += len(k) + len(v)
-	}
-	if len(merged) > b.entries || size > b.size {
-		return nil, contract.Permanent(b.reason, fmt.Errorf(
-			"the executor returned %d %s of %d bytes; a step may keep at most %d %s of %d bytes",
-			len(merged), b.what, size, b.entries, b.what, b.size))
+	if err := check(merged); err != nil {
+		return nil, contract.Permanent(reason, fmt.Errorf("the executor returned %w", err))
 	}
 	return merged, nil
 }

@@ -102,9 +102,9 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			return wait
 		}
 	}
-	exec, served := ps.c.executors.Get(name)
+	exec, served := ps.env.executors.Get(name)
 	if !served {
-		if refusal, refused := ps.c.executors.RefusalFor(name); refused {
+		if refusal, refused := ps.env.executors.RefusalFor(name); refused {
 			return ps.waitOnRefusedPlugin(s, name, refusal)
 		}
 	}
@@ -114,7 +114,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 	case s.Phase == d.activePhase:
 		// A hook that is not done: called again when it asked, whatever brought this sync.
 		key := dueKeyOf(ps.p, s)
-		wait, known := ps.c.due.lookup(key, ps.now())
+		wait, known := ps.env.due.lookup(key, ps.now())
 		switch {
 		case wait > 0:
 			return wait
@@ -123,7 +123,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			// so the call waits the whole interval, never sooner than asked, and, as any
 			// wait, no later than the hook's deadline.
 			if wait := min(s.PollInterval.Duration, s.HookStartTime.Add(step.EffectiveTimeout()).Sub(ps.now())); wait > 0 {
-				ps.c.due.set(key, ps.now().Add(wait), ps.now())
+				ps.env.due.set(key, ps.now().Add(wait), ps.now())
 				return wait
 			}
 		}
@@ -135,11 +135,10 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 		s.HookStartTime = ps.timeNow()
 		s.NextAttemptTime = nil
 		s.Phase = d.activePhase
-		ps.setStepCondition(s, metav1.ConditionFalse, string(d.activePhase), s.Message)
 	}
 
 	if !served {
-		return ps.failStep(s, step, d, contract.Permanent(contract.ReasonUnknownExecutor, ps.c.executors.Missing(name)))
+		return ps.failStep(s, step, d, contract.Permanent(contract.ReasonUnknownExecutor, ps.env.executors.Missing(name)))
 	}
 	req, err := ps.request(ctx, r, exec, d)
 	if err != nil {
@@ -188,7 +187,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 
 		if !res.Done {
 			if err := contract.CheckState(res.State); err != nil {
-				return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, contract.Permanent("StateTooLarge", err)))
+				return ps.failStep(s, step, d, fmt.Errorf("%s: %w", s.Hook, contract.Permanent("StateTooLarge", fmt.Errorf("the executor returned %w", err))))
 			}
 			s.HookState = res.State
 			s.BlockedBy = blockingObjects(res.BlockedBy)
@@ -198,7 +197,7 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 			}
 			// Look again no later than the deadline, so a timeout is noticed on time.
 			after = min(after, deadline.Sub(ps.now()))
-			ps.c.due.set(dueKeyOf(ps.p, s), ps.now().Add(after), ps.now())
+			ps.env.due.set(dueKeyOf(ps.p, s), ps.now().Add(after), ps.now())
 			// What the hook asked, not bounded by the deadline: it changes, and so is
 			// written, only when the hook asks another interval, not at every call.
 			asked := res.RequeueAfter
@@ -206,7 +205,6 @@ func (ps *pipelineSync) runStep(ctx context.Context, r stepRef, d direction) tim
 				asked = defaultRequeueAfter
 			}
 			s.PollInterval = &metav1.Duration{Duration: asked.Round(time.Second)}
-			ps.setStepCondition(s, metav1.ConditionFalse, string(d.activePhase), s.Message)
 			return after
 		}
 
@@ -235,7 +233,6 @@ func (ps *pipelineSync) waitOnRefusedPlugin(s *v1alpha1.StepStatus, executorName
 		ps.warningEvent(v1alpha1.ReasonPluginRefused, "Step %q waits: %s", s.Name, message)
 	}
 	s.BlockedBy, s.Message = blockedBy, message
-	ps.setStepCondition(s, metav1.ConditionFalse, v1alpha1.ReasonPluginRefused, message)
 	return 0
 }
 
@@ -254,7 +251,7 @@ func (ps *pipelineSync) beginStep(s *v1alpha1.StepStatus, d direction) {
 	s.CompletionTime = nil
 	s.HookState = nil
 	s.BlockedBy = nil
-	s.Message = ""
+	s.Message, s.Reason = "", ""
 	if d.creating() {
 		s.ObservedGeneration = ps.p.Generation
 		s.StartTime = now
@@ -268,11 +265,10 @@ func (ps *pipelineSync) beginStep(s *v1alpha1.StepStatus, d direction) {
 			ps.started = map[string]int{}
 		}
 		ps.started[s.Name] = len(ps.events)
-		ps.normalEvent("StepStarted", "Step %q started (%s)", s.Name, s.Executor)
+		ps.normalEvent(reasonStepStarted, "Step %q started (%s)", s.Name, s.Executor)
 	} else {
-		ps.normalEvent("TeardownStarted", "Teardown of step %q started", s.Name)
+		ps.normalEvent(reasonTeardownStarted, "Teardown of step %q started", s.Name)
 	}
-	ps.setStepCondition(s, metav1.ConditionFalse, string(d.activePhase), "")
 }
 
 // completeStep marks step s done in direction d.
@@ -280,8 +276,8 @@ func (ps *pipelineSync) completeStep(s *v1alpha1.StepStatus, step *v1alpha1.Step
 	s.Phase = d.donePhase
 	s.CompletionTime = ps.timeNow()
 	s.HookStartTime = nil
+	s.Reason = ""
 	if d.creating() {
-		ps.setStepCondition(s, metav1.ConditionTrue, "Completed", s.Message)
 		// A success is in the status; an Event is for what a person must see (a failure, a
 		// wait, a blocked teardown). A step that started and succeeded in one sync has no
 		// Event at all, and the happy path writes none.
@@ -289,12 +285,11 @@ func (ps *pipelineSync) completeStep(s *v1alpha1.StepStatus, step *v1alpha1.Step
 			ps.events[i].reason = "" // dropped by emitEvents
 			delete(ps.started, s.Name)
 		}
-		ps.c.metrics.ObserveStep(step.Executor, "succeeded", s.CompletionTime.Sub(s.StartTime.Time))
+		ps.env.metrics.ObserveStep(step.Executor, "succeeded", s.CompletionTime.Sub(s.StartTime.Time))
 		ps.stepEnded(s, nil)
 	} else {
 		s.Created = nil // gone with the teardown
-		ps.setStepCondition(s, metav1.ConditionFalse, string(v1alpha1.StepDeleted), "torn down")
-		ps.normalEvent("StepTornDown", "Teardown of step %q finished", s.Name)
+		ps.normalEvent(reasonStepTornDown, "Teardown of step %q finished", s.Name)
 	}
 }
 
@@ -307,15 +302,15 @@ func (ps *pipelineSync) failStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d 
 	reason := executor.ReasonFor(err)
 	policy := step.EffectiveRetry()
 	if !contract.IsPermanent(err) && s.Attempts <= policy.Limit {
-		delay := ps.c.jitter(policy.Backoff.Delay(s.Attempts))
+		delay := ps.env.jitter(policy.Backoff.Delay(s.Attempts))
 		s.Phase = v1alpha1.StepWaiting
 		next := metav1.NewTime(ps.now().Add(delay))
 		s.NextAttemptTime = &next
 		s.Message = contract.Truncate(fmt.Sprintf("attempt %d of %d failed, retrying in %s: %v",
 			s.Attempts, policy.Limit+1, delay.Round(time.Millisecond), err), v1alpha1.MaxStepMessageLength)
-		ps.setStepCondition(s, metav1.ConditionFalse, reason, s.Message)
-		ps.warningEvent("StepRetrying", "Step %q: %s", s.Name, s.Message)
-		ps.c.metrics.Retry(step.Executor, string(s.Hook))
+		s.Reason = reason
+		ps.warningEvent(v1alpha1.ReasonStepRetrying, "Step %q: %s", s.Name, s.Message)
+		ps.env.metrics.Retry(step.Executor, string(s.Hook))
 		return delay
 	}
 
@@ -327,15 +322,15 @@ func (ps *pipelineSync) failStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d 
 	} else {
 		s.Message = contract.Truncate(fmt.Sprintf("failed after %d attempts: %v", s.Attempts, err), v1alpha1.MaxStepMessageLength)
 	}
-	ps.setStepCondition(s, metav1.ConditionFalse, reason, s.Message)
+	s.Reason = reason
 	if d.creating() {
-		ps.warningEvent("StepFailed", "Step %q failed: %s", s.Name, s.Message)
+		ps.warningEvent(v1alpha1.ReasonStepFailed, "Step %q failed: %s", s.Name, s.Message)
 		if s.StartTime != nil {
-			ps.c.metrics.ObserveStep(step.Executor, "failed", s.CompletionTime.Sub(s.StartTime.Time))
+			ps.env.metrics.ObserveStep(step.Executor, "failed", s.CompletionTime.Sub(s.StartTime.Time))
 		}
 		ps.stepEnded(s, errors.New(s.Message))
 	} else {
-		ps.warningEvent("TeardownFailed", "Teardown of step %q failed: %s", s.Name, s.Message)
+		ps.warningEvent(v1alpha1.ReasonTeardownFailed, "Teardown of step %q failed: %s", s.Name, s.Message)
 	}
 	return 0
 }

@@ -125,18 +125,16 @@ func (c *Controller) syncRun(ctx context.Context, p *v1alpha1.Pipeline, mode syn
 	hash := specHash(&p.Spec)
 	if mode == modeRefuseEdit {
 		ps.refuseEdit(hash)
-		ps.summarize()
-		return 0, c.finish(ctx, ps, false)
+		return 0, c.finish(ctx, ps)
 	}
 	ps.status.RefusedSpecHash = "" // the spec runs (or an edit was undone)
 	if p.Spec.TemplateRef != nil && !ps.takeTemplate(mode == modeStartRun) {
-		ps.summarize()
-		return 0, c.finish(ctx, ps, false)
+		return 0, c.finish(ctx, ps)
 	}
 	if mode == modeStartRun {
 		ps.startRun(hash)
 	}
-	retryRequested := ps.retryCreation()
+	ps.retryRequested = ps.retryCreation()
 
 	// Hooks that finish at once run one after the other in this call, so that K instant
 	// steps cost one status write rather than K: the API server's write rate is what bounds
@@ -158,8 +156,7 @@ func (c *Controller) syncRun(ctx context.Context, p *v1alpha1.Pipeline, mode syn
 			goOn = false
 		}
 	}
-	ps.summarize()
-	return requeue, c.finish(ctx, ps, retryRequested)
+	return requeue, c.finish(ctx, ps)
 }
 
 // tearDownRetired tears down the runs the spec no longer has, and reports when to look
@@ -192,15 +189,14 @@ const maxBatchDuration = time.Second
 // it removes the finalizer.
 func (c *Controller) syncDeletion(ctx context.Context, p *v1alpha1.Pipeline) (time.Duration, error) {
 	ps := c.newPipelineSync(p)
-	retryRequested := ps.retryTeardown()
+	ps.retryRequested = ps.retryTeardown()
 	requeue, _ := ps.tearDown(ctx, false, ps.now())
 	if _, ok := ps.nextTeardown(false); !ok {
 		// The last teardown is done: the object goes away, so its status needs no write.
 		ps.emitEvents()
 		return 0, c.removeFinalizer(ctx, p)
 	}
-	ps.summarize()
-	return requeue, c.finish(ctx, ps, retryRequested)
+	return requeue, c.finish(ctx, ps)
 }
 
 // tearDown runs the teardowns nextTeardown names, one after the other while they finish at
@@ -223,16 +219,18 @@ func (ps *pipelineSync) tearDown(ctx context.Context, retiredOnly bool, batchSta
 // goOn tells whether the batch that started at batchStart goes on after step s: s is
 // done, there is time left, and the operator is not shutting down.
 func (ps *pipelineSync) goOn(s *v1alpha1.StepStatus, done v1alpha1.StepPhase, batchStart time.Time) bool {
-	return s.Phase == done && ps.now().Sub(batchStart) < maxBatchDuration && !ps.c.queue.ShuttingDown()
+	return s.Phase == done && ps.now().Sub(batchStart) < maxBatchDuration && !ps.env.shuttingDown()
 }
 
-// finish writes the sync's status and then, once the retry it asked for is recorded,
-// removes the retry annotation.
-func (c *Controller) finish(ctx context.Context, ps *pipelineSync, retryRequested bool) error {
+// finish ends every sync that ran a handler: it derives the status' summary from what the
+// handler did (summarize), writes the status and records the Events, and then, once the
+// retry the sync took is recorded, removes the retry annotation.
+func (c *Controller) finish(ctx context.Context, ps *pipelineSync) error {
+	ps.summarize()
 	if err := c.writeStatus(ctx, ps); err != nil {
 		return err
 	}
-	if retryRequested {
+	if ps.retryRequested {
 		return c.removeRetryAnnotation(ctx, ps.p)
 	}
 	return nil

@@ -27,16 +27,16 @@ func (ps *pipelineSync) takeTemplate(newRun bool) bool {
 		return true
 	}
 	var tpl *v1alpha1.PipelineTemplate
-	if ps.c.templates != nil {
-		got, err := ps.c.templates.PipelineTemplates(ps.p.Namespace).Get(ref.Name)
+	if ps.env.templates != nil {
+		got, err := ps.env.templates.PipelineTemplates(ps.p.Namespace).Get(ref.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			ps.waitForTemplate(fmt.Sprintf("reading template %s: %v", ref.Name, err))
 			return false
 		}
 		tpl = got
 	}
-	if tpl != nil && ps.c.undecodableTemplates != nil {
-		if decodeErr := ps.c.undecodableTemplates.Err(tpl); decodeErr != nil {
+	if tpl != nil && ps.env.undecodableTemplates != nil {
+		if decodeErr := ps.env.undecodableTemplates.Err(tpl); decodeErr != nil {
 			ps.hold(v1alpha1.PipelinePending, v1alpha1.ReasonUndecodable, fmt.Sprintf(
 				"template %s cannot be decoded (%v); the pipeline starts once the template is fixed", ref.Name, decodeErr))
 			return false

@@ -30,10 +30,10 @@ func (ps *pipelineSync) run(step string) tracing.Run {
 // startHookSpan starts the span of one hook call, a child of its step's span, and puts
 // the trace's ID on the hook's log lines. Without a tracer it returns ctx and a no-op.
 func (ps *pipelineSync) startHookSpan(ctx context.Context, exec executor.TaskExecutor, req *executor.Request) (context.Context, func(err error)) {
-	if ps.c.tracer == nil {
+	if ps.env.tracer == nil {
 		return ctx, func(error) {}
 	}
-	ctx, span := ps.c.tracer.Start(tracing.InStep(ctx, ps.run(req.Step)), "hook "+string(req.Hook),
+	ctx, span := ps.env.tracer.Start(tracing.InStep(ctx, ps.run(req.Step)), "hook "+string(req.Hook),
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(
 			attribute.String("stepwise.pipeline", ps.p.Namespace+"/"+ps.p.Name),
@@ -55,7 +55,7 @@ func (ps *pipelineSync) startHookSpan(ctx context.Context, exec executor.TaskExe
 // stepEnded queues the span of a step that succeeded or failed, exported once the status
 // that says so is written (emitEvents), so that a write that fails exports nothing twice.
 func (ps *pipelineSync) stepEnded(s *v1alpha1.StepStatus, failed error) {
-	if ps.c.tracer == nil || s.StartTime == nil || s.CompletionTime == nil {
+	if ps.env.tracer == nil || s.StartTime == nil || s.CompletionTime == nil {
 		return
 	}
 	r, end := ps.run(s.Name), s.CompletionTime.Time
@@ -64,13 +64,13 @@ func (ps *pipelineSync) stepEnded(s *v1alpha1.StepStatus, failed error) {
 		attribute.String("stepwise.executor", s.Executor),
 		attribute.Int("stepwise.attempts", int(s.Attempts)),
 	}
-	ps.spans = append(ps.spans, func(ctx context.Context) { tracing.EndStep(ctx, ps.c.tracer, r, end, failed, attrs...) })
+	ps.spans = append(ps.spans, func(ctx context.Context) { tracing.EndStep(ctx, ps.env.tracer, r, end, failed, attrs...) })
 }
 
 // pipelineEnded queues the pipeline's span, the root of its trace, once it succeeded or
 // failed.
 func (ps *pipelineSync) pipelineEnded(phase v1alpha1.PipelinePhase, message string) {
-	if ps.c.tracer == nil || ps.status.StartTime == nil {
+	if ps.env.tracer == nil || ps.status.StartTime == nil {
 		return
 	}
 	var failed error
@@ -83,7 +83,7 @@ func (ps *pipelineSync) pipelineEnded(phase v1alpha1.PipelinePhase, message stri
 		attribute.String("stepwise.phase", string(phase)),
 		attribute.Int("stepwise.steps", len(ps.status.Steps)),
 	}
-	ps.spans = append(ps.spans, func(ctx context.Context) { tracing.EndPipeline(ctx, ps.c.tracer, r, end, failed, attrs...) })
+	ps.spans = append(ps.spans, func(ctx context.Context) { tracing.EndPipeline(ctx, ps.env.tracer, r, end, failed, attrs...) })
 }
 
 // exportSpans exports the spans the sync queued; the status that ends them is written.

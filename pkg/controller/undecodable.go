@@ -33,7 +33,7 @@ func (c *Controller) syncUndecodable(ctx context.Context, p *v1alpha1.Pipeline, 
 		orphan := p.Annotations[v1alpha1.TeardownPolicyAnnotation] == v1alpha1.TeardownOrphan
 		if !ranCreate(&p.Status) || orphan {
 			if orphan {
-				c.recorder.Eventf(p, corev1.EventTypeWarning, "TeardownOrphaned",
+				c.recorder.Eventf(p, corev1.EventTypeWarning, reasonTeardownOrphaned,
 					"Teardown skipped as annotation %s=%s asks: the pipeline cannot be decoded", v1alpha1.TeardownPolicyAnnotation, v1alpha1.TeardownOrphan)
 			}
 			logger.Info("Removing the finalizer of a pipeline that cannot be decoded", "orphan", orphan)

@@ -51,6 +51,6 @@ func (ps *pipelineSync) refusedEditMessage() string {
 
 // updatesInPlace tells whether the named executor re-runs over its last run's work.
 func (ps *pipelineSync) updatesInPlace(name string) bool {
-	exec, ok := ps.c.executors.Get(name)
+	exec, ok := ps.env.executors.Get(name)
 	return ok && executor.Describe(exec).UpdatesInPlace
 }

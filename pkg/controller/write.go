@@ -25,7 +25,7 @@ func (c *Controller) writeStatus(ctx context.Context, ps *pipelineSync) error {
 	}
 	p := ps.p.DeepCopy()
 	p.Status = *ps.status
-	if err := ps.keepInBudget(ctx, p); err != nil {
+	if err := ps.keepUnderMaxSize(ctx, p); err != nil {
 		return err
 	}
 	updated, err := c.updateStatus(ctx, p)
@@ -134,8 +134,7 @@ func (ps *pipelineSync) failChangedSteps(keepRuns bool, reason string, message f
 		}
 		s.Phase = v1alpha1.StepFailed
 		s.NextAttemptTime = nil
-		s.Message = message(hook)
-		ps.setStepCondition(s, metav1.ConditionFalse, reason, s.Message)
+		s.Message, s.Reason = message(hook), reason
 	}
 	for i := range ps.status.Steps {
 		s := &ps.status.Steps[i]

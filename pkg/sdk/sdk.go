@@ -127,8 +127,11 @@ const (
 	ParamYAML     = contract.ParamYAML
 )
 
-// Bounds of the state a hook keeps across its waits (Result.WithState).
+// Bounds of what a step's status keeps of a hook's Result: its outputs (from all the
+// step's hooks), the state a hook keeps across its waits (Result.WithState).
 const (
+	MaxOutputs      = contract.MaxOutputs
+	MaxOutputsSize  = contract.MaxOutputsSize
 	MaxStateEntries = contract.MaxStateEntries
 	MaxStateSize    = contract.MaxStateSize
 )

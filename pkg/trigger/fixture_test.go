@@ -34,7 +34,7 @@ var start = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
 // fake clientsets record what the controller does. The watched objects are served by a fake
 // dynamic client through the controller's own shared informers, which run.
 type fixture struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	client   *fake.Clientset
 	kube     *kubefake.Clientset
@@ -70,7 +70,7 @@ func withResources(s string) fixtureOption {
 // go to the stepwise clientset and their indexers, *unstructured.Unstructured objects to
 // the dynamic client. The ServiceAccount "retirer" of namespace ns may list and watch nodes
 // cluster-wide, and "deployer" webapps in ns, unless a test takes it away.
-func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fixture {
+func newFixture(t testing.TB, objs []runtime.Object, opts ...fixtureOption) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)

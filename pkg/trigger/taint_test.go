@@ -99,7 +99,7 @@ func (f *fixture) waitingTaints() map[string]string {
 	return out
 }
 
-func newTaintFixture(t *testing.T, trig *v1alpha1.PipelineTrigger, nodes ...runtime.Object) (*fixture, *serviceAccountNodes) {
+func newTaintFixture(t testing.TB, trig *v1alpha1.PipelineTrigger, nodes ...runtime.Object) (*fixture, *serviceAccountNodes) {
 	sa := &serviceAccountNodes{kube: kubefake.NewClientset()}
 	f := newFixture(t, append(objs(trig, newTemplate("retire-node")), nodes...), withServiceAccountNodes(sa))
 	sa.f = f

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
 // The inventory of a k8s.apply step is its "objects" output: what it applied and may have
@@ -124,14 +124,14 @@ func removedFrom(previous, current []ObjectRef) []ObjectRef {
 func checkInventorySize(refs, previous []ObjectRef) error {
 	inventory := union(previous, refs)
 	size := len(ObjectsOutput) + len(FormatObjectRefs(inventory))
-	if size <= v1alpha1.MaxStepOutputsSize {
+	if size <= contract.MaxOutputsSize {
 		return nil
 	}
 	if old := len(inventory) - len(refs); old > 0 {
 		return invalidParam("manifest", "its %d objects, with the %d %s of the previous run that it would prune, make an %q output of %d bytes, "+
 			"more than the %d bytes a step may keep (until the old objects are pruned the step lists both); split the manifest over several steps",
-			len(refs), old, plural(old, "object"), ObjectsOutput, size, v1alpha1.MaxStepOutputsSize)
+			len(refs), old, plural(old, "object"), ObjectsOutput, size, contract.MaxOutputsSize)
 	}
 	return invalidParam("manifest", "its %d objects make an %q output of %d bytes, more than the %d bytes a step may keep; split the manifest over several steps",
-		len(refs), ObjectsOutput, size, v1alpha1.MaxStepOutputsSize)
+		len(refs), ObjectsOutput, size, contract.MaxOutputsSize)
 }

@@ -138,7 +138,7 @@ func (d driver) drive(ctx context.Context, r Runner, executor string, hook sdk.H
 			return out
 		}
 		if err := contract.CheckState(out.Result.State); err != nil {
-			out.Err = fmt.Errorf("plugintest: call %d of the %s hook of %s: %w", out.Polls, hook, executor, err)
+			out.Err = fmt.Errorf("plugintest: call %d of the %s hook of %s returned %w", out.Polls, hook, executor, err)
 			return out
 		}
 		call.State = out.Result.State
@@ -163,20 +163,8 @@ func checkCreated(record, added map[string]string) error {
 		merged = map[string]string{}
 	}
 	maps.Copy(merged, added)
-	return checkKept("its created record", merged, sdk.MaxCreatedEntries, sdk.MaxCreatedSize)
-}
-
-// checkKept checks a map the engine keeps in a step's status against its bounds.
-func checkKept(what string, m map[string]string, maxEntries, maxSize int) error {
-	size := 0
-	for k, v := range m {
-		size += len(k) + len(v)
-	}
-	switch {
-	case len(m) > maxEntries:
-		return fmt.Errorf("%s has %d entries, more than the %d the engine keeps", what, len(m), maxEntries)
-	case size > maxSize:
-		return fmt.Errorf("%s is %d bytes, more than the %d the engine keeps", what, size, maxSize)
+	if err := contract.CheckCreated(merged); err != nil {
+		return fmt.Errorf("the hooks returned %w", err)
 	}
 	return nil
 }

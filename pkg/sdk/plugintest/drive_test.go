@@ -71,7 +71,7 @@ func TestDrive(t *testing.T) {
 			name: "stops at the bound", mode: "forever", opts: []plugintest.DriveOption{plugintest.MaxPolls(5)},
 			wantPolls: 5, wantWaited: 50 * time.Second, wantErr: `not done after 5 calls (50s waited); last message "still waiting"`,
 		},
-		{name: "refuses a state the engine cannot keep", mode: "big state", wantPolls: 1, wantErr: "17 state entries of 60 bytes; at most 16 entries"},
+		{name: "refuses a state the engine cannot keep", mode: "big state", wantPolls: 1, wantErr: "17 state entries of 60 bytes; a step keeps at most 16 state entries"},
 	}
 	for runner, newRunner := range runners {
 		for _, tt := range tests {

@@ -16,10 +16,6 @@ const (
 	MaxStepMessageLength = 1024
 	// MaxStepBlockers bounds the objects a step's status names as blocking it.
 	MaxStepBlockers = 16
-	// MaxStepOutputsSize bounds the sum of a step's output keys and values, in bytes.
-	MaxStepOutputsSize = 4096
-	// MaxStepOutputs bounds the number of outputs of a step.
-	MaxStepOutputs = 32
 	// MaxParamValueLength bounds a value of spec.params or of a step's with, in
 	// characters (CEL's size of a string); MaxParamNameLength bounds their names.
 	MaxParamValueLength = 65536
@@ -528,6 +524,13 @@ type StepStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 
+	// Reason is why the step's last attempt failed (while it waits to try again, and once
+	// it failed) or why its teardown was skipped: one CamelCase word (Timeout,
+	// TicketRejected) that the Message explains. The step's Ready condition carries it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason,omitempty"`
+
 	// BlockedBy names the objects the step's waiting hook waits on, as its executor says,
 	// such as the PodDisruptionBudgets that refuse a drain's evictions. Empty once the
 	// hook moves on.
@@ -552,6 +555,10 @@ type StepStatus struct {
 // PodDisruptionBudget that refuses its evictions; a trigger counts the pipelines blocked
 // on them.
 const KindPodDisruptionBudget = "PodDisruptionBudget"
+
+// KindDeployment is the kind of the blocker node.drain names while it waits for the
+// replacement of a pod it brings up first (replacement Surge): the Deployment it scaled up.
+const KindDeployment = "Deployment"
 
 // BlockingObject is an object a step waits on.
 type BlockingObject struct {

@@ -71,6 +71,10 @@ type StepStatusApplyConfiguration struct {
 	Approval *StepApprovalApplyConfiguration `json:"approval,omitempty"`
 	// Message is the executor's or the engine's last word on the step.
 	Message *string `json:"message,omitempty"`
+	// Reason is why the step's last attempt failed (while it waits to try again, and once
+	// it failed) or why its teardown was skipped: one CamelCase word (Timeout,
+	// TicketRejected) that the Message explains. The step's Ready condition carries it.
+	Reason *string `json:"reason,omitempty"`
 	// BlockedBy names the objects the step's waiting hook waits on, as its executor says,
 	// such as the PodDisruptionBudgets that refuse a drain's evictions. Empty once the
 	// hook moves on.
@@ -239,6 +243,14 @@ func (b *StepStatusApplyConfiguration) WithApproval(value *StepApprovalApplyConf
 // If called multiple times, the Message field is set to the value of the last call.
 func (b *StepStatusApplyConfiguration) WithMessage(value string) *StepStatusApplyConfiguration {
 	b.Message = &value
+	return b
+}
+
+// WithReason sets the Reason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reason field is set to the value of the last call.
+func (b *StepStatusApplyConfiguration) WithReason(value string) *StepStatusApplyConfiguration {
+	b.Reason = &value
 	return b
 }
 

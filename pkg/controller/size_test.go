@@ -192,7 +192,7 @@ func planned(name string, rows, warnings, size int) v1alpha1.StepStatus {
 // need.
 func heavy(name string) v1alpha1.StepStatus {
 	s := v1alpha1.StepStatus{Name: name, Phase: v1alpha1.StepSucceeded,
-		Outputs:   map[string]string{"out": strings.Repeat("o", v1alpha1.MaxStepOutputsSize-3)},
+		Outputs:   map[string]string{"out": strings.Repeat("o", contract.MaxOutputsSize-3)},
 		HookState: map[string]string{"state": strings.Repeat("h", contract.MaxStateSize-5)},
 		Ran: &v1alpha1.StepRun{Executor: "test.record", StepHash: "h", Generation: 1,
 			Params: map[string]string{"p": strings.Repeat("r", v1alpha1.MaxRecordedParamsSize-1)}},
@@ -204,7 +204,7 @@ func TestFitBudget(t *testing.T) {
 	tests := []struct {
 		name   string
 		status v1alpha1.PipelineStatus
-		budget int
+		limit  int
 		want   shedCounts
 		fits   bool
 		check  func(t *testing.T, before, after *v1alpha1.PipelineStatus)
@@ -212,7 +212,7 @@ func TestFitBudget(t *testing.T) {
 		{
 			name:   "a status that fits is left as it is",
 			status: v1alpha1.PipelineStatus{Steps: []v1alpha1.StepStatus{planned("a", 10, 2, 100), heavy("b")}},
-			budget: maxObjectBytes,
+			limit:  maxObjectBytes,
 			fits:   true,
 			check: func(t *testing.T, before, after *v1alpha1.PipelineStatus) {
 				assert.Equal(t, before, after)
@@ -222,9 +222,9 @@ func TestFitBudget(t *testing.T) {
 			name: "the rows of the largest plans go first",
 			status: v1alpha1.PipelineStatus{Steps: []v1alpha1.StepStatus{
 				planned("a", 10, 1, 100), planned("b", 40, 1, 100), planned("c", 10, 1, 100)}},
-			budget: 5000,
-			want:   shedCounts{Rows: 40},
-			fits:   true,
+			limit: 5000,
+			want:  shedCounts{Rows: 40},
+			fits:  true,
 			check: func(t *testing.T, before, after *v1alpha1.PipelineStatus) {
 				assert.Equal(t, before.Steps[0], after.Steps[0])
 				assert.Equal(t, before.Steps[2], after.Steps[2])
@@ -240,9 +240,9 @@ func TestFitBudget(t *testing.T) {
 			name: "warnings go once every row has gone",
 			status: v1alpha1.PipelineStatus{Steps: []v1alpha1.StepStatus{
 				planned("a", 5, 20, 200), planned("b", 5, 20, 200)}},
-			budget: 6000,
-			want:   shedCounts{Rows: 10, Warnings: 20},
-			fits:   true,
+			limit: 6000,
+			want:  shedCounts{Rows: 10, Warnings: 20},
+			fits:  true,
 			check: func(t *testing.T, _, after *v1alpha1.PipelineStatus) {
 				for _, s := range after.Steps {
 					assert.Zero(t, len(s.Plan.Details))
@@ -259,9 +259,9 @@ func TestFitBudget(t *testing.T) {
 				Steps:        []v1alpha1.StepStatus{planned("a", 1, 0, 10)},
 				RetiredSteps: []v1alpha1.StepStatus{planned("old", 50, 0, 100)},
 			},
-			budget: 2000,
-			want:   shedCounts{Rows: 50},
-			fits:   true,
+			limit: 2000,
+			want:  shedCounts{Rows: 50},
+			fits:  true,
 			check: func(t *testing.T, before, after *v1alpha1.PipelineStatus) {
 				assert.Equal(t, before.Steps, after.Steps)
 				assert.Zero(t, len(after.RetiredSteps[0].Plan.Details))
@@ -274,9 +274,9 @@ func TestFitBudget(t *testing.T) {
 				Template: &v1alpha1.TemplateSnapshot{Name: "t", Steps: []v1alpha1.Step{{Name: "a", Executor: "test.record",
 					With: map[string]string{"big": strings.Repeat("t", 10000)}}}},
 			},
-			budget: 20000,
-			want:   shedCounts{Rows: 3, Warnings: 1},
-			fits:   false,
+			limit: 20000,
+			want:  shedCounts{Rows: 3, Warnings: 1},
+			fits:  false,
 			check: func(t *testing.T, before, after *v1alpha1.PipelineStatus) {
 				assert.Equal(t, before.Steps[:2], after.Steps[:2])
 				assert.Equal(t, before.Template, after.Template)
@@ -288,12 +288,12 @@ func TestFitBudget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPipeline(stepsOf("a")...)
 			p.Status = *tt.status.DeepCopy()
-			size, shed, err := fitBudget(p, tt.budget)
+			size, shed, err := shrinkToFit(p, tt.limit)
 			require.NoError(t, err)
 
 			assert.Equal(t, tt.want, shed)
 			assert.Equal(t, objectBytes(t, p), size, "the size it reports is the object's")
-			assert.Equal(t, tt.fits, size <= tt.budget, "size %d, budget %d", size, tt.budget)
+			assert.Equal(t, tt.fits, size <= tt.limit, "size %d, limit %d", size, tt.limit)
 			for _, s := range append(p.Status.Steps, p.Status.RetiredSteps...) {
 				if s.Plan != nil {
 					assert.LessOrEqual(t, len(s.Plan.Summary), contract.MaxPlanText, "the summary keeps its bound")

@@ -36,7 +36,7 @@ func statusTooLarge(err error) bool {
 	return apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(err.Error(), etcdTooLarge)
 }
 
-// shedCounts is what fitBudget left out of a status.
+// shedCounts is what shrinkToFit left out of a status.
 type shedCounts struct {
 	// Rows of plans' details.
 	Rows int
@@ -46,18 +46,18 @@ type shedCounts struct {
 
 func (s shedCounts) any() bool { return s.Rows > 0 || s.Warnings > 0 }
 
-// fitBudget leaves out of p's status what it can spare until p, as a status write sends
-// it, weighs at most budget bytes: first the detail rows of plans, then their warnings,
+// shrinkToFit leaves out of p's status what it can spare until p, as a status write sends
+// it, weighs at most limit bytes: first the detail rows of plans, then their warnings,
 // the largest first, saying in each plan's summary what it lost. What teardown and later
 // steps read (outputs, hook state, run records, status.template) is never left out, so
-// the result may still be over budget. It returns p's size after and what it left out.
+// the result may still be over the limit. It returns p's size after and what it left out.
 // Plans are replaced, never modified: other copies of the status may share them.
-func fitBudget(p *v1alpha1.Pipeline, budget int) (int, shedCounts, error) {
+func shrinkToFit(p *v1alpha1.Pipeline, limit int) (int, shedCounts, error) {
 	size, err := jsonSize(p)
 	if err != nil {
 		return 0, shedCounts{}, fmt.Errorf("measure pipeline %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	if size <= budget {
+	if size <= limit {
 		return size, shedCounts{}, nil
 	}
 	var planned []*v1alpha1.StepStatus
@@ -72,7 +72,7 @@ func fitBudget(p *v1alpha1.Pipeline, budget int) (int, shedCounts, error) {
 	lost := make(map[*v1alpha1.StepStatus]planLoss, len(planned))
 	for _, part := range []planPart{planRows, planWarnings} {
 		for _, s := range largestFirst(planned, part) {
-			if size <= budget {
+			if size <= limit {
 				return size, total, nil
 			}
 			loss, ok := lost[s]
@@ -99,7 +99,7 @@ func fitBudget(p *v1alpha1.Pipeline, budget int) (int, shedCounts, error) {
 	return size, total, nil
 }
 
-// planPart is a part of a plan that fitBudget may leave out.
+// planPart is a part of a plan that shrinkToFit may leave out.
 type planPart int
 
 const (
@@ -136,7 +136,7 @@ func largestFirst(steps []*v1alpha1.StepStatus, part planPart) []*v1alpha1.StepS
 	return steps
 }
 
-// planLoss is what fitBudget left out of one plan, and its summary as it was.
+// planLoss is what shrinkToFit left out of one plan, and its summary as it was.
 type planLoss struct {
 	shedCounts
 	summary string
@@ -152,7 +152,7 @@ func (l planLoss) summaryWith() string {
 	if l.Warnings > 0 {
 		parts = append(parts, fmt.Sprintf("%d warnings", l.Warnings))
 	}
-	note := " [" + strings.Join(parts, " and ") + " left out: the status is over its size budget]"
+	note := " [" + strings.Join(parts, " and ") + " left out: the status is over its size limit]"
 	return contract.Truncate(l.summary, contract.MaxPlanText-len(note)) + note
 }
 
@@ -168,10 +168,10 @@ func mustJSONSize(v any) int {
 	return n
 }
 
-// keepInBudget keeps pipeline p, the sync's status in it, within maxObjectBytes as far as
-// it can (see fitBudget), and says in a Warning Event what it left out.
-func (ps *pipelineSync) keepInBudget(ctx context.Context, p *v1alpha1.Pipeline) error {
-	size, shed, err := fitBudget(p, maxObjectBytes)
+// keepUnderMaxSize keeps pipeline p, the sync's status in it, within maxObjectBytes as far as
+// it can (see shrinkToFit), and says in a Warning Event what it left out.
+func (ps *pipelineSync) keepUnderMaxSize(ctx context.Context, p *v1alpha1.Pipeline) error {
+	size, shed, err := shrinkToFit(p, maxObjectBytes)
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (ps *pipelineSync) keepInBudget(ctx context.Context, p *v1alpha1.Pipeline) 
 	}
 	if size > maxObjectBytes {
 		// Nothing more can go; the API server may still take it, or refuse it (refuseTooLarge).
-		klog.FromContext(ctx).Info("Pipeline over its size budget", "pipeline", klog.KObj(p), "bytes", size, "budget", maxObjectBytes)
+		klog.FromContext(ctx).Info("Pipeline over its size limit", "pipeline", klog.KObj(p), "bytes", size, "limit", maxObjectBytes)
 	}
 	return nil
 }
