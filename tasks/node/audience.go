@@ -41,6 +41,9 @@ func newAudience(ctx context.Context, client kubernetes.Interface, req *executor
 // pods tells whether the pods of namespace may be named.
 func (a *audience) pods(namespace string) bool { return a.may("", "pods", namespace) }
 
+// deployments tells whether the Deployments of namespace may be named.
+func (a *audience) deployments(namespace string) bool { return a.may("apps", "deployments", namespace) }
+
 // budgets tells whether the PodDisruptionBudgets of namespace may be named.
 func (a *audience) budgets(namespace string) bool {
 	return a.may("policy", "poddisruptionbudgets", namespace)

@@ -19,8 +19,8 @@ func TestDescribe(t *testing.T) {
 		{Cordon{}, []string{"node"}, []string{"node"}, map[string]string{"node": "n1"}},
 		{
 			Drain{},
-			[]string{"node", "timeout", "policy", "podSelector", "gracePeriodSeconds", "deleteEmptyDirData"}, []string{"node"},
-			map[string]string{"node": "n1", "timeout": "1m", "policy": "Force", "podSelector": "app=web", "gracePeriodSeconds": "30", "deleteEmptyDirData": "true"},
+			[]string{"node", "timeout", "policy", "replacement", "podSelector", "gracePeriodSeconds", "deleteEmptyDirData"}, []string{"node"},
+			map[string]string{"node": "n1", "timeout": "1m", "policy": "Force", "replacement": "Surge", "podSelector": "app=web", "gracePeriodSeconds": "30", "deleteEmptyDirData": "true"},
 		},
 		{Delete{}, []string{"node"}, []string{"node"}, map[string]string{"node": "n1"}},
 	}

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -62,6 +63,7 @@ type drainParams struct {
 	node               string
 	timeout            time.Duration
 	policy             string
+	replacement        string
 	podSelector        string
 	gracePeriodSeconds int
 	deleteEmptyDirData bool
@@ -79,6 +81,7 @@ func parseDrainParams(req *executor.Request) (drainParams, error) {
 		node:               name,
 		timeout:            req.Duration("timeout"),
 		policy:             req.String("policy"),
+		replacement:        req.String("replacement"),
 		podSelector:        req.String("podSelector"),
 		gracePeriodSeconds: int(req.Int("gracePeriodSeconds")),
 		deleteEmptyDirData: req.Bool("deleteEmptyDirData"),
@@ -87,6 +90,9 @@ func parseDrainParams(req *executor.Request) (drainParams, error) {
 		// A grace period of 0 kills at once: a request without one (from a caller that
 		// skipped the engine's defaults) gets the pod's own, as the declared default says.
 		p.gracePeriodSeconds = -1
+	}
+	if p.replacement == "" {
+		p.replacement = ReplacementSurge // as declared, for a caller that skipped the engine's defaults
 	}
 	if p.timeout <= 0 {
 		return p, invalidParam("timeout", fmt.Errorf("is %q, not a positive duration such as 10m", req.String("timeout")))
@@ -139,51 +145,124 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 		return contract.Result{}, contract.Permanent("DrainBlocked", fmt.Errorf("cannot drain node %q: %s",
 			p.node, strings.Join(refusalTexts(refusals, a), "\n")))
 	}
+	var surge *surger
+	if p.replacement == ReplacementSurge {
+		surge = newSurger(ctx, client, req.Pipeline.UID, req.Created)
+	}
 	pods := list.Pods()
 	if len(pods) == 0 {
-		return contract.Result{Done: true, Message: fmt.Sprintf("node drained, %d pods evicted", evicted), Outputs: outputs()}, nil
+		restored, err := surge.restoreAll()
+		if err != nil {
+			return contract.Result{}, err
+		}
+		return contract.Result{Done: true, Message: withNotes(fmt.Sprintf("node drained, %d pods evicted", evicted), restored), Outputs: outputs()}, nil
 	}
 
 	overdue := d.now().Sub(started) > p.timeout
 	if overdue && p.policy == PolicyFail {
+		// The drain ends here: what it scaled up goes back first, and a failure to do so
+		// is retried before the step fails.
+		restored, err := surge.restoreAll()
+		if err != nil {
+			return contract.Result{}, err
+		}
 		return contract.Result{}, contract.Permanent("DrainTimeout", fmt.Errorf("node %q not drained within %s: %s",
-			p.node, p.timeout, describeLeft(pods, nil, a)))
+			p.node, p.timeout, withNotes(describeLeft(pods, nil, a), restored)))
 	}
 
 	blocked := map[string]string{}
-	var budgets []contract.Blocker
-	for _, pod := range pods {
+	var blockers []contract.Blocker
+	block := func(b contract.Blocker) {
+		if !slices.Contains(blockers, b) {
+			blockers = append(blockers, b)
+		}
+	}
+	for i := range pods {
+		pod := &pods[i]
 		if pod.DeletionTimestamp != nil {
 			continue // going away already
 		}
 		if overdue { // and the policy is Force
-			if err := helper.DeletePod(pod); err != nil && !apierrors.IsNotFound(err) {
-				return contract.Result{}, failure(a.pods(pod.Namespace), "delete pod "+podKey(&pod), "delete a pod in another namespace", err)
+			if err := helper.DeletePod(*pod); err != nil && !apierrors.IsNotFound(err) {
+				return contract.Result{}, failure(a.pods(pod.Namespace), "delete pod "+podKey(pod), "delete a pod in another namespace", err)
 			}
 			evicted++
+			pod.DeletionTimestamp = &metav1.Time{Time: d.now()}
 			continue
 		}
-		err := helper.EvictPod(pod, evictionVersion)
+		if h, err := surge.prepare(pod, pods, false); err != nil || h != nil {
+			if err != nil {
+				return contract.Result{}, failure(a.pods(pod.Namespace), "replace pod "+podKey(pod), "replace a pod in another namespace", err)
+			}
+			blocked[podKey(pod)] = h.cause
+			if h.blocker != nil && a.deployments(pod.Namespace) {
+				block(*h.blocker)
+			}
+			continue
+		}
+		err := helper.EvictPod(*pod, evictionVersion)
 		switch {
 		case err == nil:
 			evicted++
+			pod.DeletionTimestamp = &metav1.Time{Time: d.now()}
 		case apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err):
-			b, named := refusingBudget(pod.Namespace, err)
-			if named && !a.budgets(pod.Namespace) {
-				blocked[podKey(&pod)] = "eviction refused by a PodDisruptionBudget"
+			if h, err := surge.prepare(pod, pods, true); err != nil || h != nil {
+				if err != nil {
+					return contract.Result{}, failure(a.pods(pod.Namespace), "replace pod "+podKey(pod), "replace a pod in another namespace", err)
+				}
+				blocked[podKey(pod)] = h.cause
+				if h.blocker != nil && a.deployments(pod.Namespace) {
+					block(*h.blocker)
+				}
 				continue
 			}
-			blocked[podKey(&pod)] = disruptionCause(err)
-			if named && !slices.Contains(budgets, b) {
-				budgets = append(budgets, b)
+			b, named := refusingBudget(pod.Namespace, err)
+			if named && !a.budgets(pod.Namespace) {
+				blocked[podKey(pod)] = surge.withWhy(pod, "eviction refused by a PodDisruptionBudget")
+				continue
+			}
+			blocked[podKey(pod)] = surge.withWhy(pod, disruptionCause(err))
+			if named {
+				block(b)
 			}
 		default:
-			return contract.Result{}, failure(a.pods(pod.Namespace), "evict pod "+podKey(&pod), "evict a pod in another namespace", err)
+			return contract.Result{}, failure(a.pods(pod.Namespace), "evict pod "+podKey(pod), "evict a pod in another namespace", err)
 		}
 	}
-	res := contract.Result{RequeueAfter: drainPoll, Message: describeLeft(pods, blocked, a), Outputs: outputs()}
-	return res.Blocked(budgets...), nil
+	restored, err := surge.restoreDone(pods)
+	if err != nil {
+		return contract.Result{}, err
+	}
+	res := contract.Result{RequeueAfter: drainPoll, Message: withNotes(describeLeft(pods, blocked, a), restored), Outputs: outputs(),
+		Created: surge.created()}
+	return res.Blocked(blockers...), nil
+}
+
+// Delete scales back what the drain scaled up and has not scaled back yet (a drain torn
+// down while it waited on a replacement); the pods it evicted stay evicted.
+func (d Drain) Delete(ctx context.Context, req *executor.Request) (contract.Result, error) {
+	if req.Created[createdSurged] == "" {
+		return contract.Done(""), nil
+	}
+	client, err := kubeClient(req)
+	if err != nil {
+		return contract.Result{}, err
+	}
+	restored, err := newSurger(ctx, client, req.Pipeline.UID, req.Created).restoreAll()
+	if err != nil {
+		return contract.Result{}, err
+	}
+	return contract.Done(withNotes("", restored)), nil
+}
+
+// withNotes is message followed by notes, each after "; ".
+func withNotes(message string, notes []string) string {
+	parts := append([]string{message}, notes...)
+	if message == "" {
+		parts = notes
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Plan tells which pods Create would evict and which it would leave, as kubectl's drain
@@ -206,7 +285,11 @@ func (Drain) Plan(ctx context.Context, req *executor.Request) (contract.Plan, er
 	if err != nil {
 		return contract.Plan{}, err
 	}
-	return planDrain(ctx, client, newAudience(ctx, client, req), p, seen.pods, list, refusals)
+	var surge *surger
+	if p.replacement == ReplacementSurge {
+		surge = newSurger(ctx, client, req.Pipeline.UID, nil)
+	}
+	return planDrain(ctx, client, newAudience(ctx, client, req), p, surge, seen.pods, list, refusals)
 }
 
 // helper is kubectl's drain as node.drain runs it, acting through client.
@@ -382,6 +465,10 @@ func (Drain) Describe() contract.Description {
 				Description: "How long the drain may take, counted from its first call."},
 			{Name: "policy", Type: contract.ParamEnum, Values: []string{PolicyFail, PolicyForce}, Default: PolicyFail,
 				Description: "What happens when the timeout passes with pods left: Fail (default) fails the step, Force deletes them."},
+			{Name: "replacement", Type: contract.ParamEnum, Values: []string{ReplacementSurge, ReplacementNone}, Default: ReplacementSurge,
+				Description: "For a pod whose Deployment would be left with no available replica, or whose PodDisruptionBudget refuses its eviction: " +
+					"Surge (default) scales the Deployment up first, evicts the pod once the replacement is available on another node, " +
+					"and scales it back (in teardown too); None evicts and waits, as kubectl drain. StatefulSet and bare pods are never surged."},
 			{Name: "podSelector", Type: contract.ParamString,
 				Description: "Label selector: drain only the pods it matches."},
 			// -1 is kubectl's "the pod's own": a grace period of 0 would kill at once.

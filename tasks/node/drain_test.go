@@ -33,13 +33,13 @@ func TestDrainReadsWhatItDeclares(t *testing.T) {
 	}{
 		{
 			"every parameter",
-			map[string]string{"node": "n1", "timeout": "1m", "policy": "Force", "podSelector": "app=web", "gracePeriodSeconds": "30", "deleteEmptyDirData": "true"},
-			drainParams{node: "n1", timeout: time.Minute, policy: PolicyForce, podSelector: "app=web", gracePeriodSeconds: 30, deleteEmptyDirData: true},
+			map[string]string{"node": "n1", "timeout": "1m", "policy": "Force", "replacement": "None", "podSelector": "app=web", "gracePeriodSeconds": "30", "deleteEmptyDirData": "true"},
+			drainParams{node: "n1", timeout: time.Minute, policy: PolicyForce, replacement: ReplacementNone, podSelector: "app=web", gracePeriodSeconds: 30, deleteEmptyDirData: true},
 		},
 		{
 			"the defaults",
 			map[string]string{"node": "n1"},
-			drainParams{node: "n1", timeout: 10 * time.Minute, policy: PolicyFail, gracePeriodSeconds: -1},
+			drainParams{node: "n1", timeout: 10 * time.Minute, policy: PolicyFail, replacement: ReplacementSurge, gracePeriodSeconds: -1},
 		},
 	}
 	for _, tt := range tests {

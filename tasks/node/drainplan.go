@@ -21,10 +21,11 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
-// planDrain is node.drain's plan: a row per pod kubectl's drain listed (seen), evicted or
-// left as its rules sorted them (list, refusals), and a row per PodDisruptionBudget that
-// guards a pod it would evict; what a may not name is counted in a row per action.
-func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p drainParams, seen []corev1.Pod,
+// planDrain is node.drain's plan: a row per pod kubectl's drain listed (seen), evicted,
+// replaced first (surge, nil under replacement None) or left as its rules sorted them
+// (list, refusals), and a row per PodDisruptionBudget that guards a pod it would evict;
+// what a may not name is counted in a row per action.
+func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p drainParams, surge *surger, seen []corev1.Pod,
 	list *drain.PodDeleteList, refusals map[string]string) (contract.Plan, error) {
 	evictable := map[string]bool{}
 	for _, pod := range list.Pods() {
@@ -51,7 +52,7 @@ func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p 
 	}
 
 	var plan contract.Plan
-	var waiting, daemons, mirrors, others int
+	var waiting, daemons, mirrors, others, replaced int
 	hidden := map[string]*unnamed{}
 	for i := range seen {
 		pod := &seen[i]
@@ -63,8 +64,17 @@ func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p 
 			waiting++
 		case evictable[key]:
 			row.Action = "evict"
-			if by := budgets.blockers[key]; len(by) > 0 {
-				row.Note = joinNotes(row.Note, blockedNote(by, p, a))
+			by := budgets.blockers[key]
+			note, first, err := surge.wouldSurge(pod, seen, len(by) > 0)
+			if err != nil {
+				return contract.Plan{}, err
+			}
+			switch {
+			case first:
+				row.Action, row.Note = "surge first", joinNotes(row.Note, note)
+				replaced++
+			case len(by) > 0:
+				row.Note = joinNotes(joinNotes(row.Note, blockedNote(by, p, a)), note)
 			}
 		case refusals[key] != "": // its note says why; the summary counts it
 		case isDaemonSetPod(pod):
@@ -84,7 +94,7 @@ func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p 
 		}
 		plan.Details = append(plan.Details, row)
 	}
-	for _, action := range []string{"evict", "wait", "skip"} {
+	for _, action := range []string{"surge first", "evict", "wait", "skip"} {
 		if u := hidden[action]; u != nil {
 			plan.Details = append(plan.Details, unnamedRow("Pod", action, u.of("pod")))
 		}
@@ -114,6 +124,9 @@ func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p 
 	}
 	if len(budgets.blockers) > 0 {
 		fmt.Fprintf(&b, "; %d blocked by %s", len(budgets.blockers), budgetList(budgets.blocking, a))
+	}
+	if replaced > 0 {
+		fmt.Fprintf(&b, "; %d replaced first (a Deployment scaled up until the replacement is available)", replaced)
 	}
 	plan.Summary = b.String()
 	plan.Outputs = map[string]string{OutputPodsEvicted: strconv.Itoa(len(evict))}
@@ -387,8 +400,8 @@ func joinAnd(a, b string) string {
 }
 
 func joinNotes(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }

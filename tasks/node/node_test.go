@@ -53,7 +53,7 @@ func grants(client *fake.Clientset, allowed ...string) *[]authorizationv1.Resour
 // readsEverything lets the ServiceAccount read pods and PodDisruptionBudgets everywhere:
 // a drain names them all.
 func readsEverything(client *fake.Clientset) {
-	grants(client, "pods *", "poddisruptionbudgets *")
+	grants(client, "pods *", "poddisruptionbudgets *", "deployments *")
 }
 
 func newNode(name string, unschedulable bool, annotations map[string]string) *corev1.Node {

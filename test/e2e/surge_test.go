@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/tasks/node"
+)
+
+// surgingRetirer is nodeRetirer with the rights a replacement first needs: get ReplicaSets,
+// get and patch Deployments.
+func surgingRetirer(t *testing.T, ns string) string {
+	t.Helper()
+	const sa = "retirer"
+	cluster.ServiceAccount(t, ns, sa)
+	cluster.GrantClusterWide(t, ns, sa, "surging-retirer-"+ns,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets", "replicasets"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch"}},
+	)
+	return sa
+}
+
+// singleReplicaWithBudget runs a Deployment of one pod in the pool, under a PDB of
+// minAvailable 1, and waits until the pod is available.
+func singleReplicaWithBudget(t *testing.T, ns, pool string) {
+	t.Helper()
+	ctx := t.Context()
+	labels := map[string]string{"app": "web"}
+	one32 := int32(1)
+	_, err := cluster.Client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one32,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"pool": pool},
+					Containers:   []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}},
+				},
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	one := intstr.FromInt32(1)
+	_, err = cluster.Client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-pdb"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		d, err := cluster.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && d.Status.AvailableReplicas == 1, nil
+	})
+	require.NoError(t, err, "the pod of web never became available")
+}
+
+// availability watches the Deployment web of ns until stopped: the fewest replicas it
+// had available and the most pods it had that were not going away.
+type availability struct {
+	mu               sync.Mutex
+	fewest, mostPods int32
+	samples          int
+}
+
+func watchAvailability(t *testing.T, ns string) (*availability, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	a := &availability{fewest: 1 << 30}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// A poll, not a watch: it samples what a client would see, often enough to see a
+		// gap of one eviction (kwok starts a pod in well under a second).
+		_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			d, err := cluster.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			pods, err := cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+			if err != nil {
+				return false, nil
+			}
+			var live int32
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp == nil {
+					live++
+				}
+			}
+			a.mu.Lock()
+			a.fewest, a.mostPods = min(a.fewest, d.Status.AvailableReplicas), max(a.mostPods, live)
+			a.samples++
+			a.mu.Unlock()
+			return false, nil
+		})
+	}()
+	return a, func() { cancel(); <-done }
+}
+
+// TestDrainReplacesASingleReplicaFirst is examples/retire-node-single-replica.yaml, watched:
+// a Deployment of one replica under a PDB of minAvailable 1, which kubectl's drain could
+// never evict, is retired without ever having no available replica, never more than one
+// extra pod, and with its replicas back at one after the drain.
+func TestDrainReplacesASingleReplicaFirst(t *testing.T) {
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	sa := surgingRetirer(t, ns)
+	retired := poolNode(t, ns)
+	singleReplicaWithBudget(t, ns, ns)
+	poolNode(t, ns) // where the replacement goes
+
+	watched, stop := watchAvailability(t, ns)
+	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx,
+		retirePipeline(ns, sa, retired, map[string]string{"timeout": "3m"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	done := waitPipeline(t, ns, "retire", 3*time.Minute, func(p *v1alpha1.Pipeline) bool {
+		return p.Status.Phase == v1alpha1.PipelineSucceeded || p.Status.Phase == v1alpha1.PipelineFailed
+	})
+	stop()
+	require.Equal(t, v1alpha1.PipelineSucceeded, done.Status.Phase, "%+v", done.Status)
+
+	assert.Equal(t, "1", done.Status.Steps[1].Outputs[node.OutputPodsEvicted])
+	assert.Equal(t, ns+"/web", done.Status.Steps[1].Created["surgedDeployments"], "recorded before it was scaled up, for teardown")
+	watched.mu.Lock()
+	defer watched.mu.Unlock()
+	t.Logf("%d samples: fewest available %d, most pods %d", watched.samples, watched.fewest, watched.mostPods)
+	assert.Positive(t, watched.samples)
+	assert.Equal(t, int32(1), watched.fewest, "never without an available replica")
+	assert.LessOrEqual(t, watched.mostPods, int32(2), "never more than the one extra pod of the surge")
+
+	d, err := cluster.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), *d.Spec.Replicas, "replicas restored")
+	assert.NotContains(t, d.Annotations, node.SurgedByAnnotation)
+	_, err = cluster.Client.CoreV1().Nodes().Get(ctx, retired, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "node.delete removed the Node")
+}
