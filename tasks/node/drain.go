@@ -119,8 +119,13 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	if err != nil {
 		return contract.Result{}, err
 	}
-	if _, err := getNode(ctx, client, p.node); err != nil {
+	node, err := getNode(ctx, client, p.node)
+	if err != nil {
 		return contract.Result{}, err
+	}
+	conditions := func(state drainState) (string, error) {
+		state.message = fmt.Sprintf("pipeline %s/%s, step %s", req.Pipeline.Namespace, req.Pipeline.Name, req.Step)
+		return setDrainConditions(ctx, client, node, state, metav1.NewTime(d.now()))
 	}
 
 	// The executor keeps no memory: the engine says when the drain's first call was made,
@@ -155,7 +160,11 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 		if err != nil {
 			return contract.Result{}, err
 		}
-		return contract.Result{Done: true, Message: withNotes(fmt.Sprintf("node drained, %d pods evicted", evicted), restored), Outputs: outputs()}, nil
+		note, err := conditions(drainState{drained: true, reason: ReasonDrainFinished})
+		if err != nil {
+			return contract.Result{}, err
+		}
+		return contract.Result{Done: true, Message: withNotes(fmt.Sprintf("node drained, %d pods evicted", evicted), append(restored, note)), Outputs: outputs()}, nil
 	}
 
 	overdue := d.now().Sub(started) > p.timeout
@@ -166,10 +175,17 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 		if err != nil {
 			return contract.Result{}, err
 		}
+		if _, err := conditions(drainState{reason: ReasonDrainFailed}); err != nil {
+			return contract.Result{}, err
+		}
 		return contract.Result{}, contract.Permanent("DrainTimeout", fmt.Errorf("node %q not drained within %s: %s",
 			p.node, p.timeout, withNotes(describeLeft(pods, nil, a), restored)))
 	}
 
+	note, err := conditions(drainState{inProgress: true, reason: ReasonDrainStarted})
+	if err != nil {
+		return contract.Result{}, err
+	}
 	blocked := map[string]string{}
 	var blockers []contract.Blocker
 	block := func(b contract.Blocker) {
@@ -234,33 +250,52 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	if err != nil {
 		return contract.Result{}, err
 	}
-	res := contract.Result{RequeueAfter: drainPoll, Message: withNotes(describeLeft(pods, blocked, a), restored), Outputs: outputs(),
+	res := contract.Result{RequeueAfter: drainPoll, Message: withNotes(describeLeft(pods, blocked, a), append(restored, note)), Outputs: outputs(),
 		Created: surge.created()}
 	return res.Blocked(blockers...), nil
 }
 
 // Delete scales back what the drain scaled up and has not scaled back yet (a drain torn
-// down while it waited on a replacement); the pods it evicted stay evicted.
+// down while it waited on a replacement), and clears the drain conditions it set on a Node
+// that is still there; the pods it evicted stay evicted.
 func (d Drain) Delete(ctx context.Context, req *executor.Request) (contract.Result, error) {
-	if req.Created[createdSurged] == "" {
-		return contract.Done(""), nil
-	}
 	client, err := kubeClient(req)
 	if err != nil {
 		return contract.Result{}, err
 	}
-	restored, err := newSurger(ctx, client, req.Pipeline.UID, req.Created).restoreAll()
+	var notes []string
+	if req.Created[createdSurged] != "" {
+		if notes, err = newSurger(ctx, client, req.Pipeline.UID, req.Created).restoreAll(); err != nil {
+			return contract.Result{}, err
+		}
+	}
+	name, err := nodeName(req)
 	if err != nil {
 		return contract.Result{}, err
 	}
-	return contract.Done(withNotes("", restored)), nil
+	node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return contract.Result{}, fmt.Errorf("get node %q: %w", name, err)
+	case drainedByStepwise(node):
+		note, err := setDrainConditions(ctx, client, node, drainState{reason: ReasonDrainUndone,
+			message: fmt.Sprintf("pipeline %s/%s, step %s, torn down", req.Pipeline.Namespace, req.Pipeline.Name, req.Step)}, metav1.NewTime(d.now()))
+		if err != nil {
+			return contract.Result{}, err
+		}
+		notes = append(notes, note)
+	}
+	return contract.Done(withNotes("", notes)), nil
 }
 
-// withNotes is message followed by notes, each after "; ".
+// withNotes is message followed by the notes that are not empty, each after "; ".
 func withNotes(message string, notes []string) string {
-	parts := append([]string{message}, notes...)
-	if message == "" {
-		parts = notes
+	var parts []string
+	for _, part := range append([]string{message}, notes...) {
+		if part != "" {
+			parts = append(parts, part)
+		}
 	}
 	return strings.Join(parts, "; ")
 }
@@ -458,7 +493,8 @@ func isAPIError(errs []error) bool {
 func (Drain) Describe() contract.Description {
 	return contract.Description{
 		Description: "Evicts the node's pods with the Eviction API, honouring PodDisruptionBudgets " +
-			"(DaemonSet pods stay); outputs podsEvicted.",
+			"(DaemonSet pods stay), a replacement first where an eviction would leave a Deployment without an available replica; " +
+			"sets the Node's DrainInProgress and Drained conditions; outputs podsEvicted.",
 		Parameters: []contract.Parameter{
 			nodeParam(),
 			{Name: "timeout", Type: contract.ParamDuration, Default: "10m",

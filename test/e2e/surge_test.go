@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -21,14 +20,15 @@ import (
 	"github.com/stepwise-dev/stepwise/tasks/node"
 )
 
-// surgingRetirer is nodeRetirer with the rights a replacement first needs: get ReplicaSets,
-// get and patch Deployments.
+// surgingRetirer is nodeRetirer with the rights a replacement first needs (get ReplicaSets,
+// get and patch Deployments) and the drain's Node conditions need (patch nodes/status).
 func surgingRetirer(t *testing.T, ns string) string {
 	t.Helper()
 	const sa = "retirer"
 	cluster.ServiceAccount(t, ns, sa)
 	cluster.GrantClusterWide(t, ns, sa, "surging-retirer-"+ns,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "delete"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets", "replicasets"}, Verbs: []string{"get"}},
@@ -78,9 +78,11 @@ type availability struct {
 	mu               sync.Mutex
 	fewest, mostPods int32
 	samples          int
+	// draining: the node was seen with DrainInProgress True.
+	draining bool
 }
 
-func watchAvailability(t *testing.T, ns string) (*availability, func()) {
+func watchAvailability(t *testing.T, ns, nodeName string) (*availability, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	a := &availability{fewest: 1 << 30}
@@ -104,8 +106,13 @@ func watchAvailability(t *testing.T, ns string) (*availability, func()) {
 					live++
 				}
 			}
+			n, err := cluster.Client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
 			a.mu.Lock()
 			a.fewest, a.mostPods = min(a.fewest, d.Status.AvailableReplicas), max(a.mostPods, live)
+			a.draining = a.draining || conditionIs(n, corev1.NodeDrainInProgress, corev1.ConditionTrue)
 			a.samples++
 			a.mu.Unlock()
 			return false, nil
@@ -114,10 +121,20 @@ func watchAvailability(t *testing.T, ns string) (*availability, func()) {
 	return a, func() { cancel(); <-done }
 }
 
+func conditionIs(n *corev1.Node, kind corev1.NodeConditionType, status corev1.ConditionStatus) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == kind {
+			return c.Status == status
+		}
+	}
+	return false
+}
+
 // TestDrainReplacesASingleReplicaFirst is examples/retire-node-single-replica.yaml, watched:
 // a Deployment of one replica under a PDB of minAvailable 1, which kubectl's drain could
-// never evict, is retired without ever having no available replica, never more than one
-// extra pod, and with its replicas back at one after the drain.
+// never evict, is drained without ever having no available replica, never more than one
+// extra pod, and with its replicas back at one after the drain; the Node says DrainInProgress
+// while it is drained, then Drained. (The Node is kept, to read its conditions at the end.)
 func TestDrainReplacesASingleReplicaFirst(t *testing.T) {
 	ctx := t.Context()
 	ns := cluster.CreateNamespace(t)
@@ -126,9 +143,10 @@ func TestDrainReplacesASingleReplicaFirst(t *testing.T) {
 	singleReplicaWithBudget(t, ns, ns)
 	poolNode(t, ns) // where the replacement goes
 
-	watched, stop := watchAvailability(t, ns)
-	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx,
-		retirePipeline(ns, sa, retired, map[string]string{"timeout": "3m"}), metav1.CreateOptions{})
+	watched, stop := watchAvailability(t, ns, retired)
+	p := retirePipeline(ns, sa, retired, map[string]string{"timeout": "3m"})
+	p.Spec.Steps = p.Spec.Steps[:2] // cordon, drain
+	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, p, metav1.CreateOptions{})
 	require.NoError(t, err)
 	done := waitPipeline(t, ns, "retire", 3*time.Minute, func(p *v1alpha1.Pipeline) bool {
 		return p.Status.Phase == v1alpha1.PipelineSucceeded || p.Status.Phase == v1alpha1.PipelineFailed
@@ -144,11 +162,14 @@ func TestDrainReplacesASingleReplicaFirst(t *testing.T) {
 	assert.Positive(t, watched.samples)
 	assert.Equal(t, int32(1), watched.fewest, "never without an available replica")
 	assert.LessOrEqual(t, watched.mostPods, int32(2), "never more than the one extra pod of the surge")
+	assert.True(t, watched.draining, "the Node said DrainInProgress")
 
 	d, err := cluster.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), *d.Spec.Replicas, "replicas restored")
 	assert.NotContains(t, d.Annotations, node.SurgedByAnnotation)
-	_, err = cluster.Client.CoreV1().Nodes().Get(ctx, retired, metav1.GetOptions{})
-	assert.True(t, apierrors.IsNotFound(err), "node.delete removed the Node")
+	n, err := cluster.Client.CoreV1().Nodes().Get(ctx, retired, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, conditionIs(n, corev1.NodeDrained, corev1.ConditionTrue), "%+v", n.Status.Conditions)
+	assert.True(t, conditionIs(n, corev1.NodeDrainInProgress, corev1.ConditionFalse), "%+v", n.Status.Conditions)
 }
