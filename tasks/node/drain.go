@@ -67,6 +67,7 @@ type drainParams struct {
 	podSelector        string
 	gracePeriodSeconds int
 	deleteEmptyDirData bool
+	rules              []drainRule
 }
 
 // parseDrainParams reads the parameters, which the engine checked against Describe
@@ -99,6 +100,9 @@ func parseDrainParams(req *executor.Request) (drainParams, error) {
 	}
 	if _, err := labels.Parse(p.podSelector); err != nil {
 		return p, invalidParam("podSelector", fmt.Errorf("is not a label selector: %w", err))
+	}
+	if p.rules, err = parseDrainRules(req.String("rules")); err != nil {
+		return p, err
 	}
 	return p, nil
 }
@@ -154,7 +158,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	if p.replacement == ReplacementSurge {
 		surge = newSurger(ctx, client, req.Pipeline.UID, req.Created)
 	}
-	pods := list.Pods()
+	pods, fates, kept := byRules(list.Pods(), node, p.rules)
 	if len(pods) == 0 {
 		restored, err := surge.restoreAll()
 		if err != nil {
@@ -164,7 +168,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 		if err != nil {
 			return contract.Result{}, err
 		}
-		return contract.Result{Done: true, Message: withNotes(fmt.Sprintf("node drained, %d pods evicted", evicted), append(restored, note)), Outputs: outputs()}, nil
+		return contract.Result{Done: true, Message: withNotes(fmt.Sprintf("node drained, %d pods evicted", evicted), append(restored, note, kept)), Outputs: outputs()}, nil
 	}
 
 	overdue := d.now().Sub(started) > p.timeout
@@ -187,6 +191,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 		return contract.Result{}, err
 	}
 	blocked := map[string]string{}
+	order, _ := orderNow(pods, fates)
 	var blockers []contract.Blocker
 	block := func(b contract.Blocker) {
 		if !slices.Contains(blockers, b) {
@@ -204,6 +209,10 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 			}
 			evicted++
 			pod.DeletionTimestamp = &metav1.Time{Time: d.now()}
+			continue
+		}
+		if why := holdOf(fates[podKey(pod)], order); why != "" {
+			blocked[podKey(pod)] = why
 			continue
 		}
 		if h, err := surge.prepare(pod, pods, false); err != nil || h != nil {
@@ -250,7 +259,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	if err != nil {
 		return contract.Result{}, err
 	}
-	res := contract.Result{RequeueAfter: drainPoll, Message: withNotes(describeLeft(pods, blocked, a), append(restored, note)), Outputs: outputs(),
+	res := contract.Result{RequeueAfter: drainPoll, Message: withNotes(describeLeft(pods, blocked, a), append(restored, note, kept)), Outputs: outputs(),
 		Created: surge.created()}
 	return res.Blocked(blockers...), nil
 }
@@ -312,7 +321,8 @@ func (Drain) Plan(ctx context.Context, req *executor.Request) (contract.Plan, er
 	if err != nil {
 		return contract.Plan{}, err
 	}
-	if _, err := getNode(ctx, client, p.node); err != nil {
+	node, err := getNode(ctx, client, p.node)
+	if err != nil {
 		return contract.Plan{}, err
 	}
 	seen := &podRecorder{Interface: client}
@@ -324,7 +334,7 @@ func (Drain) Plan(ctx context.Context, req *executor.Request) (contract.Plan, er
 	if p.replacement == ReplacementSurge {
 		surge = newSurger(ctx, client, req.Pipeline.UID, nil)
 	}
-	return planDrain(ctx, client, newAudience(ctx, client, req), p, surge, seen.pods, list, refusals)
+	return planDrain(ctx, client, newAudience(ctx, client, req), p, node, surge, seen.pods, list, refusals)
 }
 
 // helper is kubectl's drain as node.drain runs it, acting through client.
@@ -507,6 +517,10 @@ func (Drain) Describe() contract.Description {
 					"and scales it back (in teardown too); None evicts and waits, as kubectl drain. StatefulSet and bare pods are never surged."},
 			{Name: "podSelector", Type: contract.ParamString,
 				Description: "Label selector: drain only the pods it matches."},
+			{Name: "rules", Type: contract.ParamYAML,
+				Description: "Drain rules, a YAML list; the first rule that selects a pod decides it: " +
+					"{name, podSelector, namespaces, nodeSelector, behavior: Drain (evicted; lower order first), Skip (left) or WaitCompleted (waited for), order}. " +
+					"A pod labelled " + v1alpha1.DrainLabel + "=" + v1alpha1.DrainSkip + " is always left."},
 			// -1 is kubectl's "the pod's own": a grace period of 0 would kill at once.
 			{Name: "gracePeriodSeconds", Type: contract.ParamInt, Default: "-1",
 				Description: "Grace period given to each pod; default: the pod's own."},

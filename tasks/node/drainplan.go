@@ -25,11 +25,24 @@ import (
 // replaced first (surge, nil under replacement None) or left as its rules sorted them
 // (list, refusals), and a row per PodDisruptionBudget that guards a pod it would evict;
 // what a may not name is counted in a row per action.
-func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p drainParams, surge *surger, seen []corev1.Pod,
+func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p drainParams, node *corev1.Node, surge *surger, seen []corev1.Pod,
 	list *drain.PodDeleteList, refusals map[string]string) (contract.Plan, error) {
 	evictable := map[string]bool{}
 	for _, pod := range list.Pods() {
 		evictable[podKey(&pod)] = true
+	}
+	// The rules: what they leave is not evicted, what they wait for neither, and the rest
+	// goes in their order.
+	ruled := map[string]podFate{}
+	for i := range seen {
+		if pod := &seen[i]; evictable[podKey(pod)] {
+			if f := fateOf(pod, node, p.rules); f.by != "" {
+				ruled[podKey(pod)] = f
+				if f.behavior != BehaviorDrain {
+					delete(evictable, podKey(pod))
+				}
+			}
+		}
 	}
 	notes := podMessages(strings.Split(list.Warnings(), "; "))
 	for key, msg := range refusals {
@@ -37,6 +50,7 @@ func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p 
 	}
 
 	sort.Slice(seen, func(i, j int) bool { return podKey(&seen[i]) < podKey(&seen[j]) })
+	sort.SliceStable(seen, func(i, j int) bool { return ruled[podKey(&seen[i])].order < ruled[podKey(&seen[j])].order })
 	var evict []*corev1.Pod
 	for i := range seen {
 		if pod := &seen[i]; evictable[podKey(pod)] && pod.DeletionTimestamp == nil {
@@ -62,8 +76,17 @@ func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p 
 		case evictable[key] && pod.DeletionTimestamp != nil:
 			row.Action, row.Note = "wait", "being deleted already"
 			waiting++
+		case ruled[key].behavior == BehaviorSkip:
+			row.Note = joinNotes(row.Note, "left by "+ruled[key].by)
+			others++
+		case ruled[key].behavior == BehaviorWaitCompleted:
+			row.Action, row.Note = "wait", joinNotes(row.Note, "until it completes ("+ruled[key].by+")")
+			waiting++
 		case evictable[key]:
 			row.Action = "evict"
+			if f, ok := ruled[key]; ok && f.order != 0 {
+				row.Note = fmt.Sprintf("order %d (%s)", f.order, f.by)
+			}
 			by := budgets.blockers[key]
 			note, first, err := surge.wouldSurge(pod, seen, len(by) > 0)
 			if err != nil {
