@@ -8,34 +8,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
-// planRequest is what the engine hands Plan: the parameters checked as for Create (the SDK
-// runs contract.CheckParams before a hook), the Secret's data, the planned outputs of the
-// earlier steps, and no hook.
+// planRequest is what the engine hands Plan (plugintest.PlanRequest), with the Secret's
+// data.
 func planRequest(t *testing.T, params map[string]string, secrets map[string][]byte) *sdk.Request {
 	t.Helper()
-	checked, err := contract.CheckParams(newTestInstance().Describe().Parameters, params)
-	require.NoError(t, err)
-	return withSecret(&sdk.Request{
-		Pipeline: sdk.PipelineRef{Namespace: "default", Name: "retire-k8s-node-3", UID: "uid-1", Generation: 1},
-		Step:     "terminate", Params: checked, Attempt: 1,
-		Outputs: map[string]map[string]string{"cordon": {"providerID": "aws:///us-east-1a/" + instanceID}},
-	}, secrets)
-}
-
-// planTexts is the text of a plan a person reads.
-func planTexts(p sdk.Plan) []string {
-	texts := append([]string{p.Summary}, p.Warnings...)
-	for _, d := range p.Details {
-		texts = append(texts, d.Kind, d.Name, d.Action, d.Note)
-	}
-	for k, v := range p.Outputs {
-		texts = append(texts, k, v)
-	}
-	return texts
+	return plugintest.AddSecret(plugintest.PlanRequest(t, newTestInstance(), params), paramCredentialsSecret, secrets)
 }
 
 func TestPlan(t *testing.T) {
@@ -132,46 +113,26 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
-			if tt.setup != nil {
-				tt.setup(f)
-			}
-			params := map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
-			if tt.params != nil {
-				params = tt.params(f)
-			}
-			secrets := validSecrets()
-			if tt.secrets != nil {
-				secrets = tt.secrets
-			}
+			f, params, secrets := step(t, tt.setup, tt.params, tt.secrets)
 			e := newTestInstance(loopback)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 
 			got, err := e.Plan(ctx, planRequest(t, params, secrets))
-			texts := planTexts(got)
+			texts := plugintest.PlanTexts(got)
 			if tt.wantReason != "" {
-				var se *sdk.Error
-				require.ErrorAs(t, err, &se)
-				assert.Equal(t, tt.wantReason, se.Reason)
-				assert.True(t, se.Permanent)
+				plugintest.AssertOutcome(t, plugintest.Outcome{Reason: tt.wantReason, Permanent: true}, sdk.Result{}, err)
+				require.Error(t, err)
 				texts = append(texts, err.Error())
 				// The engine fails the step as a run would: with Create's very error.
-				req := planRequest(t, params, secrets)
-				req.Hook = sdk.HookCreate
-				_, createErr := e.Create(ctx, req)
-				require.Error(t, createErr)
-				assert.Equal(t, createErr.Error(), err.Error())
-				assert.Equal(t, sdk.OwnReason(createErr), sdk.OwnReason(err))
+				plugintest.AssertPlanFailsAsCreate(t, e, planRequest(t, params, secrets), err)
 			} else {
 				require.NoError(t, err)
 				assert.Equal(t, tt.want, got)
 				assert.Equal(t, got, got.Bounded(), "within what a step's status keeps")
 			}
 			for _, text := range texts {
-				for _, secret := range []string{secretAccessKey, wrongKey, accessKeyID} {
-					assert.NotContains(t, text, secret, "a Secret's value in the plan")
-				}
+				plugintest.AssertNoSecret(t, text, secretAccessKey, wrongKey, accessKeyID)
 			}
 
 			// Nothing changed: the cloud was asked DescribeInstances only (none at all
@@ -195,7 +156,7 @@ func TestPlanNamesTheInstanceCreateTerminates(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
 	e := newTestInstance(loopback)
-	params := map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
+	params := stepParams(f.URL)
 
 	plan, err := e.Plan(t.Context(), planRequest(t, params, validSecrets()))
 	require.NoError(t, err)

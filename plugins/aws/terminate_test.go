@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,16 +29,35 @@ func validSecrets() map[string][]byte {
 	return map[string][]byte{keyAccessKeyID: []byte(accessKeyID), keySecretAccessKey: []byte(secretAccessKey)}
 }
 
-// outcome is what one Create call is expected to answer.
-type outcome struct {
-	done      bool
-	reason    string // an error's reason; empty for a result
-	permanent bool
+// stepParams are the parameters of the step of instanceID at endpoint, named by its
+// providerID.
+func stepParams(endpoint string) map[string]string {
+	return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": endpoint, "credentialsSecret": "aws-creds", "node": nodeName}
 }
 
+// step is a step's setting: the fake EC2 with setup done, its parameters (params of the
+// fake, or stepParams) and its Secret's data (secrets, or validSecrets).
+func step(t *testing.T, setup func(f *fakeEC2), params func(f *fakeEC2) map[string]string,
+	secrets map[string][]byte) (*fakeEC2, map[string]string, map[string][]byte) {
+	t.Helper()
+	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
+	if setup != nil {
+		setup(f)
+	}
+	p := stepParams(f.URL)
+	if params != nil {
+		p = params(f)
+	}
+	if secrets == nil {
+		secrets = validSecrets()
+	}
+	return f, p, secrets
+}
+
+// What a Create call answers when it waits for the instance, and when it is done.
 var (
-	wait = outcome{}
-	done = outcome{done: true}
+	wait = plugintest.Outcome{RequeueAfter: pollInterval}
+	done = plugintest.Outcome{Done: true}
 )
 
 func TestTerminateInstance(t *testing.T) {
@@ -52,7 +68,7 @@ func TestTerminateInstance(t *testing.T) {
 		secrets map[string][]byte                  // nil: valid
 		// want is one outcome per Create, run in order with the outputs fed forward as
 		// the engine does.
-		want           []outcome
+		want           []plugintest.Outcome
 		wantOutputs    map[string]string // of the last result
 		wantTerminates int
 		wantDescribes  int
@@ -61,7 +77,7 @@ func TestTerminateInstance(t *testing.T) {
 			name:  "running instance goes shutting-down then terminated, a second run is a no-op",
 			setup: func(f *fakeEC2) { f.addInstance(instanceID, "running", 1) },
 			// terminate (shutting-down) → shutting-down → terminated → terminated again
-			want:           []outcome{wait, wait, done, done},
+			want:           []plugintest.Outcome{wait, wait, done, done},
 			wantOutputs:    map[string]string{outInstanceID: instanceID, outPreviousPowerState: "running"},
 			wantTerminates: 1, wantDescribes: 4,
 		},
@@ -71,21 +87,21 @@ func TestTerminateInstance(t *testing.T) {
 			params: func(f *fakeEC2) map[string]string {
 				return map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
-			want:           []outcome{wait, done},
+			want:           []plugintest.Outcome{wait, done},
 			wantOutputs:    map[string]string{outInstanceID: instanceID, outPreviousPowerState: "stopped"},
 			wantTerminates: 1, wantDescribes: 2,
 		},
 		{
 			name:  "instance already shutting down is waited for, not terminated again",
 			setup: func(f *fakeEC2) { f.addInstance(instanceID, "shutting-down", 1) },
-			want:  []outcome{wait, done},
+			want:  []plugintest.Outcome{wait, done},
 			// The first DescribeInstances already sees shutting-down.
 			wantOutputs:   map[string]string{outInstanceID: instanceID, outPreviousPowerState: "shutting-down"},
 			wantDescribes: 2,
 		},
 		{
 			name:          "instance EC2 no longer knows is done",
-			want:          []outcome{done, done},
+			want:          []plugintest.Outcome{done, done},
 			wantOutputs:   map[string]string{outInstanceID: instanceID, outPreviousPowerState: unknownState},
 			wantDescribes: 2,
 		},
@@ -93,13 +109,13 @@ func TestTerminateInstance(t *testing.T) {
 			name:    "session token is sent and accepted",
 			setup:   func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
 			secrets: map[string][]byte{keyAccessKeyID: []byte(accessKeyID), keySecretAccessKey: []byte(secretAccessKey), keySessionToken: []byte("FwoGZXIvYXdzEFAKE")},
-			want:    []outcome{wait, done}, wantTerminates: 1, wantDescribes: 2,
+			want:    []plugintest.Outcome{wait, done}, wantTerminates: 1, wantDescribes: 2,
 		},
 		{
 			name:          "wrong secret key is a permanent InvalidCredentials (AuthFailure)",
 			setup:         func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
 			secrets:       map[string][]byte{keyAccessKeyID: []byte(accessKeyID), keySecretAccessKey: []byte("wrong" + secretAccessKey)},
-			want:          []outcome{{reason: "InvalidCredentials", permanent: true}},
+			want:          []plugintest.Outcome{{Reason: "InvalidCredentials", Permanent: true}},
 			wantDescribes: 1,
 		},
 		{
@@ -108,7 +124,7 @@ func TestTerminateInstance(t *testing.T) {
 				f.addInstance(instanceID, "running", 0)
 				f.fail(http.StatusForbidden, "UnauthorizedOperation")
 			},
-			want:          []outcome{{reason: "Unauthorized", permanent: true}},
+			want:          []plugintest.Outcome{{Reason: "Unauthorized", Permanent: true}},
 			wantDescribes: 1,
 		},
 		{
@@ -117,7 +133,7 @@ func TestTerminateInstance(t *testing.T) {
 				f.addInstance(instanceID, "running", 0)
 				f.fail(http.StatusServiceUnavailable, "Unavailable")
 			},
-			want:          []outcome{{reason: "CloudUnavailable"}},
+			want:          []plugintest.Outcome{{Reason: "CloudUnavailable"}},
 			wantDescribes: sdkMaxAttempts,
 		},
 		{
@@ -126,7 +142,7 @@ func TestTerminateInstance(t *testing.T) {
 				f.addInstance(instanceID, "running", 0)
 				f.fail(http.StatusServiceUnavailable, "RequestLimitExceeded")
 			},
-			want:          []outcome{{reason: "Throttled"}},
+			want:          []plugintest.Outcome{{Reason: "Throttled"}},
 			wantDescribes: sdkMaxAttempts,
 		},
 		{
@@ -135,7 +151,7 @@ func TestTerminateInstance(t *testing.T) {
 				f.addInstance(instanceID, "running", 0)
 				f.fail(http.StatusBadRequest, "OperationNotPermitted")
 			},
-			want:          []outcome{{reason: "OperationNotPermitted", permanent: true}},
+			want:          []plugintest.Outcome{{Reason: "OperationNotPermitted", Permanent: true}},
 			wantDescribes: 1,
 		},
 		{
@@ -143,35 +159,35 @@ func TestTerminateInstance(t *testing.T) {
 			params: func(f *fakeEC2) map[string]string {
 				return map[string]string{"providerID": "aws:///us-east-1a/not-an-instance", "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
-			want: []outcome{{reason: "InvalidProviderID", permanent: true}},
+			want: []plugintest.Outcome{{Reason: "InvalidProviderID", Permanent: true}},
 		},
 		{
 			name: "providerID of another cloud is permanent",
 			params: func(f *fakeEC2) map[string]string {
 				return map[string]string{"providerID": "openstack:///8c3a7e0e-5f7b-4c8e-9d55-2f1a0b6c9d01", "region": region, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
-			want: []outcome{{reason: "InvalidProviderID", permanent: true}},
+			want: []plugintest.Outcome{{Reason: "InvalidProviderID", Permanent: true}},
 		},
 		{
 			name: "no region and a providerID without zone is permanent",
 			params: func(f *fakeEC2) map[string]string {
 				return map[string]string{"providerID": "aws:///" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
-			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+			want: []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name: "instanceID and providerID disagreeing is permanent",
 			params: func(f *fakeEC2) map[string]string {
 				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "instanceID": "i-0fedcba9876543210", "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
 			},
-			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+			want: []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name: "no credentialsSecret: the engine refuses the step",
 			params: func(f *fakeEC2) map[string]string {
 				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "node": nodeName}
 			},
-			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+			want: []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name:  "no node: the engine refuses the step",
@@ -179,7 +195,7 @@ func TestTerminateInstance(t *testing.T) {
 			params: func(f *fakeEC2) map[string]string {
 				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds"}
 			},
-			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+			want: []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name:  "a node of blanks is permanent and calls nothing",
@@ -187,70 +203,36 @@ func TestTerminateInstance(t *testing.T) {
 			params: func(f *fakeEC2) map[string]string {
 				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": "  "}
 			},
-			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+			want: []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name: "an endpoint that is no http(s) URL: the engine refuses the step",
 			params: func(*fakeEC2) map[string]string {
 				return map[string]string{"instanceID": instanceID, "region": region, "endpoint": "ftp://ec2.example", "credentialsSecret": "aws-creds", "node": nodeName}
 			},
-			want: []outcome{{reason: "InvalidParameter", permanent: true}},
+			want: []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name:    "Secret without a secret key is permanent",
 			secrets: map[string][]byte{keyAccessKeyID: []byte(accessKeyID)},
-			want:    []outcome{{reason: "MissingCredentials", permanent: true}},
+			want:    []plugintest.Outcome{{Reason: "MissingCredentials", Permanent: true}},
 		},
 		{
 			name: "unreachable endpoint is retryable",
 			params: func(*fakeEC2) map[string]string {
 				closed := httptest.NewServer(http.NotFoundHandler())
 				closed.Close()
-				return map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": closed.URL, "credentialsSecret": "aws-creds", "node": nodeName}
+				return stepParams(closed.URL)
 			},
-			want: []outcome{{reason: "CloudUnreachable"}},
+			want: []plugintest.Outcome{{Reason: "CloudUnreachable"}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
-			if tt.setup != nil {
-				tt.setup(f)
-			}
-			params := map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}
-			if tt.params != nil {
-				params = tt.params(f)
-			}
-			secrets := validSecrets()
-			if tt.secrets != nil {
-				secrets = tt.secrets
-			}
-			c := plugintest.Serve(t, newTestInstance(loopback))
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-
-			var last sdk.Result
-			recorded := map[string]string{}
-			for i, want := range tt.want {
-				req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", params), secrets)
-				req.Outputs[req.Step] = maps.Clone(recorded)
-				res, err := c.Run(ctx, executorName, sdk.HookCreate, req)
-				if want.reason != "" {
-					var e *sdk.Error
-					require.ErrorAs(t, err, &e, "call %d", i+1)
-					assert.Equal(t, want.reason, e.Reason, "call %d: %v", i+1, err)
-					assert.Equal(t, want.permanent, e.Permanent, "call %d: %v", i+1, err)
-					assert.NotContains(t, err.Error(), secretAccessKey, "an error message must not carry the secret key")
-					continue
-				}
-				require.NoError(t, err, "call %d", i+1)
-				assert.Equal(t, want.done, res.Done, "call %d: %+v", i+1, res)
-				if !res.Done {
-					assert.Equal(t, pollInterval, res.RequeueAfter, "call %d", i+1)
-				}
-				maps.Copy(recorded, res.Outputs) // the engine merges a hook's outputs
-				last = res
-			}
+			f, params, secrets := step(t, tt.setup, tt.params, tt.secrets)
+			c := plugintest.ServeCloud(t, newTestInstance(loopback), paramCredentialsSecret)
+			// No answer may carry the secret key.
+			last := c.AssertCalls(t, sdk.HookCreate, params, secrets, tt.want, secretAccessKey)
 			if tt.wantOutputs != nil {
 				assert.Equal(t, tt.wantOutputs, last.Outputs)
 			}
@@ -269,7 +251,7 @@ func TestInstanceMustBeTheNodes(t *testing.T) {
 		name           string
 		setup          func(f *fakeEC2)
 		node           string
-		want           outcome
+		want           plugintest.Outcome
 		wantTerminates int
 	}{
 		{
@@ -315,13 +297,13 @@ func TestInstanceMustBeTheNodes(t *testing.T) {
 				f.nameInstance(instanceID, "k8s-node-9")
 			},
 			node: nodeName,
-			want: outcome{reason: "InstanceNotTheNodes", permanent: true},
+			want: plugintest.Outcome{Reason: "InstanceNotTheNodes", Permanent: true},
 		},
 		{
 			name:  "a prefix of the private DNS name is not the node's",
 			setup: func(f *fakeEC2) { f.addInstance(instanceID, "running", 0) },
 			node:  "ip-10-0-1-2",
-			want:  outcome{reason: "InstanceNotTheNodes", permanent: true},
+			want:  plugintest.Outcome{Reason: "InstanceNotTheNodes", Permanent: true},
 		},
 		{
 			name: "an instance without private DNS name or Name tag is refused",
@@ -330,7 +312,7 @@ func TestInstanceMustBeTheNodes(t *testing.T) {
 				f.renameInstance(instanceID, "")
 			},
 			node: nodeName,
-			want: outcome{reason: "InstanceNotTheNodes", permanent: true},
+			want: plugintest.Outcome{Reason: "InstanceNotTheNodes", Permanent: true},
 		},
 		{
 			// Nothing is done to it, and EC2 clears a terminated instance's private DNS
@@ -348,22 +330,16 @@ func TestInstanceMustBeTheNodes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 			tt.setup(f)
-			c := plugintest.Serve(t, newTestInstance(loopback))
-			req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{
-				"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": tt.node}), validSecrets())
+			params := stepParams(f.URL)
+			params["node"] = tt.node
 
-			res, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
-			if tt.want.reason != "" {
-				var e *sdk.Error
-				require.ErrorAs(t, err, &e)
-				assert.Equal(t, tt.want.reason, e.Reason, "%v", err)
-				assert.Equal(t, tt.want.permanent, e.Permanent)
+			res, err := plugintest.ServeCloud(t, newTestInstance(loopback), paramCredentialsSecret).Create(t, params, validSecrets())
+			plugintest.AssertOutcome(t, tt.want, res, err)
+			if tt.want.Reason != "" {
+				require.Error(t, err)
 				for _, s := range []string{instanceID, tt.node, "nothing was done"} {
 					assert.Contains(t, err.Error(), s)
 				}
-			} else {
-				require.NoError(t, err)
-				assert.Equal(t, tt.want.done, res.Done, "%+v", res)
 			}
 			assert.Equal(t, tt.wantTerminates, f.count("TerminateInstances"), "TerminateInstances requests")
 		})
@@ -389,30 +365,17 @@ func TestParseTarget(t *testing.T) {
 	}
 }
 
-// countingTransport counts the requests that pass through it to base.
-type countingTransport struct {
-	base http.RoundTripper
-	n    atomic.Int32
-}
-
-func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return c.base.RoundTrip(r)
-}
-
 func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
-	counter := &countingTransport{}
-	c := plugintest.Serve(t, newTerminateInstance(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
-		counter.base = rt
+	counter := &plugintest.CountingTransport{}
+	c := plugintest.ServeCloud(t, newTerminateInstance(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
+		counter.Base = rt
 		return sdk.NewTenantLimiter(limits()).Transport(counter)
-	}))
-	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1",
-		map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}), validSecrets())
-	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
+	}), paramCredentialsSecret)
+	_, err := c.Create(t, map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}, validSecrets())
 	require.NoError(t, err)
-	assert.Equal(t, int32(2), counter.n.Load(), "DescribeInstances and TerminateInstances through the plugin's transport")
+	assert.Equal(t, 2, counter.Count(), "DescribeInstances and TerminateInstances through the plugin's transport")
 }
 
 // TestNamespacesRateLimitFailsFast: a namespace whose bucket is empty fails its hook at
@@ -423,32 +386,31 @@ func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
 	f.addInstance(otherInstance, "running", 0)
-	counter := &countingTransport{}
+	counter := &plugintest.CountingTransport{}
 	// Two requests for each namespace and endpoint, what one termination costs.
 	limiter := sdk.NewTenantLimiter(sdk.TenantLimits{TenantQPS: 0.001, TenantBurst: 2, PluginQPS: apiQPS, PluginBurst: apiBurst})
-	c := plugintest.Serve(t, newTerminateInstance(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
-		counter.base = limiter.Transport(rt)
+	c := plugintest.ServeCloud(t, newTerminateInstance(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
+		counter.Base = limiter.Transport(rt)
 		return counter
-	}))
+	}), paramCredentialsSecret)
 	run := func(namespace, instance string) error {
-		req := withSecret(plugintest.Request(sdk.HookCreate, "uid-"+namespace,
-			map[string]string{"instanceID": instance, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}), validSecrets())
+		req := plugintest.AddSecret(plugintest.Request(sdk.HookCreate, "uid-"+namespace,
+			map[string]string{"instanceID": instance, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}),
+			paramCredentialsSecret, validSecrets())
 		req.Pipeline.Namespace = namespace
-		_, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
+		_, err := c.Run(t, sdk.HookCreate, req)
 		return err
 	}
 
 	require.NoError(t, run("team-a", instanceID))
-	counter.n.Store(0)
+	counter.Reset()
 	start := time.Now()
 	err := run("team-a", instanceID)
-	var e *sdk.Error
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, "RateLimited", e.Reason)
-	assert.False(t, e.Permanent)
-	assert.Contains(t, e.Error(), `namespace "team-a"`)
+	plugintest.AssertOutcome(t, plugintest.Outcome{Reason: "RateLimited"}, sdk.Result{}, err)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `namespace "team-a"`)
 	assert.Less(t, time.Since(start), sdkMaxBackoff, "no wait for a token")
-	assert.Equal(t, int32(1), counter.n.Load(), "the refused request is not retried by the SDK")
+	assert.Equal(t, 1, counter.Count(), "the refused request is not retried by the SDK")
 	assert.Equal(t, 1, f.count("DescribeInstances"), "the refused request never reached EC2")
 
 	require.NoError(t, run("team-b", otherInstance), "another namespace's hook passes")
@@ -458,29 +420,13 @@ func TestNamespacesRateLimitFailsFast(t *testing.T) {
 func TestTeardownHooksAreNoOps(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
-	c := plugintest.Serve(t, newTestInstance(loopback))
-	for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
-		req := withSecret(plugintest.Request(hook, "uid-1",
-			map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}), validSecrets())
-		res, err := c.Run(context.Background(), executorName, hook, req)
-		require.NoError(t, err, hook)
-		assert.True(t, res.Done, hook)
-	}
+	c := plugintest.ServeCloud(t, newTestInstance(loopback), paramCredentialsSecret)
+	c.AssertTeardownDone(t, map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}, validSecrets())
 	assert.Zero(t, f.count("DescribeInstances")+f.count("TerminateInstances"), "a teardown must not call the cloud")
 }
 
 func TestDescribe(t *testing.T) {
-	c := plugintest.Serve(t, newTestInstance(loopback))
-	infos, err := c.Describe(context.Background())
-	require.NoError(t, err)
-	require.Len(t, infos, 1)
-	required := map[string]bool{}
-	types := map[string]string{}
-	for _, p := range infos[0].GetParameters() {
-		assert.NotEmpty(t, p.GetDescription(), p.GetName())
-		required[p.GetName()] = p.GetRequired()
-		types[p.GetName()] = p.GetType()
-	}
+	required, types := plugintest.ServeCloud(t, newTestInstance(loopback), paramCredentialsSecret).Parameters(t)
 	assert.Equal(t, map[string]bool{"providerID": false, "instanceID": false, "region": false, "endpoint": false, "credentialsSecret": true, "node": true}, required)
 	assert.Equal(t, map[string]string{"providerID": "string", "instanceID": "string", "region": "string", "endpoint": "url", "credentialsSecret": "secret", "node": "string"}, types)
 
@@ -495,7 +441,7 @@ func TestConformance(t *testing.T) {
 	f := newFakeEC2(t, accessKeyID, secretAccessKey, region)
 	f.addInstance(instanceID, "running", 0)
 	plugintest.Conformance(t, newTestInstance(loopback),
-		map[string]string{"providerID": "aws:///us-east-1a/" + instanceID, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName},
+		stepParams(f.URL),
 		plugintest.WithSecretParam(paramCredentialsSecret, validSecrets()), plugintest.WithWaits(10))
 }
 

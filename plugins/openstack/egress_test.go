@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,31 +15,22 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
+// runCreate runs Create of e once for the step of serverID, with secrets.
 func runCreate(t *testing.T, e *terminateServer, secrets map[string][]byte) (sdk.Result, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}), secrets)
-	return plugintest.Serve(t, e).Run(ctx, executorName, sdk.HookCreate, req)
+	return plugintest.ServeCloud(t, e, paramCredentialsSecret).Create(t, map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}, secrets)
 }
 
 func TestLoopbackKeystoneIsRefusedWithoutAllowance(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
-	res, err := runCreate(t, newTestServer(), validSecrets(f.authURL()))
-	var e *sdk.Error
-	require.ErrorAs(t, err, &e, "result: %+v", res)
-	assert.Equal(t, "EndpointNotAllowed", e.Reason)
-	assert.True(t, e.Permanent)
-	assert.Contains(t, err.Error(), "127.0.0.1 is a loopback address")
-	assert.Contains(t, err.Error(), "--plugin-allowed-cidrs")
+	_, err := runCreate(t, newTestServer(), validSecrets(f.authURL()))
+	plugintest.AssertEndpointRefused(t, err, "127.0.0.1 is a loopback address")
 	assert.Zero(t, f.count("POST /v3/auth/tokens"), "nothing reached Keystone")
 }
 
 // An authURL may carry credentials in its user info or query: no message shows them.
 func TestMessagesShowTheAuthURLWithoutCredentials(t *testing.T) {
-	withUserinfo := func(u string) string { return strings.Replace(u, "://", "://admin:Sup3rS3cret@", 1) }
-	withQuery := func(u string) string { return withUserinfo(u) + "?token=abc123" }
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
 	tests := []struct {
@@ -49,40 +38,40 @@ func TestMessagesShowTheAuthURLWithoutCredentials(t *testing.T) {
 		setup   func(f *fakeCloud)
 		authURL func(f *fakeCloud) string
 		secrets func(s map[string][]byte)
-		reason  string
+		want    plugintest.Outcome
 		// wantURL is in the message: it still says where.
 		wantURL func(f *fakeCloud) string
 	}{
 		{
 			name:    "Keystone refuses the password",
-			authURL: func(f *fakeCloud) string { return withUserinfo(f.authURL()) },
+			authURL: func(f *fakeCloud) string { return plugintest.WithUserInfo(f.authURL()) },
 			secrets: func(s map[string][]byte) { s[keyPassword] = []byte("wrong") },
-			reason:  "InvalidCredentials",
+			want:    plugintest.Outcome{Reason: "InvalidCredentials", Permanent: true},
 			wantURL: func(f *fakeCloud) string { return f.URL + "/v3" },
 		},
 		{
 			name:    "Nova fails",
 			setup:   func(f *fakeCloud) { f.setNovaStatus(http.StatusInternalServerError) },
-			authURL: func(f *fakeCloud) string { return withUserinfo(f.authURL()) },
-			reason:  "CloudUnavailable",
+			authURL: func(f *fakeCloud) string { return plugintest.WithUserInfo(f.authURL()) },
+			want:    plugintest.Outcome{Reason: "CloudUnavailable"},
 			wantURL: func(f *fakeCloud) string { return f.URL },
 		},
 		{
 			name:    "Keystone unreachable",
-			authURL: func(*fakeCloud) string { return withQuery(closed.URL + "/v3") },
-			reason:  "CloudUnreachable",
+			authURL: func(*fakeCloud) string { return plugintest.WithCredentials(closed.URL + "/v3") },
+			want:    plugintest.Outcome{Reason: "CloudUnreachable"},
 			wantURL: func(*fakeCloud) string { return closed.URL + "/v3" },
 		},
 		{
 			name:    "an authURL that does not parse",
 			authURL: func(f *fakeCloud) string { return strings.Replace(f.authURL(), "://", "://admin:Sup3r S3cret@", 1) },
-			reason:  "InvalidCredentials",
+			want:    plugintest.Outcome{Reason: "InvalidCredentials", Permanent: true},
 			wantURL: func(f *fakeCloud) string { return f.URL + "/v3" },
 		},
 		{
 			name:    "version discovery fails",
-			authURL: func(f *fakeCloud) string { return withQuery(f.authURL()) },
-			reason:  "Rejected",
+			authURL: func(f *fakeCloud) string { return plugintest.WithCredentials(f.authURL()) },
+			want:    plugintest.Outcome{Reason: "Rejected", Permanent: true},
 			wantURL: func(f *fakeCloud) string { return f.URL + "/v3" },
 		},
 	}
@@ -98,13 +87,10 @@ func TestMessagesShowTheAuthURLWithoutCredentials(t *testing.T) {
 				tt.secrets(secrets)
 			}
 			_, err := runCreate(t, newTestServer(loopback), secrets)
-			var e *sdk.Error
-			require.ErrorAs(t, err, &e)
-			assert.Equal(t, tt.reason, e.Reason, "%v", err)
+			plugintest.AssertOutcome(t, tt.want, sdk.Result{}, err)
+			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantURL(f))
-			for _, secret := range []string{"admin:", "S3cret", "abc123", password} {
-				assert.NotContains(t, err.Error(), secret)
-			}
+			plugintest.AssertNoSecret(t, err.Error(), append(plugintest.URLSecrets(), password)...)
 		})
 	}
 }

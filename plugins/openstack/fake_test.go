@@ -51,8 +51,8 @@ func newFakeCloud(t *testing.T, password string) *fakeCloud {
 	f := &fakeCloud{password: password, servers: map[string]*fakeServer{}, calls: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v3/auth/tokens", f.token)
-	mux.HandleFunc("GET /compute/v2.1/servers/{id}", f.getServer)
-	mux.HandleFunc("DELETE /compute/v2.1/servers/{id}", f.deleteServer)
+	mux.HandleFunc("GET /compute/v2.1/servers/{id}", f.server("GET /servers/{id}", f.getServer))
+	mux.HandleFunc("DELETE /compute/v2.1/servers/{id}", f.server("DELETE /servers/{id}", f.deleteServer))
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.requests = append(f.requests, r.Method+" "+r.URL.Path)
@@ -182,18 +182,27 @@ func notFound(w http.ResponseWriter, id string) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "Instance " + id + " could not be found."}})
 }
 
-func (f *fakeCloud) getServer(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.nova(w, r, "GET /servers/{id}") {
-		return
+// server is the handler of a Nova request for route that names a server: it answers
+// itself when Nova is made to fail or knows no such server, and otherwise calls h with
+// the server and its ID, f.mu held.
+func (f *fakeCloud) server(route string, h func(w http.ResponseWriter, id string, s *fakeServer)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !f.nova(w, r, route) {
+			return
+		}
+		id := r.PathValue("id")
+		s, ok := f.servers[id]
+		if !ok {
+			notFound(w, id)
+			return
+		}
+		h(w, id, s)
 	}
-	id := r.PathValue("id")
-	s, ok := f.servers[id]
-	if !ok {
-		notFound(w, id)
-		return
-	}
+}
+
+func (f *fakeCloud) getServer(w http.ResponseWriter, id string, s *fakeServer) {
 	taskState := any(nil)
 	if s.deleting {
 		if s.deletePolls <= 0 {
@@ -213,18 +222,7 @@ func (f *fakeCloud) getServer(w http.ResponseWriter, r *http.Request) {
 	}})
 }
 
-func (f *fakeCloud) deleteServer(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.nova(w, r, "DELETE /servers/{id}") {
-		return
-	}
-	id := r.PathValue("id")
-	s, ok := f.servers[id]
-	if !ok {
-		notFound(w, id)
-		return
-	}
+func (f *fakeCloud) deleteServer(w http.ResponseWriter, _ string, s *fakeServer) {
 	s.deleting = true
 	w.WriteHeader(http.StatusNoContent)
 }

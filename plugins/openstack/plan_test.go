@@ -10,34 +10,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 )
 
-// planRequest is what the engine hands Plan: the parameters checked as for Create (the SDK
-// runs contract.CheckParams before a hook), the Secret's data, the planned outputs of the
-// earlier steps, and no hook.
+// planRequest is what the engine hands Plan (plugintest.PlanRequest), with the Secret's
+// data.
 func planRequest(t *testing.T, params map[string]string, secrets map[string][]byte) *sdk.Request {
 	t.Helper()
-	checked, err := contract.CheckParams(newTestServer().Describe().Parameters, params)
-	require.NoError(t, err)
-	return withSecret(&sdk.Request{
-		Pipeline: sdk.PipelineRef{Namespace: "default", Name: "retire-k8s-node-3", UID: "uid-1", Generation: 1},
-		Step:     "terminate", Params: checked, Attempt: 1,
-		Outputs: map[string]map[string]string{"cordon": {"providerID": "openstack:///" + serverID}},
-	}, secrets)
-}
-
-// planTexts is the text of a plan a person reads.
-func planTexts(p sdk.Plan) []string {
-	texts := append([]string{p.Summary}, p.Warnings...)
-	for _, d := range p.Details {
-		texts = append(texts, d.Kind, d.Name, d.Action, d.Note)
-	}
-	for k, v := range p.Outputs {
-		texts = append(texts, k, v)
-	}
-	return texts
+	return plugintest.AddSecret(plugintest.PlanRequest(t, newTestServer(), params), paramCredentialsSecret, secrets)
 }
 
 func TestPlan(t *testing.T) {
@@ -123,15 +104,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeCloud(t, password)
-			if tt.setup != nil {
-				tt.setup(f)
-			}
-			params := tt.params
-			if params == nil {
-				params = map[string]string{"providerID": "openstack:///" + serverID, "node": nodeName, "credentialsSecret": "os-creds"}
-			}
-			secrets := validSecrets(f.authURL())
+			f, params, secrets := step(t, tt.setup, tt.params)
 			if tt.secrets != nil {
 				tt.secrets(secrets)
 			}
@@ -141,37 +114,23 @@ func TestPlan(t *testing.T) {
 			defer cancel()
 
 			got, err := e.Plan(ctx, planRequest(t, params, secrets))
-			texts := planTexts(got)
+			texts := plugintest.PlanTexts(got)
 			if tt.wantReason != "" {
-				var se *sdk.Error
-				require.ErrorAs(t, err, &se)
-				assert.Equal(t, tt.wantReason, se.Reason)
-				assert.True(t, se.Permanent)
+				plugintest.AssertOutcome(t, plugintest.Outcome{Reason: tt.wantReason, Permanent: true}, sdk.Result{}, err)
+				require.Error(t, err)
 				// Create's error names Keystone's URL (without user info and query), never a
 				// password.
-				assert.NotContains(t, err.Error(), password)
+				plugintest.AssertNoSecret(t, err.Error(), password)
 				// The engine fails the step as a run would: with Create's very error.
-				req := planRequest(t, params, secrets)
-				req.Hook = sdk.HookCreate
-				_, createErr := e.Create(ctx, req)
-				require.Error(t, createErr)
-				assert.Equal(t, createErr.Error(), err.Error())
-				assert.Equal(t, sdk.OwnReason(createErr), sdk.OwnReason(err))
+				plugintest.AssertPlanFailsAsCreate(t, e, planRequest(t, params, secrets), err)
 			} else {
 				require.NoError(t, err)
 				assert.Equal(t, tt.want, got)
 				assert.Equal(t, got, got.Bounded(), "within what a step's status keeps")
 			}
-			forbidden := []string{password, "wrong-" + password}
-			for _, v := range secrets {
-				if v := strings.TrimSpace(string(v)); len(v) >= contract.MinRedactedLength {
-					forbidden = append(forbidden, v)
-				}
-			}
+			forbidden := append([]string{password, "wrong-" + password}, plugintest.SecretValues(secrets)...)
 			for _, text := range texts {
-				for _, secret := range forbidden {
-					assert.NotContains(t, text, secret, "a Secret's value in the plan")
-				}
+				plugintest.AssertNoSecret(t, text, forbidden...)
 			}
 
 			// Nothing changed: the cloud got token requests and GETs of the server only,
@@ -192,7 +151,7 @@ func TestPlanNamesTheServerCreateDeletes(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
 	e := newTestServer(loopback)
-	params := map[string]string{"providerID": "openstack:///" + serverID, "node": nodeName, "credentialsSecret": "os-creds"}
+	params := defaultParams()
 
 	plan, err := e.Plan(t.Context(), planRequest(t, params, validSecrets(f.authURL())))
 	require.NoError(t, err)

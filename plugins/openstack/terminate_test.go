@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,16 +30,29 @@ func validSecrets(authURL string) map[string][]byte {
 	}
 }
 
-// outcome is what one Create call is expected to answer.
-type outcome struct {
-	done      bool
-	reason    string // an error's reason; empty for a result
-	permanent bool
+// defaultParams are the parameters of the step of serverID, named by its providerID.
+func defaultParams() map[string]string {
+	return map[string]string{"providerID": "openstack:///" + serverID, "node": nodeName, "credentialsSecret": "os-creds"}
 }
 
+// step is a step's setting: the fake cloud with setup done, its parameters (params, or
+// defaultParams) and the valid password credentials of its Secret.
+func step(t *testing.T, setup func(f *fakeCloud), params map[string]string) (*fakeCloud, map[string]string, map[string][]byte) {
+	t.Helper()
+	f := newFakeCloud(t, password)
+	if setup != nil {
+		setup(f)
+	}
+	if params == nil {
+		params = defaultParams()
+	}
+	return f, params, validSecrets(f.authURL())
+}
+
+// What a Create call answers when it waits for the server, and when it is done.
 var (
-	wait = outcome{}
-	done = outcome{done: true}
+	wait = plugintest.Outcome{RequeueAfter: pollInterval}
+	done = plugintest.Outcome{Done: true}
 )
 
 func TestTerminateServer(t *testing.T) {
@@ -52,7 +63,7 @@ func TestTerminateServer(t *testing.T) {
 		secrets func(f *fakeCloud) map[string][]byte // nil: valid password credentials
 		// want is one outcome per Create, run in order with the outputs fed forward as
 		// the engine does.
-		want        []outcome
+		want        []plugintest.Outcome
 		wantOutputs map[string]string // of the last result
 		wantDeletes int
 		wantAuths   int // -1: do not check
@@ -60,7 +71,7 @@ func TestTerminateServer(t *testing.T) {
 		{
 			name:  "running server is deleted, done once Nova answers 404, a second run is a no-op",
 			setup: func(f *fakeCloud) { f.addServer(serverID, "ACTIVE", 1, 1) },
-			want:  []outcome{wait, wait, done, done},
+			want:  []plugintest.Outcome{wait, wait, done, done},
 			wantOutputs: map[string]string{
 				outInstanceID: serverID, outPreviousPowerState: "RUNNING", outPreviousStatus: "ACTIVE"},
 			wantDeletes: 1, wantAuths: 4,
@@ -69,7 +80,7 @@ func TestTerminateServer(t *testing.T) {
 			name:   "serverID parameter and a shut-off server",
 			setup:  func(f *fakeCloud) { f.addServer(serverID, "SHUTOFF", 4, 0) },
 			params: map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"},
-			want:   []outcome{wait, done},
+			want:   []plugintest.Outcome{wait, done},
 			wantOutputs: map[string]string{
 				outInstanceID: serverID, outPreviousPowerState: "SHUTDOWN", outPreviousStatus: "SHUTOFF"},
 			wantDeletes: 1, wantAuths: 2,
@@ -83,13 +94,13 @@ func TestTerminateServer(t *testing.T) {
 				delete(s, keyRegion)
 				return s
 			},
-			want:        []outcome{wait, done},
+			want:        []plugintest.Outcome{wait, done},
 			wantDeletes: 1, wantAuths: 2,
 		},
 		{
 			name:      "providerID region not in the catalog is permanent",
 			params:    map[string]string{"providerID": "openstack://RegionTwo/" + serverID, "node": nodeName, "credentialsSecret": "os-creds"},
-			want:      []outcome{{reason: "ComputeEndpointNotFound", permanent: true}},
+			want:      []plugintest.Outcome{{Reason: "ComputeEndpointNotFound", Permanent: true}},
 			wantAuths: 1,
 		},
 		{
@@ -99,12 +110,12 @@ func TestTerminateServer(t *testing.T) {
 				return map[string][]byte{keyAuthURL: []byte(f.authURL()),
 					keyAppCredentialID: []byte("ac1"), keyAppCredentialSecret: []byte(password)}
 			},
-			want:        []outcome{wait, done},
+			want:        []plugintest.Outcome{wait, done},
 			wantDeletes: 1, wantAuths: 2,
 		},
 		{
 			name: "server already gone",
-			want: []outcome{done, done},
+			want: []plugintest.Outcome{done, done},
 			wantOutputs: map[string]string{
 				outInstanceID: serverID, outPreviousPowerState: unknownState, outPreviousStatus: unknownState},
 			wantAuths: 2,
@@ -115,7 +126,7 @@ func TestTerminateServer(t *testing.T) {
 				f.addServer(serverID, "ACTIVE", 1, 1)
 				f.servers[serverID].deleting = true
 			},
-			want:        []outcome{wait, done},
+			want:        []plugintest.Outcome{wait, done},
 			wantDeletes: 0, wantAuths: 2,
 		},
 		{
@@ -126,7 +137,7 @@ func TestTerminateServer(t *testing.T) {
 				s[keyPassword] = []byte("wrong-" + password)
 				return s
 			},
-			want:      []outcome{{reason: "InvalidCredentials", permanent: true}},
+			want:      []plugintest.Outcome{{Reason: "InvalidCredentials", Permanent: true}},
 			wantAuths: 1,
 		},
 		{
@@ -135,7 +146,7 @@ func TestTerminateServer(t *testing.T) {
 				f.addServer(serverID, "ACTIVE", 1, 0)
 				f.setNovaStatus(http.StatusInternalServerError)
 			},
-			want:      []outcome{{reason: "CloudUnavailable"}},
+			want:      []plugintest.Outcome{{Reason: "CloudUnavailable"}},
 			wantAuths: 1,
 		},
 		{
@@ -144,7 +155,7 @@ func TestTerminateServer(t *testing.T) {
 				f.addServer(serverID, "ACTIVE", 1, 0)
 				f.setNovaStatus(http.StatusTooManyRequests)
 			},
-			want:      []outcome{{reason: "Throttled"}},
+			want:      []plugintest.Outcome{{Reason: "Throttled"}},
 			wantAuths: 1,
 		},
 		{
@@ -153,38 +164,38 @@ func TestTerminateServer(t *testing.T) {
 				f.addServer(serverID, "ACTIVE", 1, 0)
 				f.setNovaStatus(http.StatusForbidden)
 			},
-			want:      []outcome{{reason: "Forbidden", permanent: true}},
+			want:      []plugintest.Outcome{{Reason: "Forbidden", Permanent: true}},
 			wantAuths: 1,
 		},
 		{
 			name:   "malformed providerID is permanent and calls nothing",
 			params: map[string]string{"providerID": "openstack:///../../v3/auth", "node": nodeName, "credentialsSecret": "os-creds"},
-			want:   []outcome{{reason: "InvalidProviderID", permanent: true}},
+			want:   []plugintest.Outcome{{Reason: "InvalidProviderID", Permanent: true}},
 		},
 		{
 			name:   "providerID of another cloud is permanent",
 			params: map[string]string{"providerID": "aws:///us-east-1a/i-0123456789abcdef0", "node": nodeName, "credentialsSecret": "os-creds"},
-			want:   []outcome{{reason: "InvalidProviderID", permanent: true}},
+			want:   []plugintest.Outcome{{Reason: "InvalidProviderID", Permanent: true}},
 		},
 		{
 			name:   "no server named is permanent",
 			params: map[string]string{"providerID": "", "node": nodeName, "credentialsSecret": "os-creds"},
-			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
+			want:   []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name:   "serverID and providerID disagreeing is permanent",
 			params: map[string]string{"providerID": "openstack:///" + serverID, "serverID": "11111111-2222-3333-4444-555555555555", "node": nodeName, "credentialsSecret": "os-creds"},
-			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
+			want:   []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name:   "no node: refused before any hook",
 			params: map[string]string{"serverID": serverID, "credentialsSecret": "os-creds"},
-			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
+			want:   []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name:   "a blank node is refused and calls nothing",
 			params: map[string]string{"serverID": serverID, "node": "  ", "credentialsSecret": "os-creds"},
-			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
+			want:   []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name: "a server not the node's is refused and not deleted",
@@ -192,18 +203,18 @@ func TestTerminateServer(t *testing.T) {
 				f.addServer(serverID, "ACTIVE", 1, 0)
 				f.servers[serverID].name = "db-primary"
 			},
-			want:      []outcome{{reason: "ServerNotTheNodes", permanent: true}},
+			want:      []plugintest.Outcome{{Reason: "ServerNotTheNodes", Permanent: true}},
 			wantAuths: 1,
 		},
 		{
 			name:   "no credentialsSecret: refused before any hook",
 			params: map[string]string{"serverID": serverID, "node": nodeName},
-			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
+			want:   []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name:   "a parameter it does not take: refused before any hook",
 			params: map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds", "region": "RegionOne"},
-			want:   []outcome{{reason: "InvalidParameter", permanent: true}},
+			want:   []plugintest.Outcome{{Reason: "InvalidParameter", Permanent: true}},
 		},
 		{
 			name: "Secret without a password is permanent",
@@ -212,7 +223,7 @@ func TestTerminateServer(t *testing.T) {
 				delete(s, keyPassword)
 				return s
 			},
-			want: []outcome{{reason: "MissingCredentials", permanent: true}},
+			want: []plugintest.Outcome{{Reason: "MissingCredentials", Permanent: true}},
 		},
 		{
 			name: "unreachable Keystone is retryable",
@@ -221,50 +232,19 @@ func TestTerminateServer(t *testing.T) {
 				closed.Close()
 				return validSecrets(closed.URL + "/v3")
 			},
-			want:      []outcome{{reason: "CloudUnreachable"}},
+			want:      []plugintest.Outcome{{Reason: "CloudUnreachable"}},
 			wantAuths: -1,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeCloud(t, password)
-			if tt.setup != nil {
-				tt.setup(f)
-			}
-			params := tt.params
-			if params == nil {
-				params = map[string]string{"providerID": "openstack:///" + serverID, "node": nodeName, "credentialsSecret": "os-creds"}
-			}
-			secrets := validSecrets(f.authURL())
+			f, params, secrets := step(t, tt.setup, tt.params)
 			if tt.secrets != nil {
 				secrets = tt.secrets(f)
 			}
-			c := plugintest.Serve(t, newTestServer(loopback))
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-
-			var last sdk.Result
-			recorded := map[string]string{}
-			for i, want := range tt.want {
-				req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", params), secrets)
-				req.Outputs[req.Step] = maps.Clone(recorded)
-				res, err := c.Run(ctx, executorName, sdk.HookCreate, req)
-				if want.reason != "" {
-					var e *sdk.Error
-					require.ErrorAs(t, err, &e, "call %d", i+1)
-					assert.Equal(t, want.reason, e.Reason, "call %d: %v", i+1, err)
-					assert.Equal(t, want.permanent, e.Permanent, "call %d: %v", i+1, err)
-					assert.NotContains(t, err.Error(), password, "an error message must not carry the password")
-					continue
-				}
-				require.NoError(t, err, "call %d", i+1)
-				assert.Equal(t, want.done, res.Done, "call %d: %+v", i+1, res)
-				if !res.Done {
-					assert.Equal(t, pollInterval, res.RequeueAfter, "call %d", i+1)
-				}
-				maps.Copy(recorded, res.Outputs) // the engine merges a hook's outputs
-				last = res
-			}
+			c := plugintest.ServeCloud(t, newTestServer(loopback), paramCredentialsSecret)
+			// No answer may carry the password.
+			last := c.AssertCalls(t, sdk.HookCreate, params, secrets, tt.want, password)
 			if tt.wantOutputs != nil {
 				assert.Equal(t, tt.wantOutputs, last.Outputs)
 			}
@@ -306,7 +286,8 @@ func TestServerMustBeTheNodes(t *testing.T) {
 			f.addServer(serverID, "ACTIVE", 1, 5) // a deletion outlasts the plan's and the run's GETs
 			f.servers[serverID].name, f.servers[serverID].metadata = tt.serverName, tt.metadata
 			f.servers[serverID].deleting = tt.deleting
-			params := map[string]string{"providerID": "openstack:///" + serverID, "node": tt.node, "credentialsSecret": "os-creds"}
+			params := defaultParams()
+			params["node"] = tt.node
 			e := newTestServer(loopback)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
@@ -347,11 +328,10 @@ func TestServerMustBeTheNodes(t *testing.T) {
 
 func TestApplicationCredentialIsUsedInsteadOfPassword(t *testing.T) {
 	f := newFakeCloud(t, password)
-	c := plugintest.Serve(t, newTestServer(loopback))
-	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}),
+	c := plugintest.ServeCloud(t, newTestServer(loopback), paramCredentialsSecret)
+	res, err := c.Create(t, map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"},
 		map[string][]byte{keyAuthURL: []byte(f.authURL()), keyUsername: []byte("ignored"),
 			keyAppCredentialID: []byte("ac1"), keyAppCredentialSecret: []byte(password)})
-	res, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
 	require.NoError(t, err)
 	assert.True(t, res.Done)
 	bodies := f.keystoneBodies()
@@ -360,58 +340,29 @@ func TestApplicationCredentialIsUsedInsteadOfPassword(t *testing.T) {
 	assert.NotContains(t, bodies[0], `"password"`)
 }
 
-// countingTransport counts the requests that pass through it to base.
-type countingTransport struct {
-	base http.RoundTripper
-	n    atomic.Int32
-}
-
-func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return c.base.RoundTrip(r)
-}
-
 func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
-	counter := &countingTransport{}
-	c := plugintest.Serve(t, newTerminateServer(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
-		counter.base = rt
+	counter := &plugintest.CountingTransport{}
+	c := plugintest.ServeCloud(t, newTerminateServer(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
+		counter.Base = rt
 		return sdk.NewTenantLimiter(limits()).Transport(counter)
-	}))
-	req := withSecret(plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}),
-		validSecrets(f.authURL()))
-	_, err := c.Run(context.Background(), executorName, sdk.HookCreate, req)
+	}), paramCredentialsSecret)
+	_, err := c.Create(t, map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}, validSecrets(f.authURL()))
 	require.NoError(t, err)
-	assert.Equal(t, int32(3), counter.n.Load(), "token, GET and DELETE through the plugin's transport")
+	assert.Equal(t, 3, counter.Count(), "token, GET and DELETE through the plugin's transport")
 }
 
 func TestTeardownHooksAreNoOps(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
-	c := plugintest.Serve(t, newTestServer(loopback))
-	for _, hook := range []sdk.Hook{sdk.HookPreDelete, sdk.HookDelete, sdk.HookPostDelete} {
-		req := withSecret(plugintest.Request(hook, "uid-1", map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}),
-			validSecrets(f.authURL()))
-		res, err := c.Run(context.Background(), executorName, hook, req)
-		require.NoError(t, err, hook)
-		assert.True(t, res.Done, hook)
-	}
+	c := plugintest.ServeCloud(t, newTestServer(loopback), paramCredentialsSecret)
+	c.AssertTeardownDone(t, map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}, validSecrets(f.authURL()))
 	assert.Zero(t, f.count("POST /v3/auth/tokens"), "a teardown must not call the cloud")
 }
 
 func TestDescribe(t *testing.T) {
-	c := plugintest.Serve(t, newTestServer(loopback))
-	infos, err := c.Describe(context.Background())
-	require.NoError(t, err)
-	require.Len(t, infos, 1)
-	required := map[string]bool{}
-	types := map[string]string{}
-	for _, p := range infos[0].GetParameters() {
-		assert.NotEmpty(t, p.GetDescription(), p.GetName())
-		required[p.GetName()] = p.GetRequired()
-		types[p.GetName()] = p.GetType()
-	}
+	required, types := plugintest.ServeCloud(t, newTestServer(loopback), paramCredentialsSecret).Parameters(t)
 	assert.Equal(t, map[string]bool{"providerID": false, "serverID": false, "node": true, "credentialsSecret": true}, required)
 	assert.Equal(t, map[string]string{"providerID": "string", "serverID": "string", "node": "string", "credentialsSecret": "secret"}, types)
 
@@ -425,7 +376,7 @@ func TestConformance(t *testing.T) {
 	f := newFakeCloud(t, password)
 	f.addServer(serverID, "ACTIVE", 1, 0)
 	plugintest.Conformance(t, newTestServer(loopback),
-		map[string]string{"providerID": "openstack:///" + serverID, "node": nodeName, "credentialsSecret": "os-creds"},
+		defaultParams(),
 		plugintest.WithSecretParam(paramCredentialsSecret, validSecrets(f.authURL())), plugintest.WithWaits(10))
 }
 

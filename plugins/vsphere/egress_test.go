@@ -38,15 +38,9 @@ func TestLoopbackVCenterIsRefusedWithoutAllowance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := plugintest.Serve(t, newTestExecutorAllowing())
-			res, err := c.Run(t.Context(), executorName, sdk.HookCreate,
+			_, err := serve(t, newTestExecutorAllowing()).Run(t, sdk.HookCreate,
 				request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name), tt.secrets(), nil))
-			var e *sdk.Error
-			require.ErrorAs(t, err, &e, "result: %+v", res)
-			assert.Equal(t, "EndpointNotAllowed", e.Reason)
-			assert.True(t, e.Permanent)
-			assert.Contains(t, err.Error(), "127.0.0.1 is a loopback address")
-			assert.Contains(t, err.Error(), "--plugin-allowed-cidrs")
+			plugintest.AssertEndpointRefused(t, err, "127.0.0.1 is a loopback address")
 			assert.True(t, sim.exists(t, vm))
 			assert.Equal(t, types.VirtualMachinePowerStatePoweredOn, sim.vm(t, vm.Name).PowerState)
 		})
@@ -63,24 +57,23 @@ func TestMessagesShowTheVCenterURLWithoutCredentials(t *testing.T) {
 		name     string
 		url      string
 		executor *terminateVM
-		reason   string
+		want     plugintest.Outcome
 	}{
-		{name: "unreachable", url: "https://admin:Sup3rS3cret@" + addr + "/sdk?token=abc123", executor: newTestExecutor(), reason: "VSphereUnavailable"},
-		{name: "refused", url: "https://admin:Sup3rS3cret@" + addr + "/sdk?token=abc123", executor: newTestExecutorAllowing(), reason: "EndpointNotAllowed"},
-		{name: "not a URL", url: "ftp://admin:Sup3rS3cret@" + addr + "/sdk?token=abc123", executor: newTestExecutor(), reason: "InvalidParameter"},
+		{name: "unreachable", url: plugintest.WithCredentials("https://" + addr + "/sdk"), executor: newTestExecutor(),
+			want: plugintest.Outcome{Reason: "VSphereUnavailable"}},
+		{name: "refused", url: plugintest.WithCredentials("https://" + addr + "/sdk"), executor: newTestExecutorAllowing(),
+			want: plugintest.Outcome{Reason: "EndpointNotAllowed", Permanent: true}},
+		{name: "not a URL", url: plugintest.WithCredentials("ftp://" + addr + "/sdk"), executor: newTestExecutor(),
+			want: plugintest.Outcome{Reason: "InvalidParameter", Permanent: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			secrets := map[string][]byte{keyURL: []byte(tt.url), keyUsername: []byte(simUser), keyPassword: []byte(simPassword)}
-			c := plugintest.Serve(t, tt.executor)
-			_, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(withParams(nil, paramNode, "k8s-node-3"), secrets, nil))
-			var e *sdk.Error
-			require.ErrorAs(t, err, &e)
-			assert.Equal(t, tt.reason, e.Reason, "%v", err)
-			for _, secret := range []string{"admin:", "Sup3rS3cret", "abc123", simPassword} {
-				assert.NotContains(t, err.Error(), secret)
-			}
-			if tt.reason != "InvalidParameter" {
+			_, err := serve(t, tt.executor).Run(t, sdk.HookCreate, request(withParams(nil, paramNode, "k8s-node-3"), secrets, nil))
+			plugintest.AssertOutcome(t, tt.want, sdk.Result{}, err)
+			require.Error(t, err)
+			plugintest.AssertNoSecret(t, err.Error(), append(plugintest.URLSecrets(), simPassword)...)
+			if tt.want.Reason != "InvalidParameter" {
 				assert.True(t, strings.Contains(err.Error(), addr), "the message says where: %v", err)
 			}
 		})
@@ -161,19 +154,17 @@ func TestAVCenterThatNeverAnswersFailsWithinTheRequestBound(t *testing.T) {
 			t.Cleanup(func() { close(hung) })
 			e := newTestExecutor()
 			e.requestTimeout = bound
-			c := plugintest.Serve(t, e)
+			c := serve(t, e)
 
 			// The step's deadline, far longer than the bound.
 			ctx, cancel := context.WithTimeout(t.Context(), 20*bound)
 			defer cancel()
 			start := time.Now()
-			_, err := c.Run(ctx, executorName, sdk.HookCreate,
+			_, err := c.Client.Run(ctx, executorName, sdk.HookCreate,
 				request(withParams(nil, paramNode, "k8s-node-3"), credentialsFor(url, cert), nil))
 			elapsed := time.Since(start)
-			var se *sdk.Error
-			require.ErrorAs(t, err, &se)
-			assert.False(t, se.Permanent, "%v", err)
-			assert.Equal(t, "VSphereUnavailable", se.Reason, "%v", err)
+			plugintest.AssertOutcome(t, plugintest.Outcome{Reason: "VSphereUnavailable"}, sdk.Result{}, err)
+			require.Error(t, err)
 			assert.Contains(t, err.Error(), strings.TrimSuffix(strings.TrimPrefix(url, "https://"), "/sdk"), "names the vCenter")
 			assert.Contains(t, err.Error(), "did not answer within 300ms")
 			assert.Less(t, elapsed, 10*bound, "failed within about the bound")
@@ -203,17 +194,16 @@ func TestAGzipBombFailsItsStep(t *testing.T) {
 		_, _ = w.Write(buf.Bytes())
 	}))
 	defer bomb.Close()
-	c := plugintest.Serve(t, newTestExecutor())
+	c := serve(t, newTestExecutor())
 	req := request(withParams(nil, paramNode, "k8s-node-3"), credentialsFor(bomb.URL+"/sdk", bomb.Certificate().Raw), nil)
 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err = c.Run(t.Context(), executorName, sdk.HookCreate, req)
+	_, err = c.Run(t, sdk.HookCreate, req)
 	runtime.ReadMemStats(&after)
-	var se *sdk.Error
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "ResponseTooLarge", se.Reason, "%v", err)
-	assert.True(t, se.Permanent, "the same request gets the same answer")
+	// Permanent: the same request gets the same answer.
+	plugintest.AssertOutcome(t, plugintest.Outcome{Reason: "ResponseTooLarge", Permanent: true}, sdk.Result{}, err)
+	require.Error(t, err)
 	assert.Contains(t, err.Error(), "connect to vCenter "+bomb.Listener.Addr().String())
 	assert.Contains(t, err.Error(), "more than 8388608 bytes")
 	// Read whole, the answer would cost several times what it inflates to (336 MB before

@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vmware/govmomi/vim25/types"
 
-	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
+	"github.com/stepwise-dev/stepwise/pkg/sdk/plugintest"
 	"github.com/stepwise-dev/stepwise/test/vcsim"
 )
 
@@ -96,55 +96,24 @@ func (r *soapRecorder) called() []string {
 	return slices.Clone(r.methods)
 }
 
-// planRequest is what the engine hands Plan: the parameters checked and defaulted as for
-// Create (the SDK runs contract.CheckParams before a hook), the Secret's data, the planned
-// outputs of the earlier steps, and no hook.
+// planRequest is what the engine hands Plan (plugintest.PlanRequest), with the Secret's
+// data.
 func planRequest(t *testing.T, params map[string]string, secrets map[string][]byte) *sdk.Request {
 	t.Helper()
-	checked, err := contract.CheckParams(declarations(), params)
-	require.NoError(t, err)
-	req := &sdk.Request{
-		Pipeline: sdk.PipelineRef{Namespace: "default", Name: "retire-demo-worker-1", UID: "uid-1", Generation: 1},
-		Step:     "terminate", Params: checked, Attempt: 1,
-		Outputs: map[string]map[string]string{"cordon": {"providerID": "vsphere://" + planVMUUID}},
-		Secrets: secrets,
-	}
-	if secrets != nil {
-		req.SecretParams = map[string]map[string][]byte{paramCredentialsSecret: secrets}
-	}
-	return req
-}
-
-// planTexts is the text of a plan a person reads.
-func planTexts(p sdk.Plan) []string {
-	texts := append([]string{p.Summary}, p.Warnings...)
-	for _, d := range p.Details {
-		texts = append(texts, d.Kind, d.Name, d.Action, d.Note)
-	}
-	for k, v := range p.Outputs {
-		texts = append(texts, k, v)
-	}
-	return texts
+	return plugintest.AddSecret(plugintest.PlanRequest(t, newTestExecutor(), params), paramCredentialsSecret, secrets)
 }
 
 // assertNoSecret checks that no value of the Secret, nor the path of its url, is in what
 // the plan or the error says; the SDK would remove them, the executor must not rely on it.
 func assertNoSecret(t *testing.T, secrets map[string][]byte, p sdk.Plan, err error) {
 	t.Helper()
-	texts := planTexts(p)
+	texts := plugintest.PlanTexts(p)
 	if err != nil {
 		texts = append(texts, err.Error())
 	}
-	forbidden := []string{simPassword, "hunter2", "/sdk"}
-	for _, v := range secrets {
-		if v := strings.TrimSpace(string(v)); len(v) >= contract.MinRedactedLength {
-			forbidden = append(forbidden, v)
-		}
-	}
+	forbidden := append([]string{simPassword, "hunter2", "/sdk"}, plugintest.SecretValues(secrets)...)
 	for _, text := range texts {
-		for _, secret := range forbidden {
-			assert.NotContains(t, text, secret, "a Secret's value in the plan")
-		}
+		plugintest.AssertNoSecret(t, text, forbidden...)
 	}
 }
 
@@ -271,18 +240,10 @@ func TestPlan(t *testing.T) {
 			got, err := e.Plan(t.Context(), planRequest(t, tt.params, secrets))
 			assertNoSecret(t, secrets, got, err)
 			if tt.wantReason != "" {
-				var se *sdk.Error
-				require.ErrorAs(t, err, &se)
-				assert.Equal(t, tt.wantReason, se.Reason)
-				assert.True(t, se.Permanent)
+				plugintest.AssertOutcome(t, plugintest.Outcome{Reason: tt.wantReason, Permanent: true}, sdk.Result{}, err)
 				// The engine fails the step as a run would: with Create's very error (a
 				// login refused, Create destroys nothing either).
-				req := planRequest(t, tt.params, secrets)
-				req.Hook = sdk.HookCreate
-				_, createErr := e.Create(t.Context(), req)
-				require.Error(t, createErr)
-				assert.Equal(t, createErr.Error(), err.Error())
-				assert.Equal(t, sdk.OwnReason(createErr), sdk.OwnReason(err))
+				plugintest.AssertPlanFailsAsCreate(t, e, planRequest(t, tt.params, secrets), err)
 			} else {
 				require.NoError(t, err)
 				host := strings.TrimPrefix(rec.URL, "https://")

@@ -38,16 +38,18 @@ func newTestExecutorAllowing(allowed ...netip.Prefix) *terminateVM {
 	return e
 }
 
+// serve serves e for the test, its credentials Secret named by credentialsSecret.
+func serve(t *testing.T, e *terminateVM) plugintest.Cloud {
+	t.Helper()
+	return plugintest.ServeCloud(t, e, paramCredentialsSecret)
+}
+
 // request is a Create of step "terminate" with the Secret data the operator would hand over
 // (by the parameter that names it, and merged) and the step's own outputs from earlier
 // calls.
 func request(params map[string]string, secrets map[string][]byte, own map[string]string) *sdk.Request {
-	req := plugintest.Request(sdk.HookCreate, "uid-1", params)
+	req := plugintest.AddSecret(plugintest.Request(sdk.HookCreate, "uid-1", params), paramCredentialsSecret, secrets)
 	req.Step = "terminate"
-	req.Secrets = secrets
-	if secrets != nil {
-		req.SecretParams = map[string]map[string][]byte{paramCredentialsSecret: secrets}
-	}
 	if own != nil {
 		req.Outputs["terminate"] = own
 	}
@@ -147,9 +149,9 @@ func TestTerminateDestroysTheVM(t *testing.T) {
 			if tt.secrets != nil {
 				secrets = tt.secrets(sim)
 			}
-			c := plugintest.Serve(t, newTestExecutor())
+			c := serve(t, newTestExecutor())
 
-			res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(tt.params(vm), secrets, nil))
+			res, err := c.Run(t, sdk.HookCreate, request(tt.params(vm), secrets, nil))
 			require.NoError(t, err)
 			assert.True(t, res.Done, "done: %+v", res)
 			assert.Contains(t, res.Message, tt.wantMessage)
@@ -159,7 +161,7 @@ func TestTerminateDestroysTheVM(t *testing.T) {
 			assert.Len(t, sim.vms(t), others, "no other VM was touched")
 
 			// Hooks run at least once: a second run with the step's outputs is a no-op.
-			again, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(tt.params(vm), secrets, res.Outputs))
+			again, err := c.Run(t, sdk.HookCreate, request(tt.params(vm), secrets, res.Outputs))
 			require.NoError(t, err)
 			assert.True(t, again.Done)
 			assert.Contains(t, again.Message, "destroyed already")
@@ -175,10 +177,10 @@ func TestProviderIDMatchingNoVMNeverFallsBackToTheName(t *testing.T) {
 	sim := startVCSim(t)
 	vm := sim.vm(t, "DC0_H0_VM0")
 	before := sim.vms(t)
-	c := plugintest.Serve(t, newTestExecutor())
+	c := serve(t, newTestExecutor())
 	params := withParams(nil, paramProviderID, "vsphere://00000000-0000-0000-0000-000000000001", paramNode, vm.Name)
 
-	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), nil))
+	res, err := c.Run(t, sdk.HookCreate, request(params, sim.secrets(), nil))
 	require.NoError(t, err)
 	assert.True(t, res.Done)
 	assert.Contains(t, res.Message, "already gone")
@@ -222,22 +224,20 @@ func TestTerminateChecksTheVMIsTheNodes(t *testing.T) {
 			}
 			// With Tools running, a guest shutdown sent before the check would show.
 			sim.toolsRunning(t, vm)
-			c := plugintest.Serve(t, newTestExecutor())
+			c := serve(t, newTestExecutor())
 			params := withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, tt.node, paramShutdownTimeout, "0s")
 
-			res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), nil))
+			res, err := c.Run(t, sdk.HookCreate, request(params, sim.secrets(), nil))
 			if !tt.wantRefused {
 				require.NoError(t, err)
 				assert.True(t, res.Done)
 				assert.False(t, sim.exists(t, vm), "the node's VM is destroyed")
 				return
 			}
-			var e *sdk.Error
-			require.ErrorAs(t, err, &e)
-			assert.True(t, e.Permanent)
-			assert.Equal(t, "VMNotTheNodes", e.Reason)
+			plugintest.AssertOutcome(t, plugintest.Outcome{Reason: "VMNotTheNodes", Permanent: true}, res, err)
+			require.Error(t, err)
 			for _, want := range []string{fmt.Sprintf("%q", vm.Name), vm.UUID, fmt.Sprintf("node %q", tt.node), "nothing was done"} {
-				assert.Contains(t, e.Error(), want)
+				assert.Contains(t, err.Error(), want)
 			}
 			assert.True(t, sim.exists(t, vm), "the VM is still there")
 			assert.Equal(t, types.VirtualMachinePowerStatePoweredOn, sim.vm(t, vm.Name).PowerState, "and still powered on")
@@ -248,10 +248,10 @@ func TestTerminateChecksTheVMIsTheNodes(t *testing.T) {
 func TestTerminateOfAVMThatIsNotThereIsDone(t *testing.T) {
 	sim := startVCSim(t)
 	before := sim.vms(t)
-	c := plugintest.Serve(t, newTestExecutor())
+	c := serve(t, newTestExecutor())
 	params := withParams(nil, paramProviderID, "vsphere://00000000-0000-0000-0000-000000000001", paramNode, "k8s-node-gone")
 
-	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(params, sim.secrets(), nil))
+	res, err := c.Run(t, sdk.HookCreate, request(params, sim.secrets(), nil))
 	require.NoError(t, err)
 	assert.True(t, res.Done)
 	assert.Contains(t, res.Message, `no VM with UUID 00000000-0000-0000-0000-000000000001 in vCenter`)
@@ -263,12 +263,12 @@ func TestTerminateShutsTheGuestDownFirst(t *testing.T) {
 	sim := startVCSim(t)
 	vm := sim.vm(t, "DC0_H0_VM0")
 	sim.toolsRunning(t, vm)
-	c := plugintest.Serve(t, newTestExecutor())
+	c := serve(t, newTestExecutor())
 	params := withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name)
 
 	req := request(params, sim.secrets(), nil)
 	req.HookStarted = time.Now()
-	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
+	res, err := c.Run(t, sdk.HookCreate, req)
 	require.NoError(t, err)
 	require.False(t, res.Done, "a guest shutdown is waited for, never blocked on: %+v", res)
 	assert.Equal(t, shutdownPoll, res.RequeueAfter)
@@ -284,7 +284,7 @@ func TestTerminateShutsTheGuestDownFirst(t *testing.T) {
 		10*time.Second, 50*time.Millisecond)
 	next := request(params, sim.secrets(), res.Outputs)
 	next.HookStarted, next.State = req.HookStarted, res.State
-	res, err = c.Run(t.Context(), executorName, sdk.HookCreate, next)
+	res, err = c.Run(t, sdk.HookCreate, next)
 	require.NoError(t, err)
 	assert.True(t, res.Done)
 	assert.Equal(t, "poweredOn", res.Outputs[outPreviousPowerState])
@@ -308,14 +308,14 @@ func TestTerminatePowersOffAGuestThatDoesNotStop(t *testing.T) {
 			sim := startVCSim(t)
 			vm := sim.vm(t, "DC0_H0_VM0")
 			sim.toolsRunning(t, vm)
-			c := plugintest.Serve(t, newTestExecutor())
+			c := serve(t, newTestExecutor())
 			// An earlier call of the hook asked for the shutdown; the guest is still running.
 			req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name, paramShutdownTimeout, "5m"), sim.secrets(),
 				map[string]string{outInstanceID: vm.UUID, outPreviousPowerState: "poweredOn"})
 			req.HookStarted = time.Now().Add(-tt.startedAgo)
 			req.State = map[string]string{stateShutdownAsked: "true"}
 
-			res, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
+			res, err := c.Run(t, sdk.HookCreate, req)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantDone, res.Done)
 			assert.Contains(t, res.Message, tt.wantInMsg)
@@ -337,10 +337,10 @@ func TestTerminateDrivenToItsEnd(t *testing.T) {
 	sim := startVCSim(t)
 	vm := sim.vm(t, "DC0_H0_VM0")
 	sim.toolsRunning(t, vm)
-	c := plugintest.Serve(t, newTestExecutor())
+	c := serve(t, newTestExecutor())
 	req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name, paramShutdownTimeout, "20s"), sim.secrets(), nil)
 	req.HookStarted = time.Now()
-	d := plugintest.Drive(t, c, executorName, sdk.HookCreate, req, plugintest.MaxPolls(20))
+	d := plugintest.Drive(t, c.Client, executorName, sdk.HookCreate, req, plugintest.MaxPolls(20))
 	require.NoError(t, d.Err)
 	assert.True(t, d.Result.Done)
 	assert.False(t, sim.exists(t, vm))
@@ -450,20 +450,16 @@ func TestTerminateErrors(t *testing.T) {
 			wantPermanent: false, wantReason: "VSphereUnavailable", wantInMessage: []string{"connect to vCenter"},
 		},
 	}
-	c := plugintest.Serve(t, newTestExecutor())
+	c := serve(t, newTestExecutor())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := c.Run(t.Context(), executorName, sdk.HookCreate, request(tt.params, tt.secrets, nil))
-			var e *sdk.Error
-			require.ErrorAs(t, err, &e)
-			assert.Equal(t, tt.wantPermanent, e.Permanent)
-			assert.Equal(t, tt.wantReason, e.Reason)
+			_, err := c.Run(t, sdk.HookCreate, request(tt.params, tt.secrets, nil))
+			plugintest.AssertOutcome(t, plugintest.Outcome{Reason: tt.wantReason, Permanent: tt.wantPermanent}, sdk.Result{}, err)
+			require.Error(t, err)
 			for _, want := range tt.wantInMessage {
-				assert.Contains(t, e.Error(), want)
+				assert.Contains(t, err.Error(), want)
 			}
-			for _, secret := range []string{simPassword, "hunter2", "pw@"} {
-				assert.NotContains(t, e.Error(), secret, "no secret in messages")
-			}
+			plugintest.AssertNoSecret(t, err.Error(), simPassword, "hunter2", "pw@")
 		})
 	}
 	assert.True(t, sim.exists(t, vm), "no error touched the VM")
@@ -489,13 +485,11 @@ func TestTerminateRefusesAnAmbiguousName(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, task.Wait(ctx))
 
-	c := plugintest.Serve(t, newTestExecutor())
-	_, err = c.Run(ctx, executorName, sdk.HookCreate, request(withParams(nil, paramNode, first.Name), sim.secrets(), nil))
-	var e *sdk.Error
-	require.ErrorAs(t, err, &e)
-	assert.True(t, e.Permanent)
-	assert.Equal(t, "AmbiguousVM", e.Reason)
-	assert.Contains(t, e.Error(), `2 VMs are named "DC0_H0_VM0"`)
+	c := serve(t, newTestExecutor())
+	_, err = c.Run(t, sdk.HookCreate, request(withParams(nil, paramNode, first.Name), sim.secrets(), nil))
+	plugintest.AssertOutcome(t, plugintest.Outcome{Reason: "AmbiguousVM", Permanent: true}, sdk.Result{}, err)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `2 VMs are named "DC0_H0_VM0"`)
 	assert.True(t, sim.exists(t, first))
 	assert.True(t, sim.exists(t, second))
 }
@@ -506,12 +500,12 @@ func TestTerminateRefusesAnAmbiguousName(t *testing.T) {
 func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	sim := startVCSim(t)
 	first, second := sim.vm(t, "DC0_H0_VM0"), sim.vm(t, "DC0_H0_VM1")
-	c := plugintest.Serve(t, newTestExecutor())
+	c := serve(t, newTestExecutor())
 	run := func(namespace string, vm vcsim.VM) (time.Duration, error) {
 		req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name), sim.secrets(), nil)
 		req.Pipeline.Namespace = namespace
 		start := time.Now()
-		_, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
+		_, err := c.Run(t, sdk.HookCreate, req)
 		return time.Since(start), err
 	}
 
@@ -520,15 +514,13 @@ func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	took, err := run("team-a", first)
 	require.NoError(t, err, "a termination fits in a namespace's burst")
 	require.False(t, sim.exists(t, first))
-	var se *sdk.Error
 	for range tenantBurst {
 		if took, err = run("team-a", first); err != nil {
 			break
 		}
 	}
-	require.ErrorAs(t, err, &se, "team-a's storm is limited")
-	assert.Equal(t, "RateLimited", se.Reason)
-	assert.False(t, se.Permanent)
+	require.Error(t, err, "team-a's storm is limited")
+	plugintest.AssertOutcome(t, plugintest.Outcome{Reason: "RateLimited"}, sdk.Result{}, err)
 	assert.Contains(t, err.Error(), `namespace "team-a"`)
 	assert.Less(t, took, time.Second, "no wait for a token")
 
@@ -556,11 +548,11 @@ func TestEveryRequestOfAHookCountsAsItsNamespaces(t *testing.T) {
 			return rt.RoundTrip(r)
 		})
 	}
-	c := plugintest.Serve(t, e)
+	c := serve(t, e)
 	req := request(withParams(nil, paramProviderID, "vsphere://"+vm.UUID, paramNode, vm.Name), sim.secrets(), nil)
 	req.Pipeline.Namespace = "team-a"
 
-	res, err := c.Run(t.Context(), executorName, sdk.HookCreate, req)
+	res, err := c.Run(t, sdk.HookCreate, req)
 	require.NoError(t, err)
 	require.True(t, res.Done, "powered off and destroyed: two task waits")
 	mu.Lock()
@@ -574,19 +566,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestDescribe(t *testing.T) {
-	c := plugintest.Serve(t, newTestExecutor())
-	infos, err := c.Describe(t.Context())
-	require.NoError(t, err)
-	require.Len(t, infos, 1)
-	assert.Equal(t, executorName, infos[0].GetName())
-	assert.NotEmpty(t, infos[0].GetVersion())
-	required := map[string]bool{}
-	types := map[string]string{}
-	for _, p := range infos[0].GetParameters() {
-		assert.NotEmpty(t, p.GetDescription(), p.GetName())
-		required[p.GetName()] = p.GetRequired()
-		types[p.GetName()] = p.GetType()
-	}
+	required, types := serve(t, newTestExecutor()).Parameters(t)
 	assert.Equal(t, map[string]bool{
 		paramProviderID: false, paramNode: false, paramCredentialsSecret: true, paramShutdownTimeout: false, paramDatacenter: false,
 	}, required)
