@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -270,4 +271,51 @@ func TestDrainPlanNamesTheReplacementFirst(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDrainSurgeIsExactlyOnceWhenAResultIsLost: an operator killed after a call changed the
+// Deployment but before the step's status recorded the call's result calls again with the
+// request of before: the Deployment's annotation, not the status, says what was done, so
+// nothing is scaled twice and nothing is scaled back twice.
+func TestDrainSurgeIsExactlyOnceWhenAResultIsLost(t *testing.T) {
+	client := fake.NewClientset(singleReplica()...)
+	readsEverything(client)
+	evicted := evictions(client, nil)
+	d := Drain{}
+	req := request(t, d, client, map[string]string{"node": "n1"})
+	_, err := call(t, d, req) // the intent, recorded
+	require.NoError(t, err)
+	// again is a request as the status had it after the intent: its created record
+	// and its outputs, copied, as each call of the engine's reads them anew.
+	again := func() *executor.Request {
+		r := *req
+		r.Created = maps.Clone(req.Created)
+		r.Outputs = map[string]map[string]string{req.Step: maps.Clone(req.Outputs[req.Step])}
+		return &r
+	}
+
+	// The scale-up's result is lost: the same request again.
+	for range 3 {
+		_, err = d.Create(context.Background(), again())
+		require.NoError(t, err)
+		assert.Equal(t, int32(2), *deployment(t, client).Spec.Replicas, "scaled up once")
+	}
+
+	// The eviction and the scale-back's result is lost too.
+	setAvailable(t, client, 2)
+	_, err = d.Create(context.Background(), again())
+	require.NoError(t, err)
+	require.Equal(t, []string{"web-1"}, *evicted)
+	require.Equal(t, int32(1), *deployment(t, client).Spec.Replicas)
+	someoneScales := deployment(t, client)
+	someoneScales.Spec.Replicas = ptr.To[int32](4)
+	_, err = client.AppsV1().Deployments("apps").Update(context.Background(), someoneScales, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	for range 2 {
+		_, err = d.Create(context.Background(), again())
+		require.NoError(t, err)
+		_, err = d.Delete(context.Background(), again())
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int32(4), *deployment(t, client).Spec.Replicas, "never scaled back twice, nor up again")
 }
