@@ -118,9 +118,10 @@ demo-down: ## Stop the demo's operator, vCenter simulator and control plane.
 	hack/demo.sh down
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, clientset, listers, informers, apply configurations and the CRDs.
+generate: $(CONTROLLER_GEN) $(HELM) ## Regenerate deepcopy, clientset, listers, informers, apply configurations, the CRDs and deploy/base from the chart.
 	hack/update-codegen.sh
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/update-crd.sh # crd/, and its copies in deploy/base/ and the chart
+	go run ./hack/gen-deploy # deploy/base/ but namespace.yaml and crd.yaml, rendered from charts/stepwise with $(HELM)
 
 .PHONY: reference
 reference: ## Regenerate the reference pages in docs/reference (the operator's flags, the built-in executors, metrics, reasons and Events), the Grafana dashboard in deploy/grafana and the alert rules the chart ships from the code.
@@ -227,10 +228,11 @@ verify: | build
 endif
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) verify-proto $(HELM) ## Fail when generated code, the CRD, the plugin protocol, the reference pages, the Grafana dashboard or the alert rules are stale, the chart does not lint, or the two Go modules drift apart.
+verify: $(CONTROLLER_GEN) verify-proto $(HELM) ## Fail when generated code, the CRD, deploy/base (the chart's rendering), the plugin protocol, the reference pages, the Grafana dashboard or the alert rules are stale, the chart does not lint, or the two Go modules drift apart.
 	hack/verify-codegen.sh
 	$(HELM) lint --strict charts/stepwise
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/verify-crd.sh
+	hack/verify-deploy.sh
 	CGO_ENABLED=0 GOFLAGS="$(strip $(GOFLAGS) -trimpath)" hack/verify-reference.sh # as hack/build.sh builds: its go runs reuse the build's packages
 	hack/verify-shared-deps.sh
 

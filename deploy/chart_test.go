@@ -24,8 +24,11 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/alerts"
 )
 
-// The chart (charts/stepwise) and the kustomization (deploy/) install the same objects:
-// these tests render both and compare them, so that one cannot change without the other.
+// The chart (charts/stepwise) and the kustomization (deploy/) install the same objects.
+// deploy/base is the chart's rendering with namespaced.enabled and no tenant (hack/gen-deploy
+// writes it, hack/verify-deploy.sh fails when it is stale); what the kustomizations add to it
+// by hand (the default install's cluster-wide rights, a tenant's Role and quota, the image's
+// tag) the tests below check: they render the chart and build the kustomization, and compare.
 
 const chartDir = "../charts/stepwise"
 
@@ -123,7 +126,10 @@ func objectsOf(t *testing.T, data []byte, fromHelm bool) map[string]*unstructure
 
 // TestTheChartInstallsWhatTheKustomizationDoes: with its default values the chart renders
 // every object of deploy/ as kustomize builds it (but the Namespace, which helm install
-// --create-namespace makes), and nothing else.
+// --create-namespace makes), and nothing else. deploy/base is the chart's by construction:
+// what this adds is that deploy/kustomization.yaml's patches are the cluster-wide rights the
+// chart grants unless namespaced.enabled, and that kustomize's namespace, labels and image
+// make the chart's objects.
 func TestTheChartInstallsWhatTheKustomizationDoes(t *testing.T) {
 	want := kustomized(t, ".")
 	delete(want, "Namespace//stepwise-system")
@@ -138,7 +144,8 @@ func TestTheChartInstallsWhatTheKustomizationDoes(t *testing.T) {
 
 // TestTheNamespacedChartInstallsWhatTheNamespacedKustomizationDoes: namespaced.enabled is
 // deploy/namespaced/, and each tenant gets deploy/namespaced/tenant.yaml and, with the
-// default values, deploy/tenant-quota.yaml in its namespace.
+// default values, deploy/tenant-quota.yaml in its namespace (both written by hand: the
+// chart's base is hack/verify-deploy.sh's to check, these are this test's).
 func TestTheNamespacedChartInstallsWhatTheNamespacedKustomizationDoes(t *testing.T) {
 	want := kustomized(t, "namespaced")
 	delete(want, "Namespace//stepwise-system")
