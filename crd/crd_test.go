@@ -427,11 +427,11 @@ func TestSchemaLimitsAreTheAPIConstants(t *testing.T) {
 }
 
 // TestEveryCRDIsValid checks the structure and the cost of the CEL rules of every CRD here:
-// approvals, pipelines, templates, triggers and node budgets.
+// approvals, pipelines, templates, triggers, node budgets and drain rules.
 func TestEveryCRDIsValid(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
 	require.NoError(t, err)
-	require.Len(t, files, 5)
+	require.Len(t, files, 6)
 	for _, file := range files {
 		t.Run(file, func(t *testing.T) {
 			data, err := os.ReadFile(file)

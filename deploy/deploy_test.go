@@ -68,6 +68,7 @@ func TestObjects(t *testing.T) {
 		"ClusterRole/stepwise-view",
 		"ClusterRoleBinding/stepwise-operator",
 		"CustomResourceDefinition/approvals.stepwise.dev",
+		"CustomResourceDefinition/drainrules.stepwise.dev",
 		"CustomResourceDefinition/nodebudgets.stepwise.dev",
 		"CustomResourceDefinition/pipelines.stepwise.dev",
 		"CustomResourceDefinition/pipelinetemplates.stepwise.dev",

@@ -18,9 +18,9 @@ import (
 // loadExecutors registers the built-in executors (and the test ones when enabled), then
 // starts the plugins and registers theirs. The caller closes the host, which kills the
 // plugin processes, even when an error is returned.
-func loadExecutors(ctx context.Context, opts *options, restarts host.RestartRecorder, tp trace.TracerProvider) (*executor.Registry, *host.Host, error) {
+func loadExecutors(ctx context.Context, opts *options, drainRules *node.DrainRules, restarts host.RestartRecorder, tp trace.TracerProvider) (*executor.Registry, *host.Host, error) {
 	registry := executor.NewRegistry()
-	if err := registry.Register(builtinExecutors()...); err != nil {
+	if err := registry.Register(builtinExecutors(drainRules)...); err != nil {
 		return nil, nil, fmt.Errorf("register built-in executors: %w", err)
 	}
 	if opts.enableTestExecutors {
@@ -65,7 +65,8 @@ func loadExecutors(ctx context.Context, opts *options, restarts host.RestartReco
 	return registry, plugins, nil
 }
 
-// builtinExecutors are the executors compiled into the operator.
-func builtinExecutors() []executor.TaskExecutor {
-	return append(node.Executors(), k8s.Executors()...)
+// builtinExecutors are the executors compiled into the operator; node.drain reads the
+// cluster's DrainRules from drainRules.
+func builtinExecutors(drainRules *node.DrainRules) []executor.TaskExecutor {
+	return append(node.Executors(drainRules), k8s.Executors()...)
 }

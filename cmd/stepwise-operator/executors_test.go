@@ -31,7 +31,7 @@ func TestInstalledPluginFlagsReachTheHost(t *testing.T) {
 		"--installed-plugin-dir=" + installedDir, "--installed-plugin-checksums=" + installedSums,
 	}))
 	require.NoError(t, opts.validate())
-	registry, plugins, err := loadExecutors(context.Background(), opts, nil, nil)
+	registry, plugins, err := loadExecutors(context.Background(), opts, nil, nil, nil)
 	if plugins != nil {
 		t.Cleanup(plugins.Close)
 	}

@@ -89,7 +89,7 @@ func run(ctx context.Context, opts *options) error {
 		traced = tp
 	}
 	// Plugins start before the engine, and are killed when the operator stops.
-	registry, plugins, err := loadExecutors(ctx, opts, metrics.NewPluginRestarts(reg), traced)
+	registry, plugins, err := loadExecutors(ctx, opts, startDrainRules(ctx, clients.stepwise, opts.resync), metrics.NewPluginRestarts(reg), traced)
 	if plugins != nil {
 		defer plugins.Close()
 	}

@@ -102,7 +102,7 @@ func TestBuiltinExecutorsAreTheOperators(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "executors.go"), []byte(`package main
 
 func builtinExecutors() []executor.TaskExecutor {
-	return append(append(node.Executors(), k8s.Executors()...), cloud.Executors()...)
+	return append(append(node.Executors(nil), k8s.Executors()...), cloud.Executors()...)
 }
 `), 0o644))
 	_, err = renderExecutors(other)

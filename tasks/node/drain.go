@@ -55,6 +55,8 @@ type Drain struct {
 	executor.Base
 	// Clock tells the time; nil means the real clock.
 	Clock clock.PassiveClock
+	// Rules are the cluster's DrainRules; nil: none.
+	Rules *DrainRules
 }
 
 func (Drain) Name() string { return "node.drain" }
@@ -158,7 +160,17 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	if p.replacement == ReplacementSurge {
 		surge = newSurger(ctx, client, req.Pipeline.UID, req.Created)
 	}
-	pods, fates, kept := byRules(list.Pods(), node, p.rules)
+	rules, err := d.Rules.clusterRules()
+	if errors.Is(err, errRulesNotRead) {
+		if d.now().Sub(started) > p.timeout {
+			return contract.Result{}, contract.Permanent("DrainTimeout", fmt.Errorf("node %q not drained within %s: %w", p.node, p.timeout, err))
+		}
+		return contract.Result{RequeueAfter: time.Second, Message: "waiting: " + err.Error(), Outputs: outputs()}, nil
+	}
+	if err != nil {
+		return contract.Result{}, err
+	}
+	pods, fates, kept := byRules(list.Pods(), node, append(rules, p.rules...))
 	if len(pods) == 0 {
 		restored, err := surge.restoreAll()
 		if err != nil {
@@ -312,7 +324,7 @@ func withNotes(message string, notes []string) string {
 // Plan tells which pods Create would evict and which it would leave, as kubectl's drain
 // rules sort the pods on the node now, and which PodDisruptionBudget would hold an eviction
 // back; see planDrain.
-func (Drain) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
+func (d Drain) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
 	client, err := kubeClient(req)
 	if err != nil {
 		return contract.Plan{}, err
@@ -334,6 +346,11 @@ func (Drain) Plan(ctx context.Context, req *executor.Request) (contract.Plan, er
 	if p.replacement == ReplacementSurge {
 		surge = newSurger(ctx, client, req.Pipeline.UID, nil)
 	}
+	rules, err := d.Rules.clusterRules()
+	if err != nil {
+		return contract.Plan{}, err // not read yet: the plan is asked again
+	}
+	p.rules = append(rules, p.rules...)
 	return planDrain(ctx, client, newAudience(ctx, client, req), p, node, surge, seen.pods, list, refusals)
 }
 

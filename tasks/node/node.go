@@ -9,9 +9,10 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 )
 
-// Executors returns the node executors.
-func Executors() []executor.TaskExecutor {
-	return []executor.TaskExecutor{Cordon{}, Drain{}, Delete{}}
+// Executors returns the node executors; node.drain follows the cluster's DrainRules that
+// rules read (nil: none).
+func Executors(rules *DrainRules) []executor.TaskExecutor {
+	return []executor.TaskExecutor{Cordon{}, Drain{Rules: rules}, Delete{}}
 }
 
 // Each node executor tells what it would do (spec.dryRun).

@@ -1,77 +1,125 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/contract"
+	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
 )
 
-// Drain behaviours a rule gives the pods it selects.
+// Drain behaviours a rule gives the pods it selects (v1alpha1.DrainBehavior).
 const (
-	// BehaviorDrain evicts the pods, in the rule's order: every pod of a lower order is
-	// gone before one of a higher order is evicted.
-	BehaviorDrain = "Drain"
-	// BehaviorSkip leaves the pods on the node; the drain ends without them.
-	BehaviorSkip = "Skip"
-	// BehaviorWaitCompleted evicts nothing: the drain waits until the pods complete.
-	BehaviorWaitCompleted = "WaitCompleted"
+	BehaviorDrain         = string(v1alpha1.DrainBehaviorDrain)
+	BehaviorSkip          = string(v1alpha1.DrainBehaviorSkip)
+	BehaviorWaitCompleted = string(v1alpha1.DrainBehaviorWaitCompleted)
 )
 
 // maxDrainRules bounds the rules of one step: each pod is matched against each.
 const maxDrainRules = 32
 
-// drainRule is one rule of node.drain's rules parameter: which pods (by labels, namespace,
-// and the labels of the node they are on) get which behaviour, and in which order.
-type drainRule struct {
-	Name         string                `json:"name,omitempty"`
-	PodSelector  *metav1.LabelSelector `json:"podSelector,omitempty"`
-	Namespaces   []string              `json:"namespaces,omitempty"`
-	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
-	Behavior     string                `json:"behavior"`
-	Order        int32                 `json:"order,omitempty"`
+// DrainRules are the cluster's DrainRules as the operator reads them (an informer's lister),
+// and whether it has read them yet: a drain waits until it has.
+type DrainRules struct {
+	Lister listers.DrainRuleLister
+	Synced cache.InformerSynced
+}
 
+// stepRule is one rule of node.drain's rules parameter: a DrainRule's spec with a name.
+type stepRule struct {
+	Name                   string `json:"name,omitempty"`
+	v1alpha1.DrainRuleSpec `json:",inline"`
+}
+
+// drainRule is a rule ready to match pods: from the cluster's DrainRules or the step's.
+type drainRule struct {
+	name        string
+	spec        v1alpha1.DrainRuleSpec
 	pods, nodes labels.Selector
 }
 
-// parseDrainRules reads the rules parameter: a YAML list of rules, the first that selects a
-// pod deciding it.
+// parseDrainRules reads the rules parameter: a YAML list of rules.
 func parseDrainRules(value string) ([]drainRule, error) {
 	if value == "" {
 		return nil, nil
 	}
-	var rules []drainRule
+	var rules []stepRule
 	if err := yaml.UnmarshalStrict([]byte(value), &rules); err != nil {
 		return nil, invalidParam("rules", fmt.Errorf("is not a list of drain rules: %w", err))
 	}
 	if len(rules) > maxDrainRules {
 		return nil, invalidParam("rules", fmt.Errorf("has %d rules, more than %d", len(rules), maxDrainRules))
 	}
-	for i := range rules {
-		r := &rules[i]
-		if r.Name == "" {
-			r.Name = fmt.Sprintf("rules[%d]", i)
+	out := make([]drainRule, 0, len(rules))
+	for i, r := range rules {
+		name := r.Name
+		if name == "" {
+			name = fmt.Sprintf("rules[%d]", i)
 		}
-		if !slices.Contains([]string{BehaviorDrain, BehaviorSkip, BehaviorWaitCompleted}, r.Behavior) {
-			return nil, invalidParam("rules", fmt.Errorf("rule %s: behavior is %q, not Drain, Skip or WaitCompleted", r.Name, r.Behavior))
+		rule, err := newDrainRule("drain rule "+name, r.DrainRuleSpec)
+		if err != nil {
+			return nil, invalidParam("rules", fmt.Errorf("rule %s: %w", name, err))
 		}
-		if r.Order != 0 && r.Behavior != BehaviorDrain {
-			return nil, invalidParam("rules", fmt.Errorf("rule %s: an order goes with behavior Drain only", r.Name))
-		}
-		var err error
-		if r.pods, err = selectorOf(r.PodSelector); err != nil {
-			return nil, invalidParam("rules", fmt.Errorf("rule %s: podSelector: %w", r.Name, err))
-		}
-		if r.nodes, err = selectorOf(r.NodeSelector); err != nil {
-			return nil, invalidParam("rules", fmt.Errorf("rule %s: nodeSelector: %w", r.Name, err))
-		}
+		out = append(out, rule)
 	}
-	return rules, nil
+	return out, nil
+}
+
+// clusterRules are the cluster's DrainRules, by name, or an error to wait on while the
+// operator has not read them yet. A DrainRule that cannot be used (the schema admits
+// what a selector's parser refuses) is said, not skipped.
+func (r *DrainRules) clusterRules() ([]drainRule, error) {
+	if r == nil {
+		return nil, nil
+	}
+	if !r.Synced() {
+		return nil, errRulesNotRead
+	}
+	objs, err := r.Lister.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list the cluster's DrainRules: %w", err)
+	}
+	slices.SortFunc(objs, func(a, b *v1alpha1.DrainRule) int { return strings.Compare(a.Name, b.Name) })
+	out := make([]drainRule, 0, len(objs))
+	for _, o := range objs {
+		rule, err := newDrainRule("DrainRule "+o.Name, o.Spec)
+		if err != nil {
+			return nil, contract.Permanent("InvalidDrainRule", fmt.Errorf("DrainRule %s: %w", o.Name, err))
+		}
+		out = append(out, rule)
+	}
+	return out, nil
+}
+
+// errRulesNotRead: the operator has not read the cluster's DrainRules yet.
+var errRulesNotRead = errors.New("the operator has not read the cluster's DrainRules yet " +
+	"(its ServiceAccount needs list and watch on drainrules.stepwise.dev)")
+
+func newDrainRule(name string, spec v1alpha1.DrainRuleSpec) (drainRule, error) {
+	r := drainRule{name: name, spec: spec}
+	if !slices.Contains([]v1alpha1.DrainBehavior{v1alpha1.DrainBehaviorDrain, v1alpha1.DrainBehaviorSkip, v1alpha1.DrainBehaviorWaitCompleted}, spec.Behavior) {
+		return r, fmt.Errorf("behavior is %q, not Drain, Skip or WaitCompleted", spec.Behavior)
+	}
+	if spec.Order != 0 && spec.Behavior != v1alpha1.DrainBehaviorDrain {
+		return r, errors.New("an order goes with behavior Drain only")
+	}
+	var err error
+	if r.pods, err = selectorOf(spec.PodSelector.AsMeta()); err != nil {
+		return r, fmt.Errorf("podSelector: %w", err)
+	}
+	if r.nodes, err = selectorOf(spec.NodeSelector.AsMeta()); err != nil {
+		return r, fmt.Errorf("nodeSelector: %w", err)
+	}
+	return r, nil
 }
 
 // selectorOf is s as a selector; no selector selects everything.
@@ -97,13 +145,13 @@ func fateOf(pod *corev1.Pod, node *corev1.Node, rules []drainRule) podFate {
 		return podFate{behavior: BehaviorSkip, by: "label " + v1alpha1.DrainLabel + "=" + v1alpha1.DrainSkip}
 	}
 	for _, r := range rules {
-		if len(r.Namespaces) > 0 && !slices.Contains(r.Namespaces, pod.Namespace) {
+		if len(r.spec.Namespaces) > 0 && !slices.Contains(r.spec.Namespaces, pod.Namespace) {
 			continue
 		}
 		if !r.pods.Matches(labels.Set(pod.Labels)) || !r.nodes.Matches(labels.Set(node.Labels)) {
 			continue
 		}
-		return podFate{behavior: r.Behavior, order: r.Order, by: "drain rule " + r.Name}
+		return podFate{behavior: string(r.spec.Behavior), order: r.spec.Order, by: r.name}
 	}
 	return podFate{behavior: BehaviorDrain}
 }

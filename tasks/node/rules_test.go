@@ -3,16 +3,20 @@ package node
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	listers "github.com/stepwise-dev/stepwise/pkg/generated/listers/stepwise/v1alpha1"
 )
 
 func TestParseDrainRulesRefusesWhatItCannotUse(t *testing.T) {
@@ -141,4 +145,51 @@ func TestDrainPlanFollowsTheRules(t *testing.T) {
 		"wait batch/job-0: until it completes (drain rule jobs)",
 		"evict rook/osd-0: order 10 (drain rule ceph-last)",
 	}, rows)
+}
+
+// clusterRules are DrainRules as the operator's lister has them; synced says whether it
+// has read them.
+func clusterRules(t *testing.T, synced bool, rules ...*v1alpha1.DrainRule) *DrainRules {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, r := range rules {
+		require.NoError(t, indexer.Add(r))
+	}
+	return &DrainRules{Lister: listers.NewDrainRuleLister(indexer), Synced: func() bool { return synced }}
+}
+
+// TestTheClustersDrainRulesComeBeforeTheSteps: a DrainRule an admin wrote decides a pod
+// before the step's rules do, and a drain does not start before the operator has read them.
+func TestTheClustersDrainRulesComeBeforeTheSteps(t *testing.T) {
+	cacheRule := &v1alpha1.DrainRule{ObjectMeta: metav1.ObjectMeta{Name: "node-local-cache"}, Spec: v1alpha1.DrainRuleSpec{
+		Behavior: v1alpha1.DrainBehaviorSkip, PodSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]string{"app": "cache"}}}}
+	stepRules := map[string]string{"node": "n1", "timeout": "1m", "replacement": "None",
+		"rules": "- {name: all, behavior: Drain, order: 5}"}
+
+	client := fake.NewClientset(newNode("n1", true, nil), runningPod("apps", "cache-0", "ReplicaSet", map[string]string{"app": "cache"}), webPod("web-1"))
+	readsEverything(client)
+	evicted := evictions(client, nil)
+	d := Drain{Rules: clusterRules(t, true, cacheRule)}
+	res, err := d.Create(context.Background(), request(t, d, client, stepRules))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"web-1"}, *evicted, "the cache stays, as the DrainRule says, whatever the step's rule")
+	assert.Contains(t, res.Message, "1 pod left on the node by the drain's rules")
+	plan, err := d.Plan(context.Background(), request(t, d, client, stepRules))
+	require.NoError(t, err)
+	assert.Contains(t, plan.Details, contract.PlanItem{Kind: "Pod", Name: "apps/cache-0", Action: "skip", Note: "left by DrainRule node-local-cache"})
+
+	// Not read yet: the drain waits, and says why; past its timeout it fails.
+	clock := testingclock.NewFakeClock(time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC))
+	unread := Drain{Clock: clock, Rules: clusterRules(t, false)}
+	req := request(t, unread, client, stepRules)
+	req.HookStarted = clock.Now()
+	res, err = unread.Create(context.Background(), req)
+	require.NoError(t, err)
+	assert.False(t, res.Done)
+	assert.Contains(t, res.Message, "the operator has not read the cluster's DrainRules yet")
+	assert.Equal(t, []string{"web-1"}, *evicted, "nothing evicted before the rules are read")
+	clock.Step(2 * time.Minute)
+	_, err = unread.Create(context.Background(), req)
+	require.Error(t, err)
+	assert.Equal(t, "DrainTimeout", executor.ReasonFor(err))
 }

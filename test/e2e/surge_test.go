@@ -154,7 +154,7 @@ func TestDrainReplacesASingleReplicaFirst(t *testing.T) {
 	stop()
 	require.Equal(t, v1alpha1.PipelineSucceeded, done.Status.Phase, "%+v", done.Status)
 
-	assert.Equal(t, "1", done.Status.Steps[1].Outputs[node.OutputPodsEvicted])
+	assert.Equal(t, "1", done.Status.Steps[1].Outputs[node.OutputPodsEvicted], "%+v", done.Status.Steps[1])
 	assert.Equal(t, ns+"/web", done.Status.Steps[1].Created["surgedDeployments"], "recorded before it was scaled up, for teardown")
 	watched.mu.Lock()
 	defer watched.mu.Unlock()

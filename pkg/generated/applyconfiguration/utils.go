@@ -48,6 +48,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.BlockerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BlockingObject"):
 		return &stepwisev1alpha1.BlockingObjectApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DrainRule"):
+		return &stepwisev1alpha1.DrainRuleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DrainRuleSpec"):
+		return &stepwisev1alpha1.DrainRuleSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FailureRecord"):
 		return &stepwisev1alpha1.FailureRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("FieldRequirement"):

@@ -35,6 +35,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PipelineTrigger{}, &PipelineTriggerList{},
 		&NodeBudget{}, &NodeBudgetList{},
 		&Approval{}, &ApprovalList{},
+		&DrainRule{}, &DrainRuleList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

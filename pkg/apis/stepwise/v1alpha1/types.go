@@ -556,13 +556,6 @@ type StepStatus struct {
 // on them.
 const KindPodDisruptionBudget = "PodDisruptionBudget"
 
-// DrainLabel on a pod set to DrainSkip leaves the pod on its node when node.drain drains
-// it, whatever the drain's rules say.
-const (
-	DrainLabel = "stepwise.dev/drain"
-	DrainSkip  = "skip"
-)
-
 // KindDeployment is the kind of the blocker node.drain names while it waits for the
 // replacement of a pod it brings up first (replacement Surge): the Deployment it scaled up.
 const KindDeployment = "Deployment"

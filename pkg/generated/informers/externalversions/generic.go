@@ -55,6 +55,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=stepwise.dev, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("approvals"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Stepwise().V1alpha1().Approvals().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("drainrules"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Stepwise().V1alpha1().DrainRules().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("nodebudgets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Stepwise().V1alpha1().NodeBudgets().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("pipelines"):

@@ -26,6 +26,10 @@ type ApprovalListerExpansion interface{}
 // ApprovalNamespaceLister.
 type ApprovalNamespaceListerExpansion interface{}
 
+// DrainRuleListerExpansion allows custom methods to be added to
+// DrainRuleLister.
+type DrainRuleListerExpansion interface{}
+
 // NodeBudgetListerExpansion allows custom methods to be added to
 // NodeBudgetLister.
 type NodeBudgetListerExpansion interface{}

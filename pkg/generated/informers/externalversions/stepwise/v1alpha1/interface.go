@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// Approvals returns a ApprovalInformer.
 	Approvals() TypedApprovalInformer
+	// DrainRules returns a DrainRuleInformer.
+	DrainRules() TypedDrainRuleInformer
 	// NodeBudgets returns a NodeBudgetInformer.
 	NodeBudgets() TypedNodeBudgetInformer
 	// Pipelines returns a PipelineInformer.
@@ -50,6 +52,11 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // Approvals returns a TypedApprovalInformer.
 func (v *version) Approvals() TypedApprovalInformer {
 	return &approvalInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// DrainRules returns a TypedDrainRuleInformer.
+func (v *version) DrainRules() TypedDrainRuleInformer {
+	return &drainRuleInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // NodeBudgets returns a TypedNodeBudgetInformer.

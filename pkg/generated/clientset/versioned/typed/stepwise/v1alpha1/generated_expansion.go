@@ -20,6 +20,8 @@ package v1alpha1
 
 type ApprovalExpansion interface{}
 
+type DrainRuleExpansion interface{}
+
 type NodeBudgetExpansion interface{}
 
 type PipelineExpansion interface{}

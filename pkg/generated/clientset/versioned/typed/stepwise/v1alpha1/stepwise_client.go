@@ -29,6 +29,7 @@ import (
 type StepwiseV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	ApprovalsGetter
+	DrainRulesGetter
 	NodeBudgetsGetter
 	PipelinesGetter
 	PipelineTemplatesGetter
@@ -42,6 +43,10 @@ type StepwiseV1alpha1Client struct {
 
 func (c *StepwiseV1alpha1Client) Approvals(namespace string) ApprovalInterface {
 	return newApprovals(c, namespace)
+}
+
+func (c *StepwiseV1alpha1Client) DrainRules() DrainRuleInterface {
+	return newDrainRules(c)
 }
 
 func (c *StepwiseV1alpha1Client) NodeBudgets() NodeBudgetInterface {

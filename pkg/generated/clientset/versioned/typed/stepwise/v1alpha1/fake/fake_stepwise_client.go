@@ -32,6 +32,10 @@ func (c *FakeStepwiseV1alpha1) Approvals(namespace string) v1alpha1.ApprovalInte
 	return newFakeApprovals(c, namespace)
 }
 
+func (c *FakeStepwiseV1alpha1) DrainRules() v1alpha1.DrainRuleInterface {
+	return newFakeDrainRules(c)
+}
+
 func (c *FakeStepwiseV1alpha1) NodeBudgets() v1alpha1.NodeBudgetInterface {
 	return newFakeNodeBudgets(c)
 }
