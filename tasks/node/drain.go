@@ -267,9 +267,11 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 			return contract.Result{}, failure(a.pods(pod.Namespace), "evict pod "+podKey(pod), "evict a pod in another namespace", err)
 		}
 	}
+	// What this call evicted is done: a Deployment that cannot be scaled back now (its
+	// controller changed it in between) is said, and scaled back at the next call.
 	restored, err := surge.restoreDone(pods)
 	if err != nil {
-		return contract.Result{}, err
+		restored = append(restored, "scaling back at the next call: "+err.Error())
 	}
 	res := contract.Result{RequeueAfter: drainPoll, Message: withNotes(describeLeft(pods, blocked, a), append(restored, note, kept)), Outputs: outputs(),
 		Created: surge.created()}

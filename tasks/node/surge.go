@@ -232,26 +232,36 @@ func (s *surger) restore(key string) (string, error) {
 	return fmt.Sprintf("Deployment %s scaled back to %d replicas", key, rec.Replicas), nil
 }
 
-// scale sets d's replicas and its SurgedByAnnotation (removed when rec is nil) in one
-// merge patch that carries d's resourceVersion, so it fails rather than overwrite a change
-// it has not seen, and returns the Deployment as patched.
+// scale sets d's replicas, from the replicas it has, and its SurgedByAnnotation to rec
+// (removed when rec is nil), in one JSON patch whose tests make it fail rather than act on
+// a Deployment that changed what the drain reads: its replicas, and its annotation as read.
+// The Deployment's status, which its controller writes all the while, is no conflict. It
+// returns the Deployment as patched.
 func (s *surger) scale(d *appsv1.Deployment, replicas int32, rec *surgeRecord) (*appsv1.Deployment, error) {
-	var annotation any // null removes it
-	if rec != nil {
+	annotation := "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(SurgedByAnnotation, "~", "~0"), "/", "~1")
+	ops := []map[string]any{{"op": "test", "path": "/spec/replicas", "value": ptrValue(d.Spec.Replicas, 1)}}
+	if value, ok := d.Annotations[SurgedByAnnotation]; ok {
+		ops = append(ops, map[string]any{"op": "test", "path": annotation, "value": value})
+	}
+	switch _, had := d.Annotations[SurgedByAnnotation]; {
+	case rec != nil:
 		value, err := json.Marshal(rec)
 		if err != nil {
 			return nil, fmt.Errorf("marshal the surge record: %w", err)
 		}
-		annotation = string(value)
+		if d.Annotations == nil {
+			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{}})
+		}
+		ops = append(ops, map[string]any{"op": "add", "path": annotation, "value": string(value)})
+	case had:
+		ops = append(ops, map[string]any{"op": "remove", "path": annotation})
 	}
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": d.ResourceVersion, "annotations": map[string]any{SurgedByAnnotation: annotation}},
-		"spec":     map[string]any{"replicas": replicas},
-	})
+	ops = append(ops, map[string]any{"op": "replace", "path": "/spec/replicas", "value": replicas})
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return nil, fmt.Errorf("marshal the scale patch: %w", err)
 	}
-	scaled, err := s.client.AppsV1().Deployments(d.Namespace).Patch(s.ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "stepwise"})
+	scaled, err := s.client.AppsV1().Deployments(d.Namespace).Patch(s.ctx, d.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "stepwise"})
 	if err != nil {
 		return nil, fmt.Errorf("scale Deployment %s/%s to %d replicas: %w", d.Namespace, d.Name, replicas, err)
 	}

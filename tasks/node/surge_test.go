@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"testing"
 	"time"
@@ -10,9 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -318,4 +321,38 @@ func TestDrainSurgeIsExactlyOnceWhenAResultIsLost(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, int32(4), *deployment(t, client).Spec.Replicas, "never scaled back twice, nor up again")
+}
+
+// TestDrainKeepsWhatItDidWhenTheScaleBackFails: a Deployment that cannot be scaled back in
+// the call that evicted its pod (its controller changed it in between) is scaled back at
+// the next call, and the eviction is counted all the same.
+func TestDrainKeepsWhatItDidWhenTheScaleBackFails(t *testing.T) {
+	client := fake.NewClientset(singleReplica()...)
+	readsEverything(client)
+	evictions(client, nil)
+	d := Drain{}
+	req := request(t, d, client, map[string]string{"node": "n1"})
+	for range 2 { // record, then scale
+		_, err := call(t, d, req)
+		require.NoError(t, err)
+	}
+	setAvailable(t, client, 2)
+	refuse := true
+	client.PrependReactor("patch", "deployments", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse {
+			refuse = false
+			return true, nil, apierrors.NewConflict(appsv1.Resource("deployments"), "web", errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	res, err := call(t, d, req)
+	require.NoError(t, err)
+	assert.Equal(t, "1", res.Outputs[OutputPodsEvicted])
+	assert.Contains(t, res.Message, "scaling back at the next call")
+	assert.Equal(t, int32(2), *deployment(t, client).Spec.Replicas)
+
+	_, err = call(t, d, req)
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), *deployment(t, client).Spec.Replicas)
+	assert.NotContains(t, deployment(t, client).Annotations, SurgedByAnnotation)
 }

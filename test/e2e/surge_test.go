@@ -173,3 +173,105 @@ func TestDrainReplacesASingleReplicaFirst(t *testing.T) {
 	assert.True(t, conditionIs(n, corev1.NodeDrained, corev1.ConditionTrue), "%+v", n.Status.Conditions)
 	assert.True(t, conditionIs(n, corev1.NodeDrainInProgress, corev1.ConditionFalse), "%+v", n.Status.Conditions)
 }
+
+// deploymentOf runs a Deployment of one pod with labels in the pool, and waits until it is
+// available.
+func deploymentOf(t *testing.T, ns, name, pool string, labels map[string]string) {
+	t.Helper()
+	ctx := t.Context()
+	one := int32(1)
+	_, err := cluster.Client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"pool": pool},
+					Containers:   []corev1.Container{{Name: name, Image: "registry.invalid/" + name + ":1"}},
+				},
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		d, err := cluster.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && d.Status.AvailableReplicas == 1, nil
+	})
+	require.NoError(t, err, "the pod of %s never became available", name)
+}
+
+// TestDrainFollowsTheClustersRulesAndTheSkipLabel: a DrainRule puts the pods it selects
+// last, and a pod labelled stepwise.dev/drain=skip stays on the node the drain empties.
+func TestDrainFollowsTheClustersRulesAndTheSkipLabel(t *testing.T) {
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	sa := surgingRetirer(t, ns)
+	retired := poolNode(t, ns)
+	lastLabel := map[string]string{"app": "last", "drain-order": ns} // selects this test's pod only
+	deploymentOf(t, ns, "first", ns, map[string]string{"app": "first"})
+	deploymentOf(t, ns, "last", ns, lastLabel)
+	deploymentOf(t, ns, "cache", ns, map[string]string{"app": "cache", v1alpha1.DrainLabel: v1alpha1.DrainSkip})
+	rule, err := stepwiseClient(t).StepwiseV1alpha1().DrainRules().Create(ctx, &v1alpha1.DrainRule{
+		ObjectMeta: metav1.ObjectMeta{Name: "last-" + ns},
+		Spec: v1alpha1.DrainRuleSpec{Behavior: v1alpha1.DrainBehaviorDrain, Order: 10,
+			PodSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]string{"drain-order": ns}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = stepwiseClient(t).StepwiseV1alpha1().DrainRules().Delete(context.Background(), rule.Name, metav1.DeleteOptions{})
+	})
+
+	// When each app's pod was first seen going from the node.
+	var mu sync.Mutex
+	going := map[string]time.Time{}
+	watchCtx, stop := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		_ = wait.PollUntilContextCancel(watchCtx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			pods, err := cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + retired})
+			if err != nil {
+				return false, nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			// A pod is going once it is terminating or gone (kwok removes an evicted pod
+			// at once): an app whose pod is not on the node and running is going.
+			running := map[string]bool{}
+			for _, p := range pods.Items {
+				running[p.Labels["app"]] = p.DeletionTimestamp == nil
+			}
+			for _, app := range []string{"first", "last", "cache"} {
+				if _, seen := going[app]; !seen && !running[app] {
+					going[app] = time.Now()
+				}
+			}
+			return false, nil
+		})
+	}()
+	p := retirePipeline(ns, sa, retired, map[string]string{"timeout": "3m", "replacement": "None"})
+	p.Spec.Steps = p.Spec.Steps[:2] // cordon, drain: the node stays, to see what is left on it
+	_, err = stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, p, metav1.CreateOptions{})
+	require.NoError(t, err)
+	done := waitPipeline(t, ns, "retire", 3*time.Minute, func(p *v1alpha1.Pipeline) bool {
+		return p.Status.Phase == v1alpha1.PipelineSucceeded || p.Status.Phase == v1alpha1.PipelineFailed
+	})
+	stop()
+	<-watched
+	require.Equal(t, v1alpha1.PipelineSucceeded, done.Status.Phase, "%+v", done.Status)
+	assert.Equal(t, "2", done.Status.Steps[1].Outputs[node.OutputPodsEvicted], "%+v", done.Status.Steps[1])
+	assert.Contains(t, done.Status.Steps[1].Message, "1 pod left on the node by the drain's rules")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Contains(t, going, "first")
+	require.Contains(t, going, "last")
+	assert.True(t, going["first"].Before(going["last"]), "the DrainRule's pod went last: %v", going)
+	assert.NotContains(t, going, "cache", "the skip label kept the cache")
+	pods, err := cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=cache"})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 1)
+	assert.Equal(t, retired, pods.Items[0].Spec.NodeName, "still on the drained node")
+}
