@@ -116,16 +116,22 @@ func (d Drain) now() time.Time {
 	return d.Clock.Now()
 }
 
-func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
+// begin reads what every call of the drain starts from: its client, parameters and node.
+func (d Drain) begin(ctx context.Context, req *executor.Request) (kubernetes.Interface, drainParams, *corev1.Node, error) {
 	client, err := kubeClient(req)
 	if err != nil {
-		return contract.Result{}, err
+		return nil, drainParams{}, nil, err
 	}
 	p, err := parseDrainParams(req)
 	if err != nil {
-		return contract.Result{}, err
+		return nil, p, nil, err
 	}
 	node, err := getNode(ctx, client, p.node)
+	return client, p, node, err
+}
+
+func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Result, error) {
+	client, p, node, err := d.begin(ctx, req)
 	if err != nil {
 		return contract.Result{}, err
 	}
@@ -327,15 +333,7 @@ func withNotes(message string, notes []string) string {
 // rules sort the pods on the node now, and which PodDisruptionBudget would hold an eviction
 // back; see planDrain.
 func (d Drain) Plan(ctx context.Context, req *executor.Request) (contract.Plan, error) {
-	client, err := kubeClient(req)
-	if err != nil {
-		return contract.Plan{}, err
-	}
-	p, err := parseDrainParams(req)
-	if err != nil {
-		return contract.Plan{}, err
-	}
-	node, err := getNode(ctx, client, p.node)
+	client, p, node, err := d.begin(ctx, req)
 	if err != nil {
 		return contract.Plan{}, err
 	}

@@ -24,17 +24,18 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 )
 
-// nodeRetirer creates a ServiceAccount with what node retirement needs, cluster-wide.
-func nodeRetirer(t *testing.T, ns string) string {
+// nodeRetirer creates a ServiceAccount with what node retirement needs, cluster-wide, and
+// the more rules given.
+func nodeRetirer(t *testing.T, ns string, more ...rbacv1.PolicyRule) string {
 	t.Helper()
 	const sa = "retirer"
 	cluster.ServiceAccount(t, ns, sa)
-	cluster.GrantClusterWide(t, ns, sa, "retirer-"+ns,
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch", "delete"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "delete"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
-		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get"}},
-	)
+	cluster.GrantClusterWide(t, ns, sa, "retirer-"+ns, append([]rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get"}},
+	}, more...)...)
 	return sa
 }
 

@@ -24,52 +24,25 @@ import (
 // get and patch Deployments) and the drain's Node conditions need (patch nodes/status).
 func surgingRetirer(t *testing.T, ns string) string {
 	t.Helper()
-	const sa = "retirer"
-	cluster.ServiceAccount(t, ns, sa)
-	cluster.GrantClusterWide(t, ns, sa, "surging-retirer-"+ns,
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch", "delete"}},
+	return nodeRetirer(t, ns,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "delete"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
-		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets", "replicasets"}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch"}},
 	)
-	return sa
 }
 
-// singleReplicaWithBudget runs a Deployment of one pod in the pool, under a PDB of
-// minAvailable 1, and waits until the pod is available.
+// singleReplicaWithBudget runs a Deployment web of one pod in the pool, under a PDB of
+// minAvailable 1.
 func singleReplicaWithBudget(t *testing.T, ns, pool string) {
 	t.Helper()
-	ctx := t.Context()
-	labels := map[string]string{"app": "web"}
-	one32 := int32(1)
-	_, err := cluster.Client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &one32,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"pool": pool},
-					Containers:   []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}},
-				},
-			},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	deploymentOf(t, ns, "web", pool, map[string]string{"app": "web"})
 	one := intstr.FromInt32(1)
-	_, err = cluster.Client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+	_, err := cluster.Client.PolicyV1().PodDisruptionBudgets(ns).Create(t.Context(), &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-pdb"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		d, err := cluster.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-		return err == nil && d.Status.AvailableReplicas == 1, nil
-	})
-	require.NoError(t, err, "the pod of web never became available")
+	waitBudgetHealthy(t, ns, "web-pdb", 1)
 }
 
 // availability watches the Deployment web of ns until stopped: the fewest replicas it
