@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -247,4 +248,47 @@ func TestDrainFollowsTheClustersRulesAndTheSkipLabel(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pods.Items, 1)
 	assert.Equal(t, retired, pods.Items[0].Spec.NodeName, "still on the drained node")
+}
+
+// TestADrainTornDownWhileItWaitsOnAReplacementScalesBack: with no other node for the
+// replacement, the drain waits on the Deployment it scaled up, and says so (kubectl
+// stepwise why); the pipeline deleted then, its teardown scales the Deployment back and
+// uncordons the node, and the pod was never evicted.
+func TestADrainTornDownWhileItWaitsOnAReplacementScalesBack(t *testing.T) {
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	sa := surgingRetirer(t, ns)
+	retired := poolNode(t, ns)
+	singleReplicaWithBudget(t, ns, ns)
+
+	p := retirePipeline(ns, sa, retired, map[string]string{"timeout": "5m"})
+	_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Create(ctx, p, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitPipeline(t, ns, "retire", 90*time.Second, func(p *v1alpha1.Pipeline) bool {
+		return len(p.Status.BlockedBy) == 1 && p.Status.BlockedBy[0].Kind == v1alpha1.KindDeployment
+	})
+	d, err := cluster.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), *d.Spec.Replicas, "scaled up for the replacement")
+	code, out, errOut := stepwiseCLI(t, cluster.Kubeconfig, "why", "retire", "-n", ns)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `Deployment\s+drain\s+`+ns+`/web\s+.*every replica of Deployment `+ns+`/web`, out)
+
+	require.NoError(t, stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Delete(ctx, "retire", metav1.DeleteOptions{}))
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := stepwiseClient(t).StepwiseV1alpha1().Pipelines(ns).Get(ctx, "retire", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	require.NoError(t, err, "the pipeline's teardown did not finish; operator log %s", operator.Log)
+	d, err = cluster.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), *d.Spec.Replicas, "scaled back in teardown")
+	assert.NotContains(t, d.Annotations, node.SurgedByAnnotation)
+	n, err := cluster.Client.CoreV1().Nodes().Get(ctx, retired, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, n.Spec.Unschedulable, "uncordoned in teardown")
+	assert.False(t, conditionIs(n, corev1.NodeDrainInProgress, corev1.ConditionTrue), "%+v", n.Status.Conditions)
+	pods, err := cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + retired})
+	require.NoError(t, err)
+	assert.Len(t, pods.Items, 1, "the pod was never evicted")
 }
