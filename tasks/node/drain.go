@@ -216,6 +216,22 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 			blockers = append(blockers, b)
 		}
 	}
+	// holdForReplacement tells whether pod waits for its replacement (refused: its budget
+	// refused its eviction), and records why.
+	holdForReplacement := func(pod *corev1.Pod, refused bool) (bool, error) {
+		h, err := surge.prepare(pod, pods, refused)
+		switch {
+		case err != nil:
+			return false, failure(a.pods(pod.Namespace), "replace pod "+podKey(pod), "replace a pod in another namespace", err)
+		case h == nil:
+			return false, nil
+		}
+		blocked[podKey(pod)] = h.cause
+		if h.blocker != nil && a.deployments(pod.Namespace) {
+			block(*h.blocker)
+		}
+		return true, nil
+	}
 	for i := range pods {
 		pod := &pods[i]
 		if pod.DeletionTimestamp != nil {
@@ -233,13 +249,9 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 			blocked[podKey(pod)] = why
 			continue
 		}
-		if h, err := surge.prepare(pod, pods, false); err != nil || h != nil {
+		if held, err := holdForReplacement(pod, false); err != nil || held {
 			if err != nil {
-				return contract.Result{}, failure(a.pods(pod.Namespace), "replace pod "+podKey(pod), "replace a pod in another namespace", err)
-			}
-			blocked[podKey(pod)] = h.cause
-			if h.blocker != nil && a.deployments(pod.Namespace) {
-				block(*h.blocker)
+				return contract.Result{}, err
 			}
 			continue
 		}
@@ -250,13 +262,9 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 			pod.DeletionTimestamp = &metav1.Time{Time: d.now()}
 		case apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err):
-			if h, err := surge.prepare(pod, pods, true); err != nil || h != nil {
+			if held, err := holdForReplacement(pod, true); err != nil || held {
 				if err != nil {
-					return contract.Result{}, failure(a.pods(pod.Namespace), "replace pod "+podKey(pod), "replace a pod in another namespace", err)
-				}
-				blocked[podKey(pod)] = h.cause
-				if h.blocker != nil && a.deployments(pod.Namespace) {
-					block(*h.blocker)
+					return contract.Result{}, err
 				}
 				continue
 			}

@@ -104,10 +104,10 @@ func (r *pluginRun) run(ctx context.Context, stderr io.Writer) (*pluginRunReport
 // again (the hook waits, and --until-done); the error is the command's.
 func (r *pluginRun) call(ctx context.Context, c *client.Client, name string, req *contract.Request, report *pluginRunReport) (bool, error) {
 	res, err := c.Run(ctx, r.executor, req)
-	if ctx.Err() != nil {
+	if timedOut(ctx, time.Now()) {
 		// --timeout passed. The plugin gets the same deadline and may answer "Timeout" a
 		// moment before gRPC reports ours; either way the hook did not answer in time.
-		return false, r.callError(name, "run hook "+string(r.hook), ctx.Err())
+		return false, r.callError(name, "run hook "+string(r.hook), context.DeadlineExceeded)
 	}
 	switch client.StageOf(err) {
 	case client.NotSent: // too large for the protocol: the step fails so
@@ -252,6 +252,14 @@ func (r *pluginRun) request(decl []contract.Parameter, stderr io.Writer) (*contr
 		HookStarted:        r.hookStarted,
 		StepStarted:        r.stepStarted,
 	}, nil
+}
+
+// timedOut tells whether ctx's deadline has passed at now. The clock decides, not only
+// ctx.Err(): on a loaded machine the timer that sets Err runs late, and the plugin's answer
+// to the same deadline can come back first.
+func timedOut(ctx context.Context, now time.Time) bool {
+	deadline, ok := ctx.Deadline()
+	return ctx.Err() != nil || (ok && !now.Before(deadline))
 }
 
 // callError explains a call to the plugin that failed: the client's error names the
