@@ -110,6 +110,7 @@ func conditionIs(n *corev1.Node, kind corev1.NodeConditionType, status corev1.Co
 // extra pod, and with its replicas back at one after the drain; the Node says DrainInProgress
 // while it is drained, then Drained. (The Node is kept, to read its conditions at the end.)
 func TestDrainReplacesASingleReplicaFirst(t *testing.T) {
+	t.Parallel() // its own nodes, namespace and Deployments; its DrainRule selects its own pod only
 	ctx := t.Context()
 	ns := cluster.CreateNamespace(t)
 	sa := surgingRetirer(t, ns)
@@ -179,6 +180,7 @@ func deploymentOf(t *testing.T, ns, name, pool string, labels map[string]string)
 // TestDrainFollowsTheClustersRulesAndTheSkipLabel: a DrainRule puts the pods it selects
 // last, and a pod labelled stepwise.dev/drain=skip stays on the node the drain empties.
 func TestDrainFollowsTheClustersRulesAndTheSkipLabel(t *testing.T) {
+	t.Parallel() // its own nodes, namespace and Deployments; its DrainRule selects its own pod only
 	ctx := t.Context()
 	ns := cluster.CreateNamespace(t)
 	sa := surgingRetirer(t, ns)
@@ -255,6 +257,7 @@ func TestDrainFollowsTheClustersRulesAndTheSkipLabel(t *testing.T) {
 // stepwise why); the pipeline deleted then, its teardown scales the Deployment back and
 // uncordons the node, and the pod was never evicted.
 func TestADrainTornDownWhileItWaitsOnAReplacementScalesBack(t *testing.T) {
+	t.Parallel() // its own nodes, namespace and Deployments; its DrainRule selects its own pod only
 	ctx := t.Context()
 	ns := cluster.CreateNamespace(t)
 	sa := surgingRetirer(t, ns)
