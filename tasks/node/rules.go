@@ -177,8 +177,7 @@ func orderNow(pods []corev1.Pod, fates map[string]podFate) (int32, bool) {
 // or "" when it is.
 func holdOf(f podFate, order int32) string {
 	switch {
-	case f.behavior == BehaviorWaitCompleted:
-		// A pod that completed is not left: fates of completed pods are dropped before.
+	case f.behavior == BehaviorWaitCompleted: // a completed one never gets here (byRules)
 		return "waits for it to complete (" + f.by + ")"
 	case f.behavior == BehaviorDrain && f.order > order:
 		return fmt.Sprintf("evicted after the pods of order %d (%s, order %d)", order, f.by, f.order)
