@@ -71,8 +71,17 @@ type upOptions struct {
 	kwokStages string
 	node       bool
 	nodeImages []string
-	timeout    time.Duration
+	// alpha serves the alpha APIs the product uses where a cluster serves them.
+	alpha   bool
+	timeout time.Duration
 }
+
+// The alpha features the product uses where a cluster serves them, and the API versions
+// they serve: the EvictionRequest API, which node.drain asks through.
+const (
+	alphaFeatureGates  = "EvictionRequestAPI=true"
+	alphaRuntimeConfig = "lifecycle.k8s.io/v1alpha1=true"
+)
 
 func runUp(args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
@@ -82,6 +91,7 @@ func runUp(args []string) error {
 	fs.StringVar(&o.kwokStages, "kwok-stages", "", "path to kwok's stage config (required with --kwok)")
 	fs.BoolVar(&o.node, "node", false, "also start a node that runs containers: containerd and a kubelet (needs root and `make node-deps`)")
 	images := fs.String("node-images", "", "with --node: OCI archives (comma-separated) to load into the node's containerd; the pause image ("+pauseImage+") must be one")
+	fs.BoolVar(&o.alpha, "alpha", true, "serve the alpha APIs the product uses where a cluster serves them ("+alphaFeatureGates+", "+alphaRuntimeConfig+"); --alpha=false starts a cluster without them")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the cluster to become ready")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -243,31 +253,35 @@ func start(ctx context.Context, l layout, o upOptions) error {
 		return err
 	}
 
-	if err := run("kube-apiserver", self, "kube-apiserver",
-		"--etcd-servers="+etcdURL,
+	apiserverArgs := []string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		// Loopback is a valid advertise address only without an endpoint
 		// reconciler; nothing in this cluster dials the `kubernetes`
 		// Service, so its endpoints are not needed.
 		"--advertise-address=127.0.0.1",
 		"--endpoint-reconciler-type=none",
-		"--secure-port="+strconv.Itoa(apiPort),
-		"--tls-cert-file="+creds.serverCert,
-		"--tls-private-key-file="+creds.serverKey,
-		"--token-auth-file="+creds.tokenFile,
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--tls-cert-file=" + creds.serverCert,
+		"--tls-private-key-file=" + creds.serverKey,
+		"--token-auth-file=" + creds.tokenFile,
 		// Node: the kubelet's own rights, by its certificate's name.
 		"--authorization-mode=Node,RBAC",
-		"--client-ca-file="+creds.caCert,
+		"--client-ca-file=" + creds.caCert,
 		// kubectl logs, exec and port-forward reach the node's kubelet at its InternalIP
 		// (its name resolves nowhere), as a client the kubelet authorizes.
-		"--kubelet-client-certificate="+creds.apiserverKubeletCert,
-		"--kubelet-client-key="+creds.apiserverKubeletKey,
+		"--kubelet-client-certificate=" + creds.apiserverKubeletCert,
+		"--kubelet-client-key=" + creds.apiserverKubeletKey,
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+creds.saKey,
-		"--service-account-signing-key-file="+creds.saKey,
+		"--service-account-key-file=" + creds.saKey,
+		"--service-account-signing-key-file=" + creds.saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
-	); err != nil {
+	}
+	if o.alpha {
+		apiserverArgs = append(apiserverArgs, "--feature-gates="+alphaFeatureGates, "--runtime-config="+alphaRuntimeConfig)
+	}
+	if err := run("kube-apiserver", self, append([]string{"kube-apiserver"}, apiserverArgs...)...); err != nil {
 		return err
 	}
 	if err := writeKubeconfig(l.kubeconfig(), "https://127.0.0.1:"+strconv.Itoa(apiPort), creds.caCert, &clientcmdapi.AuthInfo{Token: creds.adminToken}); err != nil {

@@ -91,6 +91,10 @@ func unblockObject(o v1alpha1.BlockingObject) string {
 		return fmt.Sprintf("the replacement the drain brought up is available: every replica of Deployment %s/%s (kubectl rollout status deployment/%s -n %s)",
 			o.Namespace, o.Name, o.Name, o.Namespace)
 	}
+	if o.Kind == v1alpha1.KindEvictionRequest {
+		return fmt.Sprintf("the pod's eviction responders hand it off and it goes, or their time (the drain's handoffTimeout) passes and the drain evicts it (kubectl get evictionrequest %s -n %s)",
+			o.Name, o.Namespace)
+	}
 	return "the " + o.Kind + " lets the step go on"
 }
 

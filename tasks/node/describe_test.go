@@ -19,8 +19,8 @@ func TestDescribe(t *testing.T) {
 		{Cordon{}, []string{"node"}, []string{"node"}, map[string]string{"node": "n1"}},
 		{
 			Drain{},
-			[]string{"node", "timeout", "policy", "replacement", "podSelector", "rules", "gracePeriodSeconds", "deleteEmptyDirData"}, []string{"node"},
-			map[string]string{"node": "n1", "timeout": "1m", "policy": "Force", "replacement": "Surge", "podSelector": "app=web",
+			[]string{"node", "timeout", "policy", "replacement", "handoffTimeout", "podSelector", "rules", "gracePeriodSeconds", "deleteEmptyDirData"}, []string{"node"},
+			map[string]string{"node": "n1", "timeout": "1m", "policy": "Force", "replacement": "Surge", "handoffTimeout": "2m", "podSelector": "app=web",
 				"rules": "- {podSelector: {matchLabels: {app: ceph}}, behavior: Drain, order: 10}", "gracePeriodSeconds": "30", "deleteEmptyDirData": "true"},
 		},
 		{Delete{}, []string{"node"}, []string{"node"}, map[string]string{"node": "n1"}},

@@ -37,6 +37,11 @@ const (
 	PolicyForce = "Force" // the pods left are deleted, ignoring PodDisruptionBudgets
 )
 
+// defaultHandoffTimeout is how long a pod's eviction responders have to hand off, by
+// default: long enough for a controller to bring a replacement up, short of the drain's
+// own default timeout.
+const defaultHandoffTimeout = 5 * time.Minute
+
 // drainPoll is how often a drain looks at the pods left.
 const drainPoll = 5 * time.Second
 
@@ -66,6 +71,7 @@ type drainParams struct {
 	timeout            time.Duration
 	policy             string
 	replacement        string
+	handoffTimeout     time.Duration
 	podSelector        string
 	gracePeriodSeconds int
 	deleteEmptyDirData bool
@@ -85,6 +91,7 @@ func parseDrainParams(req *executor.Request) (drainParams, error) {
 		timeout:            req.Duration("timeout"),
 		policy:             req.String("policy"),
 		replacement:        req.String("replacement"),
+		handoffTimeout:     req.Duration("handoffTimeout"),
 		podSelector:        req.String("podSelector"),
 		gracePeriodSeconds: int(req.Int("gracePeriodSeconds")),
 		deleteEmptyDirData: req.Bool("deleteEmptyDirData"),
@@ -97,8 +104,14 @@ func parseDrainParams(req *executor.Request) (drainParams, error) {
 	if p.replacement == "" {
 		p.replacement = ReplacementSurge // as declared, for a caller that skipped the engine's defaults
 	}
+	if _, set := req.Params["handoffTimeout"]; !set {
+		p.handoffTimeout = defaultHandoffTimeout // as declared, for a caller that skipped the engine's defaults
+	}
 	if p.timeout <= 0 {
 		return p, invalidParam("timeout", fmt.Errorf("is %q, not a positive duration such as 10m", req.String("timeout")))
+	}
+	if p.handoffTimeout <= 0 {
+		return p, invalidParam("handoffTimeout", fmt.Errorf("is %q, not a positive duration such as 5m", req.String("handoffTimeout")))
 	}
 	if _, err := labels.Parse(p.podSelector); err != nil {
 		return p, invalidParam("podSelector", fmt.Errorf("is not a label selector: %w", err))
@@ -166,6 +179,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	if p.replacement == ReplacementSurge {
 		surge = newSurger(ctx, client, req.Pipeline.UID, req.Created)
 	}
+	ask := newHandoff(ctx, client, p.handoffTimeout, d.now(), req.Created)
 	rules, err := d.Rules.clusterRules()
 	if errors.Is(err, errRulesNotRead) {
 		if d.now().Sub(started) > p.timeout {
@@ -178,7 +192,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 	}
 	pods, fates, kept := byRules(list.Pods(), node, append(rules, p.rules...))
 	if len(pods) == 0 {
-		restored, err := surge.restoreAll()
+		restored, err := undo(surge, ask)
 		if err != nil {
 			return contract.Result{}, err
 		}
@@ -191,9 +205,9 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 
 	overdue := d.now().Sub(started) > p.timeout
 	if overdue && p.policy == PolicyFail {
-		// The drain ends here: what it scaled up goes back first, and a failure to do so
-		// is retried before the step fails.
-		restored, err := surge.restoreAll()
+		// The drain ends here: what it scaled up goes back first, and what it asked for is
+		// withdrawn; a failure to do either is retried before the step fails.
+		restored, err := undo(surge, ask)
 		if err != nil {
 			return contract.Result{}, err
 		}
@@ -249,6 +263,16 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 			blocked[podKey(pod)] = why
 			continue
 		}
+		if h, err := ask.ask(pod); err != nil || h != nil {
+			if err != nil {
+				return contract.Result{}, failure(a.pods(pod.Namespace), "ask for the eviction of pod "+podKey(pod), "ask for the eviction of a pod in another namespace", err)
+			}
+			blocked[podKey(pod)] = h.cause
+			if h.blocker != nil && a.pods(pod.Namespace) {
+				block(*h.blocker)
+			}
+			continue
+		}
 		if held, err := holdForReplacement(pod, false); err != nil || held {
 			if err != nil {
 				return contract.Result{}, err
@@ -270,10 +294,10 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 			}
 			b, named := refusingBudget(pod.Namespace, err)
 			if named && !a.budgets(pod.Namespace) {
-				blocked[podKey(pod)] = surge.withWhy(pod, "eviction refused by a PodDisruptionBudget")
+				blocked[podKey(pod)] = ask.withWhy(pod, surge.withWhy(pod, "eviction refused by a PodDisruptionBudget"))
 				continue
 			}
-			blocked[podKey(pod)] = surge.withWhy(pod, disruptionCause(err))
+			blocked[podKey(pod)] = ask.withWhy(pod, surge.withWhy(pod, disruptionCause(err)))
 			if named {
 				block(b)
 			}
@@ -288,7 +312,7 @@ func (d Drain) Create(ctx context.Context, req *executor.Request) (contract.Resu
 		restored = append(restored, "scaling back at the next call: "+err.Error())
 	}
 	res := contract.Result{RequeueAfter: drainPoll, Message: withNotes(describeLeft(pods, blocked, a), append(restored, note, kept)), Outputs: outputs(),
-		Created: surge.created()}
+		Created: mergeCreated(surge.created(), ask.created())}
 	return res.Blocked(blockers...), nil
 }
 
@@ -300,11 +324,17 @@ func (d Drain) Delete(ctx context.Context, req *executor.Request) (contract.Resu
 	if err != nil {
 		return contract.Result{}, err
 	}
-	var notes []string
+	var surge *surger
 	if req.Created[createdSurged] != "" {
-		if notes, err = newSurger(ctx, client, req.Pipeline.UID, req.Created).restoreAll(); err != nil {
-			return contract.Result{}, err
-		}
+		surge = newSurger(ctx, client, req.Pipeline.UID, req.Created)
+	}
+	var ask *handoff
+	if req.Created[createdEvictionRequests] != "" {
+		ask = newHandoff(ctx, client, 0, d.now(), req.Created)
+	}
+	notes, err := undo(surge, ask)
+	if err != nil {
+		return contract.Result{}, err
 	}
 	name, err := nodeName(req)
 	if err != nil {
@@ -324,6 +354,31 @@ func (d Drain) Delete(ctx context.Context, req *executor.Request) (contract.Resu
 		notes = append(notes, note)
 	}
 	return contract.Done(withNotes("", notes)), nil
+}
+
+// undo scales back what the drain scaled up and withdraws what it asked for, when it ends,
+// fails or is torn down, and says what it did.
+func undo(surge *surger, ask *handoff) ([]string, error) {
+	restored, err := surge.restoreAll()
+	if err != nil {
+		return restored, err
+	}
+	withdrawn, err := ask.withdrawAll()
+	return append(restored, withdrawn), err
+}
+
+// mergeCreated is the created records of the drain's parts in one.
+func mergeCreated(records ...map[string]string) map[string]string {
+	var merged map[string]string
+	for _, r := range records {
+		for k, v := range r {
+			if merged == nil {
+				merged = map[string]string{}
+			}
+			merged[k] = v
+		}
+	}
+	return merged
 }
 
 // withNotes is message followed by the notes that are not empty, each after "; ".
@@ -359,7 +414,8 @@ func (d Drain) Plan(ctx context.Context, req *executor.Request) (contract.Plan, 
 		return contract.Plan{}, err // not read yet: the plan is asked again
 	}
 	p.rules = append(rules, p.rules...)
-	return planDrain(ctx, client, newAudience(ctx, client, req), p, node, surge, seen.pods, list, refusals)
+	ask := newHandoff(ctx, client, p.handoffTimeout, d.now(), nil)
+	return planDrain(ctx, client, newAudience(ctx, client, req), p, node, firsts{surge, ask}, seen.pods, list, refusals)
 }
 
 // helper is kubectl's drain as node.drain runs it, acting through client.
@@ -528,7 +584,8 @@ func isAPIError(errs []error) bool {
 func (Drain) Describe() contract.Description {
 	return contract.Description{
 		Description: "Evicts the node's pods with the Eviction API, honouring PodDisruptionBudgets " +
-			"(DaemonSet pods stay), a replacement first where an eviction would leave a Deployment without an available replica; " +
+			"(DaemonSet pods stay), a replacement first where an eviction would leave a Deployment without an available replica, " +
+			"a hand-off first through the EvictionRequest API where the cluster serves it and the pod names eviction responders; " +
 			"sets the Node's DrainInProgress and Drained conditions; outputs podsEvicted.",
 		Parameters: []contract.Parameter{
 			nodeParam(),
@@ -540,6 +597,10 @@ func (Drain) Describe() contract.Description {
 				Description: "For a pod whose Deployment would be left with no available replica, or whose PodDisruptionBudget refuses its eviction: " +
 					"Surge (default) scales the Deployment up first, evicts the pod once the replacement is available on another node, " +
 					"and scales it back (in teardown too); None evicts and waits, as kubectl drain. StatefulSet and bare pods are never surged."},
+			{Name: "handoffTimeout", Type: contract.ParamDuration, Default: defaultHandoffTimeout.String(),
+				Description: "Where the cluster serves the EvictionRequest API (lifecycle.k8s.io/v1alpha1), a pod that names eviction responders " +
+					"(spec.evictionResponders) is asked for through an EvictionRequest, so that its own controller hands it off; " +
+					"the pod is evicted with the Eviction API if they have not within this time, or the request failed."},
 			{Name: "podSelector", Type: contract.ParamString,
 				Description: "Label selector: drain only the pods it matches."},
 			{Name: "rules", Type: contract.ParamYAML,

@@ -33,13 +33,13 @@ func TestDrainReadsWhatItDeclares(t *testing.T) {
 	}{
 		{
 			"every parameter",
-			map[string]string{"node": "n1", "timeout": "1m", "policy": "Force", "replacement": "None", "podSelector": "app=web", "gracePeriodSeconds": "30", "deleteEmptyDirData": "true"},
-			drainParams{node: "n1", timeout: time.Minute, policy: PolicyForce, replacement: ReplacementNone, podSelector: "app=web", gracePeriodSeconds: 30, deleteEmptyDirData: true},
+			map[string]string{"node": "n1", "timeout": "1m", "policy": "Force", "replacement": "None", "handoffTimeout": "30s", "podSelector": "app=web", "gracePeriodSeconds": "30", "deleteEmptyDirData": "true"},
+			drainParams{node: "n1", timeout: time.Minute, policy: PolicyForce, replacement: ReplacementNone, handoffTimeout: 30 * time.Second, podSelector: "app=web", gracePeriodSeconds: 30, deleteEmptyDirData: true},
 		},
 		{
 			"the defaults",
 			map[string]string{"node": "n1"},
-			drainParams{node: "n1", timeout: 10 * time.Minute, policy: PolicyFail, replacement: ReplacementSurge, gracePeriodSeconds: -1},
+			drainParams{node: "n1", timeout: 10 * time.Minute, policy: PolicyFail, replacement: ReplacementSurge, handoffTimeout: 5 * time.Minute, gracePeriodSeconds: -1},
 		},
 	}
 	for _, tt := range tests {
@@ -57,6 +57,7 @@ func TestDrainReadsWhatItDeclares(t *testing.T) {
 	got, err := parseDrainParams(req)
 	require.NoError(t, err)
 	assert.Equal(t, -1, got.gracePeriodSeconds)
+	assert.Equal(t, defaultHandoffTimeout, got.handoffTimeout)
 }
 
 func managedPod(name string) *corev1.Pod {

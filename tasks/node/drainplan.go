@@ -21,11 +21,18 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 )
 
+// firsts is what may come before a pod's eviction: its replacement (surge, nil under
+// replacement None) or its responders' hand-off (ask).
+type firsts struct {
+	surge *surger
+	ask   *handoff
+}
+
 // planDrain is node.drain's plan: a row per pod kubectl's drain listed (seen), evicted,
-// replaced first (surge, nil under replacement None) or left as its rules sorted them
-// (list, refusals), and a row per PodDisruptionBudget that guards a pod it would evict;
-// what a may not name is counted in a row per action.
-func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p drainParams, node *corev1.Node, surge *surger, seen []corev1.Pod,
+// handed off or replaced first, or left as its rules sorted them (list, refusals), and a
+// row per PodDisruptionBudget that guards a pod it would evict; what a may not name is
+// counted in a row per action.
+func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p drainParams, node *corev1.Node, first firsts, seen []corev1.Pod,
 	list *drain.PodDeleteList, refusals map[string]string) (contract.Plan, error) {
 	evictable := map[string]bool{}
 	for _, pod := range list.Pods() {
@@ -66,7 +73,7 @@ func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p 
 	}
 
 	var plan contract.Plan
-	var waiting, daemons, mirrors, others, replaced int
+	var waiting, daemons, mirrors, others, replaced, handedOff int
 	hidden := map[string]*unnamed{}
 	for i := range seen {
 		pod := &seen[i]
@@ -87,13 +94,21 @@ func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p 
 			if f, ok := ruled[key]; ok && f.order != 0 {
 				row.Note = fmt.Sprintf("order %d (%s)", f.order, f.by)
 			}
+			if note, asked, err := first.ask.wouldAsk(pod); err != nil || asked {
+				if err != nil {
+					return contract.Plan{}, err
+				}
+				row.Action, row.Note = "hand off first", joinNotes(row.Note, note)
+				handedOff++
+				break
+			}
 			by := budgets.blockers[key]
-			note, first, err := surge.wouldSurge(pod, seen, len(by) > 0)
+			note, surged, err := first.surge.wouldSurge(pod, seen, len(by) > 0)
 			if err != nil {
 				return contract.Plan{}, err
 			}
 			switch {
-			case first:
+			case surged:
 				row.Action, row.Note = "surge first", joinNotes(row.Note, note)
 				replaced++
 			case len(by) > 0:
@@ -117,7 +132,7 @@ func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p 
 		}
 		plan.Details = append(plan.Details, row)
 	}
-	for _, action := range []string{"surge first", "evict", "wait", "skip"} {
+	for _, action := range []string{"hand off first", "surge first", "evict", "wait", "skip"} {
 		if u := hidden[action]; u != nil {
 			plan.Details = append(plan.Details, unnamedRow("Pod", action, u.of("pod")))
 		}
@@ -150,6 +165,9 @@ func planDrain(ctx context.Context, client kubernetes.Interface, a *audience, p 
 	}
 	if replaced > 0 {
 		fmt.Fprintf(&b, "; %d replaced first (a Deployment scaled up until the replacement is available)", replaced)
+	}
+	if handedOff > 0 {
+		fmt.Fprintf(&b, "; %d handed off first (their eviction responders asked through EvictionRequests)", handedOff)
 	}
 	plan.Summary = b.String()
 	plan.Outputs = map[string]string{OutputPodsEvicted: strconv.Itoa(len(evict))}

@@ -22,14 +22,15 @@ import (
 )
 
 // surgingRetirer is nodeRetirer with the rights a replacement first needs (get ReplicaSets,
-// get and patch Deployments) and the drain's Node conditions need (patch nodes/status).
-func surgingRetirer(t *testing.T, ns string) string {
+// get and patch Deployments) and the drain's Node conditions need (patch nodes/status), and
+// the more rules given.
+func surgingRetirer(t *testing.T, ns string, more ...rbacv1.PolicyRule) string {
 	t.Helper()
-	return nodeRetirer(t, ns,
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}},
-		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get"}},
-		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch"}},
-	)
+	return nodeRetirer(t, ns, append([]rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch"}},
+	}, more...)...)
 }
 
 // singleReplicaWithBudget runs a Deployment web of one pod in the pool, under a PDB of
@@ -37,13 +38,20 @@ func surgingRetirer(t *testing.T, ns string) string {
 func singleReplicaWithBudget(t *testing.T, ns, pool string) {
 	t.Helper()
 	deploymentOf(t, ns, "web", pool, map[string]string{"app": "web"})
+	budgetOfOne(t, ns, "web")
+}
+
+// budgetOfOne puts the pod of Deployment app under a PDB APP-pdb of minAvailable 1, and
+// waits until the budget counts it.
+func budgetOfOne(t *testing.T, ns, app string) {
+	t.Helper()
 	one := intstr.FromInt32(1)
 	_, err := cluster.Client.PolicyV1().PodDisruptionBudgets(ns).Create(t.Context(), &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-pdb"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: app + "-pdb"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	waitBudgetHealthy(t, ns, "web-pdb", 1)
+	waitBudgetHealthy(t, ns, app+"-pdb", 1)
 }
 
 // availability watches the Deployment web of ns until stopped: the fewest replicas it
@@ -149,24 +157,25 @@ func TestDrainReplacesASingleReplicaFirst(t *testing.T) {
 	assert.True(t, conditionIs(n, corev1.NodeDrainInProgress, corev1.ConditionFalse), "%+v", n.Status.Conditions)
 }
 
-// deploymentOf runs a Deployment of one pod with labels in the pool, and waits until it is
-// available.
-func deploymentOf(t *testing.T, ns, name, pool string, labels map[string]string) {
+// deploymentOf runs a Deployment of one pod with labels in the pool, its pod spec changed
+// by edits, and waits until it is available.
+func deploymentOf(t *testing.T, ns, name, pool string, labels map[string]string, edits ...func(*corev1.PodSpec)) {
 	t.Helper()
 	ctx := t.Context()
 	one := int32(1)
+	spec := corev1.PodSpec{
+		NodeSelector: map[string]string{"pool": pool},
+		Containers:   []corev1.Container{{Name: name, Image: "registry.invalid/" + name + ":1"}},
+	}
+	for _, edit := range edits {
+		edit(&spec)
+	}
 	_, err := cluster.Client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &one,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"pool": pool},
-					Containers:   []corev1.Container{{Name: name, Image: "registry.invalid/" + name + ":1"}},
-				},
-			},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -86,10 +86,11 @@ func KeepBlockerSince(blockers, before []Blocker, now *metav1.Time) {
 }
 
 // KnownBlockerKind tells whether kind is one the engine or the trigger writes, or one
-// node.drain names (KindPodDisruptionBudget, KindDeployment); an executor may name any other.
+// node.drain names (KindPodDisruptionBudget, KindDeployment, KindEvictionRequest); an
+// executor may name any other.
 func KnownBlockerKind(kind string) bool {
 	switch kind {
-	case KindPodDisruptionBudget, KindDeployment, BlockerApproval, BlockerSuspended, BlockerTemplate, BlockerTeardown, BlockerRetry,
+	case KindPodDisruptionBudget, KindDeployment, KindEvictionRequest, BlockerApproval, BlockerSuspended, BlockerTemplate, BlockerTeardown, BlockerRetry,
 		BlockerStepFailed, BlockerPaused, BlockerFailureBudget, BlockerGate, BlockerNodeBudget, BlockerWindow,
 		BlockerCoolDown, BlockerConcurrency, BlockerPlugin:
 		return true

@@ -560,6 +560,10 @@ const KindPodDisruptionBudget = "PodDisruptionBudget"
 // replacement of a pod it brings up first (replacement Surge): the Deployment it scaled up.
 const KindDeployment = "Deployment"
 
+// KindEvictionRequest is the kind of the blocker node.drain names while a pod's eviction
+// responders hand it off: the EvictionRequest it created for the pod.
+const KindEvictionRequest = "EvictionRequest"
+
 // BlockingObject is an object a step waits on.
 type BlockingObject struct {
 	// Kind of the object, such as PodDisruptionBudget.
