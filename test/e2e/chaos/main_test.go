@@ -51,6 +51,10 @@ type config struct {
 	// Teardown: the leader SIGKILLed teardownKills times while every pipeline is deleted.
 	teardownKills int
 
+	// Drain: the leader SIGKILLed at the first drainKills moves of a drain that brings a
+	// replacement up first (recorded, scaled up, evicted).
+	drainKills int
+
 	// readyTimeout bounds each wait for pipelines to be Ready, or gone.
 	readyTimeout time.Duration
 }
@@ -63,6 +67,7 @@ var (
 		phase2Pipelines: 3, leaderKills: 1,
 		phase3Pipelines: 3, apiGrace: []time.Duration{5 * time.Second}, apiDown: time.Second,
 		teardownKills: 1,
+		drainKills:    2,
 		readyTimeout:  2 * time.Minute,
 	}
 	fullRun = config{
@@ -72,6 +77,7 @@ var (
 		phase2Pipelines: 12, leaderKills: 3,
 		phase3Pipelines: 12, apiGrace: []time.Duration{5 * time.Second, 0}, apiDown: 3 * time.Second,
 		teardownKills: 2,
+		drainKills:    3,
 		readyTimeout:  3 * time.Minute,
 	}
 )
