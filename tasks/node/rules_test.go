@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,13 @@ func TestParseDrainRulesRefusesWhatItCannotUse(t *testing.T) {
 		{"an unknown behavior", "- {behavior: Later}", `rule rules[0]: behavior is "Later", not Drain, Skip or WaitCompleted`},
 		{"an order without Drain", "- {name: cache, behavior: Skip, order: 3}", "rule cache: an order goes with behavior Drain only"},
 		{"a selector that does not parse", "- {behavior: Drain, podSelector: {matchExpressions: [{key: app, operator: Maybe}]}}", "rule rules[0]: podSelector"},
+		{"In without values", "- {behavior: Drain, podSelector: {matchExpressions: [{key: app, operator: In}]}}", "rule rules[0]: podSelector"},
+		{"a label key that is none", "- {behavior: Drain, nodeSelector: {matchLabels: {'a b': x}}}", "rule rules[0]: nodeSelector"},
+		{"more rules than the bound", strings.Repeat("- {behavior: Drain}\n", maxDrainRules+1), "has 33 rules, more than 32"},
+		{"aliases that amplify", "- &r {behavior: Drain}\n" + strings.Repeat("- *r\n", maxDrainRules), "has 33 rules, more than 32"},
+		{"billion laughs", "l0: &l0 [a]\nl1: &l1 [*l0,*l0,*l0,*l0,*l0,*l0,*l0,*l0,*l0]\nl2: &l2 [*l1,*l1,*l1,*l1,*l1,*l1,*l1,*l1,*l1]\nr: [*l2,*l2,*l2,*l2,*l2,*l2,*l2,*l2,*l2]",
+			"is not a list of drain rules"},
+		{"deep nesting", strings.Repeat("[", 10000) + strings.Repeat("]", 10000), "is not a list of drain rules"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -114,6 +114,26 @@ var labelSelectors = []string{
 	strings.Repeat("k", 64) + "=v", "a in (" + strings.Repeat("v,", 2000) + "v)",
 }
 
+// drainRules: of node.drain's rules, a YAML list of drain rules: valid ones, what their
+// parser or selectors refuse, and what amplifies (aliases, nesting, many rules, long lists).
+var drainRules = []string{
+	"- {podSelector: {matchLabels: {app: ceph}}, behavior: Drain, order: 10}",
+	"- {name: cache, behavior: Skip, namespaces: [kube-system]}\n- {behavior: WaitCompleted, nodeSelector: {matchLabels: {pool: a}}}",
+	"- {behavior: Evict}", "- {behavior: Skip, order: 5}", "- {behavior: Drain, order: 99999999999}", "- {}", "[]", "{}", "", "- null",
+	"- {behavior: Drain, podSelector: {matchExpressions: [{key: app, operator: In}]}}",
+	"- {behavior: Drain, podSelector: {matchExpressions: [{key: app, operator: Exists, values: [x]}]}}",
+	"- {behavior: Drain, podSelector: {matchExpressions: [{key: 'a b', operator: Gt, values: ['1']}]}}",
+	"- {behavior: Drain, podSelector: {matchLabels: {'-bad': '/x'}}}",
+	"- {behavior: Drain, unknownField: 1}", "- behavior: Drain\n  behavior: Skip",
+	strings.Repeat("- {behavior: Drain, order: 1}\n", 33),
+	"- {behavior: Drain, podSelector: {matchExpressions: [{key: app, operator: In, values: [" + strings.Repeat("v,", 5000) + "v]}]}}",
+	"- {behavior: Drain, namespaces: [" + strings.Repeat("n,", 5000) + "n]}",
+	"l0: &l0 [a]\n" + "l1: &l1 [*l0,*l0,*l0,*l0,*l0,*l0,*l0,*l0,*l0]\nl2: &l2 [*l1,*l1,*l1,*l1,*l1,*l1,*l1,*l1,*l1]\n" +
+		"rules: [*l2,*l2,*l2,*l2,*l2,*l2,*l2,*l2,*l2]",
+	"- &r {behavior: Drain, namespaces: &n [a, b, c]}\n" + strings.Repeat("- *r\n", 31),
+	strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+}
+
 // intStrings and boolStrings: of integer and boolean executor parameters.
 var (
 	intStrings  = []string{"-1", "0", "30", "9223372036854775807", "9223372036854775808", "-9223372036854775809", "1.5", "1e3", "", "x", "0x10", " 1", "٣"}

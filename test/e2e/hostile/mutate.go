@@ -400,7 +400,7 @@ func (g *Generator) mutateWindow(o *Object) {
 var executorParams = map[string][]string{
 	"k8s.apply":   {"manifest", "manifest", "force"},
 	"k8s.wait":    {"apiVersion", "kind", "name", "namespace", "condition", "jsonPath", "value", "timeout"},
-	"node.drain":  {"node", "timeout", "policy", "podSelector", "gracePeriodSeconds", "deleteEmptyDirData"},
+	"node.drain":  {"node", "timeout", "policy", "replacement", "handoffTimeout", "podSelector", "rules", "gracePeriodSeconds", "deleteEmptyDirData"},
 	"test.record": {"configMap", "gate", "fail", "output"},
 }
 
@@ -462,7 +462,7 @@ func (g *Generator) executorParam(key string, valueMax *int64) (any, string) {
 		}
 		v, what := g.yamlDoc(n)
 		return v, "yaml: " + what
-	case "timeout":
+	case "timeout", "handoffTimeout":
 		return g.inTurn(durations), classDuration
 	case "force", "gate", "deleteEmptyDirData":
 		return g.pick(boolStrings), "bool-param"
@@ -472,8 +472,12 @@ func (g *Generator) executorParam(key string, valueMax *int64) (any, string) {
 		return g.pick([]string{"Fail", "Force", "force", "", "Delete"}), "enum-param"
 	case "fail":
 		return g.pick([]string{"permanent", "retryable", "garbage", ""}), "enum-param"
+	case "replacement":
+		return g.pick([]string{"Surge", "None", "surge", "", "Rollout"}), "enum-param"
 	case "podSelector":
 		return g.pick(labelSelectors), "selector"
+	case "rules":
+		return g.pick(drainRules), "drain-rules"
 	case "jsonPath":
 		return g.pick(jsonPaths), "jsonpath"
 	case "apiVersion":

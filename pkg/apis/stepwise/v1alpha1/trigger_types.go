@@ -324,11 +324,16 @@ type LabelSelector struct {
 	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
 }
 
-// LabelSelectorRequirement relates a label to values.
+// LabelSelectorRequirement relates a label to values. The API server refuses what the
+// selector's parser would: a key or value that is no label's, values with Exists or
+// DoesNotExist, none with In or NotIn (each would fail every drain or trigger that reads it).
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",message="values are required with In and NotIn, and not allowed with Exists and DoesNotExist"
 type LabelSelectorRequirement struct {
-	// Key is the label's key.
+	// Key is the label's key: an optional DNS subdomain prefix and "/", and a name of at
+	// most 63 characters.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$`
 	Key string `json:"key"`
 	// Operator relates the key to the values.
 	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
@@ -338,6 +343,7 @@ type LabelSelectorRequirement struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	Values []string `json:"values,omitempty"`
 }
 

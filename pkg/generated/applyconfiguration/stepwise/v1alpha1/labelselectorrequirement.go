@@ -25,9 +25,12 @@ import (
 // LabelSelectorRequirementApplyConfiguration represents a declarative configuration of the LabelSelectorRequirement type for use
 // with apply.
 //
-// LabelSelectorRequirement relates a label to values.
+// LabelSelectorRequirement relates a label to values. The API server refuses what the
+// selector's parser would: a key or value that is no label's, values with Exists or
+// DoesNotExist, none with In or NotIn (each would fail every drain or trigger that reads it).
 type LabelSelectorRequirementApplyConfiguration struct {
-	// Key is the label's key.
+	// Key is the label's key: an optional DNS subdomain prefix and "/", and a name of at
+	// most 63 characters.
 	Key *string `json:"key,omitempty"`
 	// Operator relates the key to the values.
 	Operator *v1.LabelSelectorOperator `json:"operator,omitempty"`
