@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -55,11 +54,8 @@ users: [{name: u, user: {}}]
 current-context: c
 `), 0o600))
 
-			var opts options
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			opts.addFlags(fs)
-			require.NoError(t, fs.Parse(append([]string{"--kubeconfig=" + kubeconfig}, tt.args...)))
-			c, err := newClients(&opts, prometheus.NewRegistry())
+			opts := parseFlags(t, append([]string{"--kubeconfig=" + kubeconfig}, tt.args...)...)
+			c, err := newClients(opts, prometheus.NewRegistry())
 			require.NoError(t, err)
 			_, err = c.kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)

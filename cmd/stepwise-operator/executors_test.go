@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,13 +22,10 @@ func TestInstalledPluginFlagsReachTheHost(t *testing.T) {
 	installedSums := filepath.Join(t.TempDir(), "SHA256SUMS")
 	require.NoError(t, os.WriteFile(installedSums, nil, 0o644))
 
-	opts := &options{}
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	opts.addFlags(fs)
-	require.NoError(t, fs.Parse([]string{
-		"--plugin-dir=" + imageDir,
-		"--installed-plugin-dir=" + installedDir, "--installed-plugin-checksums=" + installedSums,
-	}))
+	opts := parseFlags(t,
+		"--plugin-dir="+imageDir,
+		"--installed-plugin-dir="+installedDir, "--installed-plugin-checksums="+installedSums,
+	)
 	require.NoError(t, opts.validate())
 	registry, plugins, err := loadExecutors(context.Background(), opts, nil, nil, nil)
 	if plugins != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"net/netip"
 	"testing"
 
@@ -50,20 +49,10 @@ func TestGateFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var opts options
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			opts.addFlags(fs)
-			require.NoError(t, fs.Parse(tt.args))
-			err := opts.validate()
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr)
-				if tt.notInError != "" {
-					assert.NotContains(t, err.Error(), tt.notInError)
-				}
+			opts := parseFlags(t, tt.args...)
+			if !validates(t, opts, tt.wantErr, tt.notInError) {
 				return
 			}
-			require.NoError(t, err)
 			urls, err := opts.gatePrometheusURLs()
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantURLs, urls)

@@ -8,12 +8,54 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// parseFlags is the options of the command line args.
+func parseFlags(t *testing.T, args ...string) *options {
+	t.Helper()
+	var opts options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	opts.addFlags(fs)
+	require.NoError(t, fs.Parse(args))
+	return &opts
+}
+
+// validates asserts what opts.validate says: an error that contains wantErr and none of
+// the non-empty notInError, or, with wantErr "", no error. It reports whether opts are
+// valid.
+func validates(t *testing.T, opts *options, wantErr string, notInError ...string) bool {
+	t.Helper()
+	err := opts.validate()
+	if wantErr == "" {
+		require.NoError(t, err)
+		return true
+	}
+	require.ErrorContains(t, err, wantErr)
+	for _, s := range notInError {
+		if s != "" {
+			assert.NotContains(t, err.Error(), s)
+		}
+	}
+	return false
+}
+
+// flagCase is a command line and the error validate finds in it ("" for none).
+type flagCase struct {
+	name    string
+	args    []string
+	wantErr string
+}
+
+// assertValidation checks each case, in a subtest of its name, with validates.
+func assertValidation(t *testing.T, cases []flagCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			validates(t, parseFlags(t, tt.args...), tt.wantErr)
+		})
+	}
+}
+
 func TestTriggerFlags(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	assertValidation(t, []flagCase{
 		{name: "defaults"},
 		{name: "another kind", args: []string{"--trigger-resources=nodes,deployments.apps"}},
 		{name: "none", args: []string{"--trigger-resources="}},
@@ -24,25 +66,8 @@ func TestTriggerFlags(t *testing.T) {
 		{name: "a metrics certificate without its key", args: []string{"--metrics-tls-cert-file=tls.crt"}, wantErr: "go together"},
 		{name: "a metrics certificate for plain HTTP", args: []string{"--metrics-secure=false", "--metrics-tls-cert-file=tls.crt", "--metrics-tls-key-file=tls.key"}, wantErr: "need --metrics-secure"},
 		{name: "plain HTTP metrics", args: []string{"--metrics-secure=false"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var opts options
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			opts.addFlags(fs)
-			require.NoError(t, fs.Parse(tt.args))
-			err := opts.validate()
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-		})
-	}
-	var opts options
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	opts.addFlags(fs)
+	})
+	opts := parseFlags(t)
 	assert.Equal(t, "nodes,webapps.demo.stepwise.dev", opts.triggerResources)
 	assert.Equal(t, 2, opts.triggerWorkers)
 }
@@ -96,17 +121,10 @@ func TestPluginFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var opts options
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			opts.addFlags(fs)
-			require.NoError(t, fs.Parse(tt.args))
-			err := opts.validate()
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr)
+			opts := parseFlags(t, tt.args...)
+			if !validates(t, opts, tt.wantErr) {
 				return
 			}
-			require.NoError(t, err)
 			limit, err := opts.memoryLimit()
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantMemoryLimit, limit)
@@ -119,31 +137,12 @@ func TestPluginFlags(t *testing.T) {
 }
 
 func TestInstalledPluginFlags(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-	}{
+	assertValidation(t, []flagCase{
 		{name: "neither"},
 		{name: "both", args: []string{"--plugin-dir=/usr/local/lib/stepwise/plugins", "--installed-plugin-dir=/var/lib/stepwise/plugins", "--installed-plugin-checksums=/etc/stepwise/installed-plugins/SHA256SUMS"}},
 		{name: "both, without the image's", args: []string{"--installed-plugin-dir=/var/lib/stepwise/plugins", "--installed-plugin-checksums=/etc/stepwise/installed-plugins/SHA256SUMS"}},
 		{name: "directory alone", args: []string{"--installed-plugin-dir=/var/lib/stepwise/plugins"}, wantErr: "--installed-plugin-dir needs --installed-plugin-checksums"},
 		{name: "checksums alone", args: []string{"--installed-plugin-checksums=/etc/stepwise/installed-plugins/SHA256SUMS"}, wantErr: "--installed-plugin-checksums needs --installed-plugin-dir"},
 		{name: "the image's directory", args: []string{"--plugin-dir=/plugins", "--installed-plugin-dir=/plugins/", "--installed-plugin-checksums=/etc/SHA256SUMS"}, wantErr: "--installed-plugin-dir must be another directory than --plugin-dir"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var opts options
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			opts.addFlags(fs)
-			require.NoError(t, fs.Parse(tt.args))
-			err := opts.validate()
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-		})
-	}
+	})
 }

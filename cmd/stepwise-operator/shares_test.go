@@ -1,11 +1,9 @@
 package main
 
 import (
-	"flag"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestWorkerShares(t *testing.T) {
@@ -26,12 +24,8 @@ func TestWorkerShares(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var opts options
-			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			opts.addFlags(fs)
-			require.NoError(t, fs.Parse(tt.args))
-			if err := opts.validate(); tt.wantErr != "" {
-				require.ErrorContains(t, err, tt.wantErr)
+			opts := parseFlags(t, tt.args...)
+			if !validates(t, opts, tt.wantErr) {
 				return
 			}
 			share, borrow := opts.workerShares()

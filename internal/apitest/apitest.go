@@ -1,6 +1,7 @@
 // Package apitest reads back what code under test did to a fake clientset (any of
 // client-go's generated fakes, Stepwise's included): the API writes, reads and patches, as
-// the tests of the controllers, the CLI and the dashboard assert them.
+// the tests of the controllers, the CLI and the dashboard assert them; and, as a
+// SyncBuffer, the output goroutines of the code under test write while the test reads it.
 package apitest
 
 import (

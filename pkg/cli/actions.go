@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -12,7 +13,7 @@ import (
 
 func newRetryCommand(o *options) *cobra.Command {
 	var step string
-	cmd := &cobra.Command{
+	cmd := o.named(&cobra.Command{
 		Use:   "retry NAME",
 		Short: "Retry a failed pipeline, from its failed step or from an earlier one",
 		Long: `Retry a failed pipeline: the failed step runs again and the pipeline goes on from there.
@@ -23,25 +24,18 @@ It sets the annotation ` + v1alpha1.RetryAnnotation + `, which the operator remo
 has recorded the retry.`,
 		Example: `  kubectl stepwise retry retire-node-3 -n ops
   kubectl stepwise retry retire-node-3 -n ops --step drain`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeNames(o, pipelineNames),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, c, err := o.scope()
-			if err != nil {
-				return err
-			}
-			p, err := pipelineops.Retry(cmd.Context(), c.Stepwise, ns, args[0], step)
-			if err != nil {
-				return err
-			}
-			from := "its failed step " + p.Status.CurrentStep
-			if step != "" {
-				from = "step " + step
-			}
-			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s retry requested from %s\n", termsafe.OneLine(p.Name, 0), termsafe.OneLine(from, 0))
-			return nil
-		},
-	}
+	}, pipelineNames, func(ctx context.Context, ns string, c *Clients, name string) error {
+		p, err := pipelineops.Retry(ctx, c.Stepwise, ns, name, step)
+		if err != nil {
+			return err
+		}
+		from := "its failed step " + p.Status.CurrentStep
+		if step != "" {
+			from = "step " + step
+		}
+		_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s retry requested from %s\n", termsafe.OneLine(p.Name, 0), termsafe.OneLine(from, 0))
+		return nil
+	})
 	cmd.Flags().StringVar(&step, "step", "", "Retry from this step on. Default: the failed step.")
 	return cmd
 }
@@ -55,23 +49,16 @@ func newSuspendCommand(o *options, suspend bool) *cobra.Command {
 		use, short, long, done = "resume NAME", "Resume a suspended pipeline where it stopped",
 			"Resume a suspended pipeline where it stopped. It sets spec.suspend to false.", "resumed"
 	}
-	return &cobra.Command{
-		Use:               use,
-		Short:             short,
-		Long:              long,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeNames(o, pipelineNames),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, c, err := o.scope()
-			if err != nil {
-				return err
-			}
-			p, err := pipelineops.SetSuspend(cmd.Context(), c.Stepwise, ns, args[0], suspend)
-			if err != nil {
-				return err
-			}
-			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s %s\n", termsafe.OneLine(p.Name, 0), done)
-			return nil
-		},
-	}
+	return o.named(&cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+	}, pipelineNames, func(ctx context.Context, ns string, c *Clients, name string) error {
+		p, err := pipelineops.SetSuspend(ctx, c.Stepwise, ns, name, suspend)
+		if err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s %s\n", termsafe.OneLine(p.Name, 0), done)
+		return nil
+	})
 }

@@ -87,6 +87,30 @@ func (o *options) scope() (string, *Clients, error) {
 	return ns, c, nil
 }
 
+// scopeFor is scope for a command that prints in the format output (-o): a format termsafe
+// does not know is refused first.
+func (o *options) scopeFor(output string) (string, *Clients, error) {
+	if err := termsafe.CheckFormat(output); err != nil {
+		return "", nil, err
+	}
+	return o.scope()
+}
+
+// named makes cmd a command on one object, NAME, of the namespace o names: NAME completes
+// from list, and cmd runs run with its context, the namespace, the clients and NAME.
+func (o *options) named(cmd *cobra.Command, list names, run func(ctx context.Context, ns string, c *Clients, name string) error) *cobra.Command {
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.ValidArgsFunction = completeNames(o, list)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ns, c, err := o.scope()
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), ns, c, args[0])
+	}
+	return cmd
+}
+
 func (o *options) restClients() (*Clients, error) {
 	cfg, err := o.configFlags.ToRESTConfig()
 	if err != nil {

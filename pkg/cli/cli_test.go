@@ -75,6 +75,18 @@ func tableRows(t *testing.T, out string) [][]string {
 	return rows
 }
 
+// threeStepRows is the step table of a pipeline of three steps: prepare succeeded, build's
+// row ends with build (its phase, hook, attempts, duration and message's words), and
+// publish has not started.
+func threeStepRows(build ...string) [][]string {
+	return [][]string{
+		{"STEP", "EXECUTOR", "PHASE", "HOOK", "ATTEMPTS", "DURATION", "MESSAGE"},
+		{"prepare", "test.record", "Succeeded", "PostCreate", "1", "2s", "recorded"},
+		append([]string{"build", "k8s.apply"}, build...),
+		{"publish", "test.noop", "Pending", "-", "0", "-"},
+	}
+}
+
 func TestPrintStatus(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -92,13 +104,8 @@ func TestPrintStatus(t *testing.T) {
 				"Reason:     StepRunning",
 				"Message:    step build",
 			},
-			wantRows: [][]string{
-				{"STEP", "EXECUTOR", "PHASE", "HOOK", "ATTEMPTS", "DURATION", "MESSAGE"},
-				{"prepare", "test.record", "Succeeded", "PostCreate", "1", "2s", "recorded"},
-				// Running: counts until now (t0+12s); the message is one line.
-				{"build", "k8s.apply", "Running", "Create", "3", "10s", "applied", "2", "of", "3", "objects:", "waiting"},
-				{"publish", "test.noop", "Pending", "-", "0", "-"},
-			},
+			// Running: counts until now (t0+12s); the message is one line.
+			wantRows: threeStepRows("Running", "Create", "3", "10s", "applied", "2", "of", "3", "objects:", "waiting"),
 		},
 		{
 			name: "failed step counts until it failed",
@@ -108,13 +115,8 @@ func TestPrintStatus(t *testing.T) {
 				"Reason:     StepFailed",
 				"Message:    step build failed: forbidden",
 			},
-			wantRows: [][]string{
-				{"STEP", "EXECUTOR", "PHASE", "HOOK", "ATTEMPTS", "DURATION", "MESSAGE"},
-				{"prepare", "test.record", "Succeeded", "PostCreate", "1", "2s", "recorded"},
-				// The step's own reason, which the pipeline's (StepFailed) does not tell.
-				{"build", "k8s.apply", "Failed", "Create", "3", "7s", "Forbidden:", "forbidden"},
-				{"publish", "test.noop", "Pending", "-", "0", "-"},
-			},
+			// The step's own reason, which the pipeline's (StepFailed) does not tell.
+			wantRows: threeStepRows("Failed", "Create", "3", "7s", "Forbidden:", "forbidden"),
 		},
 		{
 			name: "failed step with no message",
@@ -122,24 +124,14 @@ func TestPrintStatus(t *testing.T) {
 				p.Status.Steps[1].Message = ""
 				p.Status.Steps[1].Conditions = ready(metav1.ConditionFalse, "TicketRejected", "", 9*time.Second)
 			}),
-			wantRows: [][]string{
-				{"STEP", "EXECUTOR", "PHASE", "HOOK", "ATTEMPTS", "DURATION", "MESSAGE"},
-				{"prepare", "test.record", "Succeeded", "PostCreate", "1", "2s", "recorded"},
-				{"build", "k8s.apply", "Failed", "Create", "3", "7s", "TicketRejected"},
-				{"publish", "test.noop", "Pending", "-", "0", "-"},
-			},
+			wantRows: threeStepRows("Failed", "Create", "3", "7s", "TicketRejected"),
 		},
 		{
 			name: "failed step with no condition",
 			p: pipeline(v1alpha1.StepFailed, failedBuild, func(p *v1alpha1.Pipeline) {
 				p.Status.Steps[1].Conditions = nil
 			}),
-			wantRows: [][]string{
-				{"STEP", "EXECUTOR", "PHASE", "HOOK", "ATTEMPTS", "DURATION", "MESSAGE"},
-				{"prepare", "test.record", "Succeeded", "PostCreate", "1", "2s", "recorded"},
-				{"build", "k8s.apply", "Failed", "Create", "3", "-", "forbidden"},
-				{"publish", "test.noop", "Pending", "-", "0", "-"},
-			},
+			wantRows: threeStepRows("Failed", "Create", "3", "-", "forbidden"),
 		},
 		{
 			name: "not looked at yet, suspended, retry asked, newer spec",

@@ -155,11 +155,7 @@ func (po *planOptions) planTemplate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ns, err := po.namespace()
-	if err != nil {
-		return err
-	}
-	c, err := po.clients()
+	ns, c, err := po.scope()
 	if err != nil {
 		return err
 	}

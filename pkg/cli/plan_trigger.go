@@ -12,11 +12,7 @@ import (
 
 // planTrigger plans the first --max objects a trigger would start.
 func (po *planOptions) planTrigger(ctx context.Context) error {
-	ns, err := po.namespace()
-	if err != nil {
-		return err
-	}
-	c, err := po.clients()
+	ns, c, err := po.scope()
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func TestPlanTrigger(t *testing.T) {
 		}
 		return out
 	}
-	tests := []struct {
+	type testCase struct {
 		name       string
 		trig       *v1alpha1.PipelineTrigger
 		pipelines  []runtime.Object
@@ -131,7 +131,24 @@ func TestPlanTrigger(t *testing.T) {
 		wantLeft   int
 		checkJSON  func(t *testing.T, r triggerReport)
 		noPipeline bool
-	}{
+	}
+	// startsNothing is the case of the trigger changed by edit, worker-2's pipeline
+	// running: the plan of the first object, worker-3, says that it does not start now, and
+	// why the trigger waits (wantBlocked; "" when the plan works it out itself).
+	startsNothing := func(name string, edit func(*v1alpha1.PipelineTrigger), wantBlocked string) testCase {
+		return testCase{
+			name: name, trig: retireTrigger(edit), pipelines: []runtime.Object{worker2Pipeline()}, answer: answerTemplate,
+			args: []string{"plan", "--trigger", "retire", "--max", "1", "-o", "json"},
+			checkJSON: func(t *testing.T, r triggerReport) {
+				assert.Equal(t, wantBlocked, r.Blocked)
+				assert.Equal(t, 0, r.StartNow)
+				require.Len(t, r.Objects, 1)
+				assert.False(t, r.Objects[0].StartsNow)
+			},
+			wantNodes: []string{"worker-3"},
+		}
+	}
+	tests := []testCase{
 		{
 			name: "order, binding, skip", trig: retireTrigger(), pipelines: []runtime.Object{worker2Pipeline()},
 			args: []string{"plan", "--trigger", "retire", "--max", "2"}, answer: answerTemplate,
@@ -161,79 +178,28 @@ func TestPlanTrigger(t *testing.T) {
 				[]string{unresolved}),
 			wantNodes: []string{"worker-3", "worker-1", "worker-4"},
 		},
-		{
-			name: "suspended: nothing starts now", trig: retireTrigger(func(t *v1alpha1.PipelineTrigger) {
-				t.Spec.Suspend = true
-				t.Status.BlockedBy = []v1alpha1.Blocker{{Kind: v1alpha1.BlockerSuspended, Unblock: "set spec.suspend to false"}}
-			}),
-			pipelines: []runtime.Object{worker2Pipeline()}, answer: answerTemplate,
-			args: []string{"plan", "--trigger", "retire", "--max", "1", "-o", "json"},
-			checkJSON: func(t *testing.T, r triggerReport) {
-				assert.Equal(t, "the trigger waits (Suspended: set spec.suspend to false)", r.Blocked)
-				assert.Equal(t, 0, r.StartNow)
-				require.Len(t, r.Objects, 1)
-				assert.False(t, r.Objects[0].StartsNow)
-			},
-			wantNodes: []string{"worker-3"},
-		},
-		{
-			name: "a health gate does not hold: nothing starts now",
-			trig: retireTrigger(func(t *v1alpha1.PipelineTrigger) {
-				t.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-					Reason: v1alpha1.TriggerReasonGateClosed, Message: "gate nodes-ready does not hold"}}
-				t.Status.BlockedBy = []v1alpha1.Blocker{{Kind: v1alpha1.BlockerGate, Name: "nodes-ready", Unblock: "the gate holds: 2 of 3 nodes Ready"}}
-			}),
-			pipelines: []runtime.Object{worker2Pipeline()}, answer: answerTemplate,
-			args: []string{"plan", "--trigger", "retire", "--max", "1", "-o", "json"},
-			checkJSON: func(t *testing.T, r triggerReport) {
-				assert.Equal(t, "the trigger waits (Gate nodes-ready: the gate holds: 2 of 3 nodes Ready)", r.Blocked)
-				assert.Equal(t, 0, r.StartNow)
-			},
-			wantNodes: []string{"worker-3"},
-		},
-		{
-			name: "a full concurrency is the plan's to work out: the waiting objects are planned in order",
-			trig: retireTrigger(func(t *v1alpha1.PipelineTrigger) {
-				t.Spec.Concurrency = 1
-				t.Status.BlockedBy = []v1alpha1.Blocker{{Kind: v1alpha1.BlockerConcurrency, Unblock: "one of the 1 running pipelines finishes (spec.concurrency 1)"}}
-			}),
-			pipelines: []runtime.Object{worker2Pipeline()}, answer: answerTemplate,
-			args: []string{"plan", "--trigger", "retire", "--max", "1", "-o", "json"},
-			checkJSON: func(t *testing.T, r triggerReport) {
-				assert.Empty(t, r.Blocked)
-				assert.Equal(t, 0, r.StartNow)
-			},
-			wantNodes: []string{"worker-3"},
-		},
-		{
-			name: "paused, as Ready False says: nothing starts now",
-			trig: retireTrigger(func(t *v1alpha1.PipelineTrigger) {
-				t.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-					Reason: v1alpha1.TriggerReasonPaused, Message: "paused by alice"}}
-				t.Status.BlockedBy = []v1alpha1.Blocker{{Kind: v1alpha1.BlockerPaused, Name: "alice", Unblock: "kubectl stepwise triggers resume retire -n demo"}}
-			}),
-			pipelines: []runtime.Object{worker2Pipeline()}, answer: answerTemplate,
-			args: []string{"plan", "--trigger", "retire", "--max", "1", "-o", "json"},
-			checkJSON: func(t *testing.T, r triggerReport) {
-				assert.Equal(t, "the trigger waits (Paused alice: kubectl stepwise triggers resume retire -n demo)", r.Blocked)
-				assert.Equal(t, 0, r.StartNow)
-			},
-			wantNodes: []string{"worker-3"},
-		},
-		{
-			name: "not Ready with no blocker (its ServiceAccount may not list the kind): nothing starts now",
-			trig: retireTrigger(func(t *v1alpha1.PipelineTrigger) {
-				t.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-					Reason: v1alpha1.TriggerReasonForbidden, Message: "may not list nodes"}}
-			}),
-			pipelines: []runtime.Object{worker2Pipeline()}, answer: answerTemplate,
-			args: []string{"plan", "--trigger", "retire", "--max", "1", "-o", "json"},
-			checkJSON: func(t *testing.T, r triggerReport) {
-				assert.Equal(t, "the trigger is not Ready (Forbidden: may not list nodes)", r.Blocked)
-				assert.Equal(t, 0, r.StartNow)
-			},
-			wantNodes: []string{"worker-3"},
-		},
+		startsNothing("suspended: nothing starts now", func(t *v1alpha1.PipelineTrigger) {
+			t.Spec.Suspend = true
+			t.Status.BlockedBy = []v1alpha1.Blocker{{Kind: v1alpha1.BlockerSuspended, Unblock: "set spec.suspend to false"}}
+		}, "the trigger waits (Suspended: set spec.suspend to false)"),
+		startsNothing("a health gate does not hold: nothing starts now", func(t *v1alpha1.PipelineTrigger) {
+			t.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+				Reason: v1alpha1.TriggerReasonGateClosed, Message: "gate nodes-ready does not hold"}}
+			t.Status.BlockedBy = []v1alpha1.Blocker{{Kind: v1alpha1.BlockerGate, Name: "nodes-ready", Unblock: "the gate holds: 2 of 3 nodes Ready"}}
+		}, "the trigger waits (Gate nodes-ready: the gate holds: 2 of 3 nodes Ready)"),
+		startsNothing("a full concurrency is the plan's to work out: the waiting objects are planned in order", func(t *v1alpha1.PipelineTrigger) {
+			t.Spec.Concurrency = 1
+			t.Status.BlockedBy = []v1alpha1.Blocker{{Kind: v1alpha1.BlockerConcurrency, Unblock: "one of the 1 running pipelines finishes (spec.concurrency 1)"}}
+		}, ""),
+		startsNothing("paused, as Ready False says: nothing starts now", func(t *v1alpha1.PipelineTrigger) {
+			t.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: v1alpha1.TriggerReasonPaused, Message: "paused by alice"}}
+			t.Status.BlockedBy = []v1alpha1.Blocker{{Kind: v1alpha1.BlockerPaused, Name: "alice", Unblock: "kubectl stepwise triggers resume retire -n demo"}}
+		}, "the trigger waits (Paused alice: kubectl stepwise triggers resume retire -n demo)"),
+		startsNothing("not Ready with no blocker (its ServiceAccount may not list the kind): nothing starts now", func(t *v1alpha1.PipelineTrigger) {
+			t.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: v1alpha1.TriggerReasonForbidden, Message: "may not list nodes"}}
+		}, "the trigger is not Ready (Forbidden: may not list nodes)"),
 		{
 			name: "json", trig: retireTrigger(), pipelines: []runtime.Object{worker2Pipeline()}, answer: answerTemplate,
 			args: []string{"plan", "--trigger", "retire", "--max", "2", "-o", "json", "--keep"}, wantLeft: 2,

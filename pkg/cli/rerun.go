@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"strings"
@@ -53,7 +54,7 @@ func rerunOf(p *v1alpha1.Pipeline) *v1alpha1.Pipeline {
 }
 
 func newRerunCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	return o.named(&cobra.Command{
 		Use:   "rerun NAME",
 		Short: "Run a pipeline again, as a new Pipeline with the same spec",
 		Long: `Run a pipeline again: create a new Pipeline with the same spec (named NAME-xxxxx).
@@ -65,25 +66,18 @@ kubectl edit before it starts, or apply a changed copy of the manifest instead.
 
 The new Pipeline keeps the labels of NAME but those a trigger writes (` + strings.Join(rerunDropsLabels, ", ") + `):
 no PipelineTrigger counts it, or deletes it, as its own, and no NodeBudget counts it.`,
-		Example:           `  kubectl stepwise rerun retire-node-3 -n ops`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeNames(o, pipelineNames),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, c, err := o.scope()
-			if err != nil {
-				return err
-			}
-			pipelines := c.Stepwise.StepwiseV1alpha1().Pipelines(ns)
-			p, err := pipelines.Get(cmd.Context(), args[0], metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("get pipeline %s/%s: %w", ns, args[0], err)
-			}
-			created, err := pipelines.Create(cmd.Context(), rerunOf(p), metav1.CreateOptions{})
-			if err != nil {
-				return fmt.Errorf("create a rerun of pipeline %s/%s: %w", ns, p.Name, err)
-			}
-			_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s created, a rerun of %s\n", termsafe.OneLine(created.Name, 0), termsafe.OneLine(p.Name, 0))
-			return nil
-		},
-	}
+		Example: `  kubectl stepwise rerun retire-node-3 -n ops`,
+	}, pipelineNames, func(ctx context.Context, ns string, c *Clients, name string) error {
+		pipelines := c.Stepwise.StepwiseV1alpha1().Pipelines(ns)
+		p, err := pipelines.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("get pipeline %s/%s: %w", ns, name, err)
+		}
+		created, err := pipelines.Create(ctx, rerunOf(p), metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("create a rerun of pipeline %s/%s: %w", ns, p.Name, err)
+		}
+		_, _ = fmt.Fprintf(o.streams.Out, "pipeline.stepwise.dev/%s created, a rerun of %s\n", termsafe.OneLine(created.Name, 0), termsafe.OneLine(p.Name, 0))
+		return nil
+	})
 }

@@ -33,10 +33,7 @@ when the pipeline has failed.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeNames(o, pipelineNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := termsafe.CheckFormat(output); err != nil {
-				return err
-			}
-			ns, c, err := o.scope()
+			ns, c, err := o.scopeFor(output)
 			if err != nil {
 				return err
 			}

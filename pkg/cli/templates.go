@@ -23,10 +23,7 @@ one, = its default) and steps. Run one with kubectl stepwise run TEMPLATE -p NAM
 		Example: `  kubectl stepwise templates -n node-ops`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := termsafe.CheckFormat(output); err != nil {
-				return err
-			}
-			ns, c, err := o.scope()
+			ns, c, err := o.scopeFor(output)
 			if err != nil {
 				return err
 			}

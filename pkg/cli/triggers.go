@@ -29,10 +29,7 @@ condition and its queue, in the order the waiting objects will start.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeNames(o, triggerNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := termsafe.CheckFormat(output); err != nil {
-				return err
-			}
-			ns, c, err := o.scope()
+			ns, c, err := o.scopeFor(output)
 			if err != nil {
 				return err
 			}

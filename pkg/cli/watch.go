@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/tools/cache"
@@ -73,20 +72,8 @@ type renderer interface {
 func watchPipeline(ctx context.Context, cs clientset.Interface, ns, name string, timeout time.Duration, r renderer) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client := cs.StepwiseV1alpha1().Pipelines(ns)
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	// The wrapper lets the reflector ask the clientset whether it can stream the initial
-	// list over the watch (fakes cannot), as generated informers do.
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = selector
-			return client.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = selector
-			return client.Watch(ctx, opts)
-		},
-	}, cs)
+	lw := pipelineops.PipelineListWatch(cs, ns, func(opts *metav1.ListOptions) { opts.FieldSelector = selector })
 	exists := func(store cache.Store) (bool, error) {
 		_, ok, err := store.GetByKey(ns + "/" + name)
 		if err == nil && !ok {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"sync"
@@ -14,27 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/stepwise-dev/stepwise/internal/apitest"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 )
-
-// syncBuffer is a bytes.Buffer safe for the watch's goroutines and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // withoutClock drops the time at the start of each line.
 func withoutClock(out string) []string {
@@ -48,7 +30,7 @@ func withoutClock(out string) []string {
 
 // startWatch runs watchPipeline in the background once the fake serves its watch, and
 // returns the channel of its result.
-func startWatch(t *testing.T, sw *fake.Clientset, out *syncBuffer, timeout time.Duration) <-chan error {
+func startWatch(t *testing.T, sw *fake.Clientset, out *apitest.SyncBuffer, timeout time.Duration) <-chan error {
 	t.Helper()
 	watching := make(chan struct{})
 	var once sync.Once
@@ -101,7 +83,7 @@ func succeeded(p *v1alpha1.Pipeline) {
 
 func TestWatchUntilReady(t *testing.T) {
 	_, sw := fakeClients(pipeline(v1alpha1.StepRunning))
-	var out syncBuffer
+	var out apitest.SyncBuffer
 	done := startWatch(t, sw, &out, time.Minute)
 
 	update(t, sw, pipeline(v1alpha1.StepRunning, succeeded))
@@ -118,7 +100,7 @@ func TestWatchUntilReady(t *testing.T) {
 
 func TestWatchUntilFailed(t *testing.T) {
 	_, sw := fakeClients(pipeline(v1alpha1.StepRunning))
-	var out syncBuffer
+	var out apitest.SyncBuffer
 	done := startWatch(t, sw, &out, time.Minute)
 
 	update(t, sw, pipeline(v1alpha1.StepFailed, failedBuild))
@@ -129,7 +111,7 @@ func TestWatchUntilFailed(t *testing.T) {
 func TestWatchWaitsForARequestedRetry(t *testing.T) {
 	retrying := func(p *v1alpha1.Pipeline) { p.Annotations = map[string]string{"stepwise.dev/retry": ""} }
 	_, sw := fakeClients(pipeline(v1alpha1.StepFailed, failedBuild, retrying))
-	var out syncBuffer
+	var out apitest.SyncBuffer
 	done := startWatch(t, sw, &out, time.Minute)
 
 	// The Failed status is about to change: the watch goes on until the retry is picked
@@ -148,7 +130,7 @@ func TestWatchTeardownToTheEnd(t *testing.T) {
 		p.Status.Conditions = ready(metav1.ConditionFalse, "Deleting", "tearing down step build", time.Minute)
 	}
 	_, sw := fakeClients(pipeline(v1alpha1.StepRunning, succeeded, deleting))
-	var out syncBuffer
+	var out apitest.SyncBuffer
 	done := startWatch(t, sw, &out, time.Minute)
 	// Deleted before the watch saw it, the pipeline would just be not found.
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Ready=False Deleting") }, 10*time.Second, 10*time.Millisecond)
@@ -160,7 +142,7 @@ func TestWatchTeardownToTheEnd(t *testing.T) {
 
 func TestWatchTimesOut(t *testing.T) {
 	_, sw := fakeClients(pipeline(v1alpha1.StepRunning))
-	var out syncBuffer
+	var out apitest.SyncBuffer
 	done := startWatch(t, sw, &out, 300*time.Millisecond)
 	err := result(t, done)
 	require.Error(t, err)
@@ -170,13 +152,13 @@ func TestWatchTimesOut(t *testing.T) {
 
 func TestWatchOfAMissingPipeline(t *testing.T) {
 	_, sw := fakeClients()
-	err := watchPipeline(context.Background(), sw, "demo", "hello", 10*time.Second, &lineRenderer{w: &syncBuffer{}})
+	err := watchPipeline(context.Background(), sw, "demo", "hello", 10*time.Second, &lineRenderer{w: &apitest.SyncBuffer{}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"hello" not found`)
 }
 
 func TestScreenRendererRedrawsInPlace(t *testing.T) {
-	var out syncBuffer
+	var out apitest.SyncBuffer
 	r := &screenRenderer{w: &out}
 	r.tick(t0) // nothing to draw yet
 	assert.Empty(t, out.String())

@@ -19,7 +19,7 @@ import (
 )
 
 func newWhyCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	return o.named(&cobra.Command{
 		Use:   "why NAME",
 		Short: "Say what holds a pipeline or a trigger back, since when and what would let it go on",
 		Long: `Say what holds the pipeline or PipelineTrigger NAME back, in one screen: each blocker
@@ -31,42 +31,34 @@ status.blockedBy the operator writes; nothing is guessed from messages.
 When a pipeline and a trigger share the name, both are told. Exit code 0 either way.`,
 		Example: `  kubectl stepwise why retire-node-3 -n ops
   kubectl stepwise why retire -n ops          # a PipelineTrigger`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeNames(o, pipelineNames),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, c, err := o.scope()
-			if err != nil {
-				return err
+	}, pipelineNames, func(ctx context.Context, ns string, c *Clients, name string) error {
+		found := false
+		p, err := c.Stepwise.StepwiseV1alpha1().Pipelines(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			found = true
+			withBudgetState(ctx, c, p.Status.BlockedBy)
+			writeWhyPipeline(o.streams.Out, p, time.Now())
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("get pipeline %s/%s: %w", ns, name, err)
+		}
+		trig, err := c.Stepwise.StepwiseV1alpha1().PipelineTriggers(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			if found {
+				_, _ = fmt.Fprintln(o.streams.Out)
 			}
-			ctx, name := cmd.Context(), args[0]
-			found := false
-			p, err := c.Stepwise.StepwiseV1alpha1().Pipelines(ns).Get(ctx, name, metav1.GetOptions{})
-			switch {
-			case err == nil:
-				found = true
-				withBudgetState(ctx, c, p.Status.BlockedBy)
-				writeWhyPipeline(o.streams.Out, p, time.Now())
-			case !apierrors.IsNotFound(err):
-				return fmt.Errorf("get pipeline %s/%s: %w", ns, name, err)
-			}
-			trig, err := c.Stepwise.StepwiseV1alpha1().PipelineTriggers(ns).Get(ctx, name, metav1.GetOptions{})
-			switch {
-			case err == nil:
-				if found {
-					_, _ = fmt.Fprintln(o.streams.Out)
-				}
-				found = true
-				withBudgetState(ctx, c, trig.Status.BlockedBy)
-				writeWhyTrigger(o.streams.Out, trig, time.Now())
-			case !apierrors.IsNotFound(err):
-				return fmt.Errorf("get trigger %s/%s: %w", ns, name, err)
-			}
-			if !found {
-				return fmt.Errorf("no pipeline or trigger %s in namespace %s", name, ns)
-			}
-			return nil
-		},
-	}
+			found = true
+			withBudgetState(ctx, c, trig.Status.BlockedBy)
+			writeWhyTrigger(o.streams.Out, trig, time.Now())
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("get trigger %s/%s: %w", ns, name, err)
+		}
+		if !found {
+			return fmt.Errorf("no pipeline or trigger %s in namespace %s", name, ns)
+		}
+		return nil
+	})
 }
 
 // withBudgetState adds to each PodDisruptionBudget blocker how the budget stands now, read

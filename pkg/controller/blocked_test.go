@@ -48,15 +48,7 @@ func TestAPipelineSaysWhatHoldsItBack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPipeline(stepsOf("a", "b")...)
-			if tt.edit != nil {
-				tt.edit(p)
-			}
-			f := newFixture(t, p)
-			if tt.setup != nil {
-				tt.setup(f)
-			}
-			f.syncUntilIdle("p")
+			f := syncedTwoSteps(t, tt.edit, tt.setup)
 			first := f.get("p").Status.BlockedBy
 			f.clock.Step(time.Minute)
 			f.syncUntilIdle("p")

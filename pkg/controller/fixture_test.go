@@ -341,6 +341,21 @@ func newPipeline(steps ...v1alpha1.Step) *v1alpha1.Pipeline {
 	}
 }
 
+// syncedTwoSteps is the fixture of the pipeline p of steps a and b, changed by edit, with
+// setup done, synced until idle; edit and setup may be nil.
+func syncedTwoSteps(t testing.TB, edit func(*v1alpha1.Pipeline), setup func(*fixture)) *fixture {
+	p := newPipeline(stepsOf("a", "b")...)
+	if edit != nil {
+		edit(p)
+	}
+	f := newFixture(t, p)
+	if setup != nil {
+		setup(f)
+	}
+	f.syncUntilIdle("p")
+	return f
+}
+
 func stepStatus(p *v1alpha1.Pipeline, name string) v1alpha1.StepStatus {
 	for _, s := range p.Status.Steps {
 		if s.Name == name {

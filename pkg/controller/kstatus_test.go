@@ -62,15 +62,7 @@ func TestKstatusSaysWhatAPipelineIsDoing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPipeline(stepsOf("a", "b")...)
-			if tt.edit != nil {
-				tt.edit(p)
-			}
-			f := newFixture(t, p)
-			if tt.setup != nil {
-				tt.setup(f)
-			}
-			f.syncUntilIdle("p")
+			f := syncedTwoSteps(t, tt.edit, tt.setup)
 			got := f.get("p")
 			assert.Equal(t, tt.want, kstatusOf(t, got), "kstatus; phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
 			assert.Equal(t, tt.argo, argoHealthOf(t, got), "Argo CD; phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)

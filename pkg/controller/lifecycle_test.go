@@ -28,6 +28,16 @@ func retirement(policy v1alpha1.UpdatePolicy) *v1alpha1.Pipeline {
 	return p
 }
 
+// ranRetirement is the fixture of a node retirement under updatePolicy policy that ran to
+// its end, its cordon step recording the VM vm-42 (recordVM).
+func ranRetirement(t *testing.T, policy v1alpha1.UpdatePolicy) *fixture {
+	t.Helper()
+	f := newFixture(t, retirement(policy))
+	recordVM(f)
+	f.syncUntilIdle("p")
+	return f
+}
+
 func recordVM(f *fixture) {
 	f.exec.on("cordon", v1alpha1.HookCreate, func(context.Context, *executor.Request) (contract.Result, error) {
 		return contract.DoneWithOutputs("", map[string]string{"vm": "vm-42"}), nil
@@ -39,9 +49,7 @@ func recordVM(f *fixture) {
 // cleared the outputs that held the safeguards. Now nothing runs, the pipeline says why
 // and how to run again, and the outputs stay.
 func TestEditOfAFinishedPipelineRunsNothing(t *testing.T) {
-	f := newFixture(t, retirement(""))
-	recordVM(f)
-	f.syncUntilIdle("p")
+	f := ranRetirement(t, "")
 	require.Equal(t, v1alpha1.PipelineSucceeded, f.get("p").Status.Phase)
 	f.exec.reset()
 
@@ -65,9 +73,7 @@ func TestEditOfAFinishedPipelineRunsNothing(t *testing.T) {
 // the Ready reason read back: a Warning for each edit refused, none for syncs of the same
 // edit, and the record goes once the edit is undone.
 func TestEachRefusedEditIsSaidOnce(t *testing.T) {
-	f := newFixture(t, retirement(""))
-	recordVM(f)
-	f.syncUntilIdle("p")
+	f := ranRetirement(t, "")
 	f.events()
 	refusals := func() int {
 		n := 0
@@ -106,9 +112,7 @@ func TestEachRefusedEditIsSaidOnce(t *testing.T) {
 // created leaked. Under updatePolicy Rerun its run is retired and torn down from its
 // record (the executor and parameters it ran with) before the steps run again.
 func TestRemovedStepIsTornDownFromItsRecord(t *testing.T) {
-	f := newFixture(t, retirement(v1alpha1.UpdateRerun))
-	recordVM(f)
-	f.syncUntilIdle("p")
+	f := ranRetirement(t, v1alpha1.UpdateRerun)
 	f.exec.reset()
 
 	f.update("p", func(p *v1alpha1.Pipeline) {
@@ -134,9 +138,7 @@ func TestRemovedStepIsTornDownFromItsRecord(t *testing.T) {
 // does not update in place) has its last run torn down, with the old parameters, before it
 // runs with the new ones; deleting the pipeline then tears down the new run.
 func TestEditedStepIsTornDownBeforeItRunsAgain(t *testing.T) {
-	f := newFixture(t, retirement(v1alpha1.UpdateRerun))
-	recordVM(f)
-	f.syncUntilIdle("p")
+	f := ranRetirement(t, v1alpha1.UpdateRerun)
 	f.exec.reset()
 
 	f.update("p", func(p *v1alpha1.Pipeline) {

@@ -112,9 +112,7 @@ func TestStatusTooLargeIsFinalForTheHook(t *testing.T) {
 // TestStatusTooLargeIsFinalForARetiredTeardown: the same holds for the teardown of a step
 // the spec no longer has: the retired run's teardown is blocked, not run again.
 func TestStatusTooLargeIsFinalForARetiredTeardown(t *testing.T) {
-	f := newFixture(t, retirement(v1alpha1.UpdateRerun))
-	recordVM(f)
-	f.syncUntilIdle("p")
+	f := ranRetirement(t, v1alpha1.UpdateRerun)
 	f.exec.reset()
 	refuseStatusWrites(f, anyHookState, errEtcdTooLarge)
 	f.exec.on("terminate", v1alpha1.HookDelete, func(context.Context, *executor.Request) (contract.Result, error) {

@@ -1,14 +1,12 @@
 package impersonate
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,35 +15,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/stepwise-dev/stepwise/internal/apitest"
 )
 
-// syncBuffer is a bytes.Buffer klog may write to from its flush goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // logAtVerbosity10 sends klog's output to a buffer at -v=10 until the test ends.
-func logAtVerbosity10(t *testing.T) *syncBuffer {
+func logAtVerbosity10(t *testing.T) *apitest.SyncBuffer {
 	t.Helper()
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	require.NoError(t, fs.Set("v", "10"))
 	require.NoError(t, fs.Set("logtostderr", "false"))
 	require.NoError(t, fs.Set("alsologtostderr", "false"))
-	var buf syncBuffer
+	var buf apitest.SyncBuffer
 	klog.SetOutput(&buf)
 	t.Cleanup(func() {
 		klog.Flush()

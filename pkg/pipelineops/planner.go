@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -90,18 +89,7 @@ func (pl *Planner) Plan(ctx context.Context, pipelines []*v1alpha1.Pipeline, tim
 // wait follows the created pipelines with an informer (it re-lists after errors) until each
 // is Planned or Failed, and returns them as last seen, in order.
 func (pl *Planner) wait(ctx context.Context) ([]*v1alpha1.Pipeline, error) {
-	client := pl.client.StepwiseV1alpha1().Pipelines(pl.ns)
-	selector := PlanLabel + "=true"
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector = selector
-			return client.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector = selector
-			return client.Watch(ctx, opts)
-		},
-	}, pl.client)
+	lw := PipelineListWatch(pl.client, pl.ns, func(opts *metav1.ListOptions) { opts.LabelSelector = PlanLabel + "=true" })
 	last := slices.Clone(pl.created)
 	index := make(map[string]int, len(last))
 	for i, p := range last {

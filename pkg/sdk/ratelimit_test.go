@@ -104,6 +104,20 @@ type tenantCall struct {
 	wantLimited []string
 }
 
+// getter is a GET of srv through client from the hook of a pipeline in the namespace it
+// is given, under ctx: its error, the response's body closed.
+func getter(ctx context.Context, t testing.TB, client *http.Client, srv *httptest.Server) func(namespace string) error {
+	return func(namespace string) error {
+		req, err := http.NewRequestWithContext(sdk.WithTenant(ctx, namespace), http.MethodGet, srv.URL, nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
+		if err == nil {
+			assert.NoError(t, resp.Body.Close())
+		}
+		return err
+	}
+}
+
 func TestTenantLimiterFailsFast(t *testing.T) {
 	var served atomic.Int32
 	handler := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served.Add(1) })
@@ -203,15 +217,7 @@ func TestTenantLimiterKeepsABoundedNumberOfBuckets(t *testing.T) {
 	defer srv.Close()
 	l := sdk.NewTenantLimiter(sdk.TenantLimits{TenantQPS: 0.001, TenantBurst: 1, PluginQPS: 1000, PluginBurst: 1000, MaxBuckets: 3})
 	client := &http.Client{Transport: l.Transport(nil)}
-	get := func(tenant string) error {
-		req, err := http.NewRequestWithContext(sdk.WithTenant(t.Context(), tenant), http.MethodGet, srv.URL, nil)
-		require.NoError(t, err)
-		resp, err := client.Do(req)
-		if err == nil {
-			require.NoError(t, resp.Body.Close())
-		}
-		return err
-	}
+	get := getter(t.Context(), t, client, srv)
 
 	require.NoError(t, get("team-0"))
 	require.Error(t, get("team-0"), "team-0's bucket is empty")
@@ -289,15 +295,7 @@ func TestTenantLimiterDelaysAnotherNamespaceAtAnyWorkers(t *testing.T) {
 			client := &http.Client{Transport: sdk.NewTenantLimiter(tt.limits).Transport(nil)}
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // as the engine bounds a call
 			defer cancel()
-			get := func(namespace string) error {
-				req, err := http.NewRequestWithContext(sdk.WithTenant(ctx, namespace), http.MethodGet, srv.URL, nil)
-				require.NoError(t, err)
-				resp, err := client.Do(req)
-				if err == nil {
-					_ = resp.Body.Close()
-				}
-				return err
-			}
+			get := getter(ctx, t, client, srv)
 			busy := func(i int) string { return fmt.Sprintf("busy-%d", i%tt.busy) }
 
 			// The busy namespaces spend the plugin's burst...
@@ -346,15 +344,7 @@ func TestTenantLimiterSharesTheWaitsBetweenNamespaces(t *testing.T) {
 	}).Transport(nil)}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	get := func(namespace string) error {
-		req, err := http.NewRequestWithContext(sdk.WithTenant(ctx, namespace), http.MethodGet, srv.URL, nil)
-		require.NoError(t, err)
-		resp, err := client.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		return err
-	}
+	get := getter(ctx, t, client, srv)
 
 	require.NoError(t, get("team-a"), "the burst")
 	waited := make(chan error, 1)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/accessreview"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 // rbac answers SubjectAccessReviews from a table of "user verb resource namespace" that are
@@ -198,8 +199,8 @@ func TestRBACChangeCountsBeforeTheAnswerExpires(t *testing.T) {
 		return true, w, err
 	})
 	bindings := kubeinformers.NewSharedInformerFactory(kube, 0).Rbac().V1().RoleBindings().Informer()
-	node := newNode("node-1", 0, retiring)
-	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), node), func(cfg *Config) {
+	node := triggertest.Node("node-1", 0, retiring)
+	f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node"), node), func(cfg *Config) {
 		cfg.AccessChanges = []cache.SharedInformer{bindings}
 	})
 	go bindings.RunWithContext(f.ctx)

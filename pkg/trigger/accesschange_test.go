@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stepwise-dev/stepwise/pkg/accessreview"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 // withRBAC gives the controller running informers of the RBAC objects of rbac, as
@@ -194,7 +195,7 @@ func TestAccessChangeConcernsTheServiceAccountsItNames(t *testing.T) {
 			other := webAppTrigger()
 			other.Namespace = "other"
 			opt, runRBAC := withRBAC(t, existing...)
-			f := newFixture(t, objs(newTrigger(), webAppTrigger(), other), opt)
+			f := newFixture(t, objs(triggertest.Trigger(), webAppTrigger(), other), opt)
 			runRBAC(f)
 			all := []cache.ObjectName{otherWeb, retire, web}
 			require.Equal(t, map[string]int{retirer: 2, deployer: 2, otherDeployer: 2}, syncAll(t, f, all...))
@@ -232,7 +233,7 @@ func TestUnattributedAccessChangesAreRateLimited(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// No object: no informer event queues the trigger.
-			f := newFixture(t, objs(newTrigger(), newTemplate("retire-node")))
+			f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node")))
 			reviews := func() int {
 				n := len(f.rbac.reviews)
 				f.rbac.reviews = nil
@@ -282,7 +283,7 @@ func TestUnattributedAccessChangesAreRateLimited(t *testing.T) {
 // TestTrailingRunIsQueued: the triggers are queued for the run that covers a change made
 // within the interval when nothing queued them sooner.
 func TestTrailingRunIsQueued(t *testing.T) {
-	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node")))
+	f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node")))
 	f.sync("retire")
 	change := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
 	f.c.onAccessChange(nil, change)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
@@ -34,11 +35,11 @@ func failPipeline(f *fixture, obj *unstructured.Unstructured, tornDown bool) {
 func TestFailureBudgetStopsTheTrigger(t *testing.T) {
 	var nodes []*unstructured.Unstructured
 	in := objs(newTemplate("retire-node"))
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.Concurrency, trig.Spec.FailureBudget = 3, 2
 	in = append(in, trig)
 	for i := range 6 {
-		n := newNode("n"+string(rune('0'+i)), time.Duration(i)*time.Second, retiring)
+		n := triggertest.Node("n"+string(rune('0'+i)), time.Duration(i)*time.Second, retiring)
 		nodes = append(nodes, n)
 		in = append(in, n)
 	}
@@ -100,8 +101,8 @@ func TestFailureBudgetStopsTheTrigger(t *testing.T) {
 // TestPauseStartsNothingAndSaysWho: a person's pause holds every start, Ready=False naming
 // them, since when the trigger saw it; lifted, the trigger starts again.
 func TestPauseStartsNothingAndSaysWho(t *testing.T) {
-	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
-	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), n1, n2))
+	n1, n2 := triggertest.Node("n1", 0, retiring), triggertest.Node("n2", time.Second, retiring)
+	f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node"), n1, n2))
 	f.sync("retire")
 	require.Len(t, f.pipelineList(), 1)
 
@@ -139,8 +140,8 @@ func TestPauseStartsNothingAndSaysWho(t *testing.T) {
 // TestCooldownSpacesTheStarts: with a cooldown, one pipeline starts per cooldown however
 // much room the concurrency leaves, and the trigger asks to be looked at when it ends.
 func TestCooldownSpacesTheStarts(t *testing.T) {
-	nodes := []*unstructured.Unstructured{newNode("a", 0, retiring), newNode("b", time.Second, retiring), newNode("c", 2*time.Second, retiring)}
-	trig := newTrigger()
+	nodes := []*unstructured.Unstructured{triggertest.Node("a", 0, retiring), triggertest.Node("b", time.Second, retiring), triggertest.Node("c", 2*time.Second, retiring)}
+	trig := triggertest.Trigger()
 	trig.Spec.Concurrency = 3
 	trig.Spec.Cooldown = &metav1.Duration{Duration: 10 * time.Minute}
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), nodes[0], nodes[1], nodes[2]))
@@ -164,8 +165,8 @@ func TestCooldownSpacesTheStarts(t *testing.T) {
 // TestCooldownCountsFromTheLastFinishToo: a retirement that ends starts the cooldown
 // again, so that the capacity it freed settles before the next one takes more.
 func TestCooldownCountsFromTheLastFinishToo(t *testing.T) {
-	a, b := newNode("a", 0, retiring), newNode("b", time.Second, retiring)
-	trig := newTrigger()
+	a, b := triggertest.Node("a", 0, retiring), triggertest.Node("b", time.Second, retiring)
+	trig := triggertest.Trigger()
 	trig.Spec.Cooldown = &metav1.Duration{Duration: 10 * time.Minute}
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), a, b))
 	f.sync("retire")

@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
@@ -89,8 +90,8 @@ func TestCreateRefusedForOneObject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, b, c := newNode("a", 0, retiring), newNode("b", time.Second, retiring), newNode("c", 2*time.Second, retiring)
-			trig := newTrigger()
+			a, b, c := triggertest.Node("a", 0, retiring), triggertest.Node("b", time.Second, retiring), triggertest.Node("c", 2*time.Second, retiring)
+			trig := triggertest.Trigger()
 			trig.Spec.Concurrency = 2
 			f := newFixture(t, objs(trig, newTemplate("retire-node"), a, b, c))
 			var refusing atomic.Bool
@@ -160,8 +161,8 @@ func TestCreateFailingForTheServer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, b := newNode("a", 0, retiring), newNode("b", time.Second, retiring)
-			trig := newTrigger()
+			a, b := triggertest.Node("a", 0, retiring), triggertest.Node("b", time.Second, retiring)
+			trig := triggertest.Trigger()
 			trig.Spec.Concurrency = 2
 			f := newFixture(t, objs(trig, newTemplate("retire-node"), a, b))
 			var refusing atomic.Bool

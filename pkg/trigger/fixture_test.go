@@ -24,10 +24,15 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/fake"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
-var start = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+// start and retiring are triggertest's, as are the objects of these tests.
+var (
+	start    = triggertest.Start
+	retiring = triggertest.Retiring
+)
 
 // fixture drives the trigger controller's syncHandler the way pkg/controller's tests drive
 // the engine's: triggers, templates and pipelines sit in their informers' indexers, and the
@@ -50,7 +55,7 @@ type fixture struct {
 	versions apitest.Versions
 }
 
-// nodeRetirerUser is the ServiceAccount of the triggers newTrigger makes.
+// nodeRetirerUser is the ServiceAccount of the triggers triggertest.Trigger makes.
 const nodeRetirerUser = "system:serviceaccount:ns:retirer"
 
 // fixtureOption changes the fixture before the controller is made.
@@ -114,7 +119,7 @@ func newFixture(t testing.TB, objs []runtime.Object, opts ...fixtureOption) *fix
 		NodeBudgets: sw.NodeBudgets(),
 		Recorder:    f.recorder,
 		Clock:       f.clock,
-		Operator:    operatorUser,
+		Operator:    triggertest.OperatorUser,
 		// A gate's list of 8 MiB through the fake clients, under -race beside other
 		// packages, took more than the default 10 s (TestAnObjectsGateListsInPagesWithinItsBounds).
 		GatesCheckTimeout: 2 * time.Minute,
@@ -410,56 +415,6 @@ func gvrOf(obj *unstructured.Unstructured) schema.GroupVersionResource {
 		return pipelinesGVR
 	}
 	panic("unknown kind " + obj.GetKind())
-}
-
-// newNode is a Node created at start plus age, with labels.
-func newNode(name string, age time.Duration, labels map[string]string) *unstructured.Unstructured {
-	n := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Node",
-		"metadata": map[string]any{"name": name},
-		"spec":     map[string]any{"providerID": "cloud://" + name},
-	}}
-	n.SetUID(types.UID("uid-" + name))
-	n.SetLabels(labels)
-	n.SetCreationTimestamp(metav1.NewTime(start.Add(age)))
-	n.SetResourceVersion("1")
-	return n
-}
-
-// retiring are the labels newTrigger selects.
-var retiring = map[string]string{"stepwise.dev/retire": "true"}
-
-// newWebApp is a WebApp of namespace ns.
-func newWebApp(ns, name string, age time.Duration, labels map[string]string) *unstructured.Unstructured {
-	w := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "demo.stepwise.dev/v1alpha1", "kind": "WebApp",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec":     map[string]any{"image": "web:1", "replicas": int64(2)},
-	}}
-	w.SetUID(types.UID("uid-" + ns + "-" + name))
-	w.SetLabels(labels)
-	w.SetCreationTimestamp(metav1.NewTime(start.Add(age)))
-	w.SetResourceVersion("1")
-	return w
-}
-
-// newTrigger is the trigger "retire" of namespace ns: Nodes labelled
-// stepwise.dev/retire=true, template "retire-node", ServiceAccount retirer.
-func newTrigger() *v1alpha1.PipelineTrigger {
-	return &v1alpha1.PipelineTrigger{
-		ObjectMeta: metav1.ObjectMeta{Name: "retire", Namespace: "ns", UID: "trigger-uid", Generation: 1},
-		Spec: v1alpha1.PipelineTriggerSpec{
-			Resource:           v1alpha1.TriggerResource{APIVersion: "v1", Kind: "Node"},
-			Selector:           &v1alpha1.LabelSelector{MatchLabels: retiring},
-			TemplateRef:        v1alpha1.TemplateRef{Name: "retire-node"},
-			Params:             map[string]string{"node": "$(object.metadata.name)"},
-			ServiceAccountName: "retirer",
-			Concurrency:        1,
-			WhenUnmatched:      v1alpha1.UnmatchedKeep,
-			UpdatePolicy:       v1alpha1.UpdateImmutable,
-			HistoryLimit:       10,
-		},
-	}
 }
 
 // webAppTrigger is the trigger "web" of namespace ns: every WebApp, template "web",

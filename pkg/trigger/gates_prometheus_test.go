@@ -14,6 +14,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/egress"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 const (
@@ -133,9 +134,9 @@ func TestAPrometheusGateReadsItsNamespaceOnly(t *testing.T) {
 			if url == "" {
 				url = prom.URL
 			}
-			trig := newTrigger()
+			trig := triggertest.Trigger()
 			trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "prom", Prometheus: &v1alpha1.PrometheusGate{URL: url, Query: tt.query}}}
-			f := newFixture(t, objs(newTemplate("retire-node"), trig, readyNode("old", 0, retiring)))
+			f := newFixture(t, objs(newTemplate("retire-node"), trig, triggertest.ReadyNode("old", 0, retiring)))
 			f.c.gateHTTP = guardedClient(gatePolicy())
 
 			f.sync("retire")
@@ -192,10 +193,10 @@ func TestTheAdminsPrometheusWins(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			admin := newRecordingProm(t, tt.adminCode, tt.adminBody)
 			tenant := newRecordingProm(t, 200, promEmpty)
-			trig := newTrigger()
+			trig := triggertest.Trigger()
 			trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "prom", Prometheus: &v1alpha1.PrometheusGate{
 				URL: tenant.URL, Query: `ALERTS{namespace="kube-system"}`}}}
-			f := newFixture(t, objs(newTemplate("retire-node"), trig, readyNode("old", 0, retiring)))
+			f := newFixture(t, objs(newTemplate("retire-node"), trig, triggertest.ReadyNode("old", 0, retiring)))
 			f.c.gateHTTP = guardedClient(gatePolicy())
 			if tt.noTenantHTTP {
 				f.c.gateHTTP = nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 // serviceAccountDynamic gives the fixture's dynamic client as any ServiceAccount's, and
@@ -46,14 +47,14 @@ func webReady95(deadline time.Duration) v1alpha1.HealthGate {
 // gateFixture: a trigger with the gate, one node to retire, and 20 web nodes, sick of
 // which are NotReady.
 func gateFixture(t *testing.T, gate v1alpha1.HealthGate, sick int) (*fixture, *serviceAccountDynamic, []*unstructured.Unstructured) {
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.Gates = []v1alpha1.HealthGate{gate}
-	in := objs(newTemplate("retire-node"), trig, readyNode("old", 0, retiring))
+	in := objs(newTemplate("retire-node"), trig, triggertest.ReadyNode("old", 0, retiring))
 	var web []*unstructured.Unstructured
 	for i := range 20 {
-		n := readyNode(fmt.Sprintf("web-%02d", i), 0, map[string]string{"pool": "web"})
+		n := triggertest.ReadyNode(fmt.Sprintf("web-%02d", i), 0, map[string]string{"pool": "web"})
 		if i < sick {
-			setReady(n, "False")
+			triggertest.SetReady(n, "False")
 		}
 		web = append(web, n)
 		in = append(in, n)
@@ -102,7 +103,7 @@ func TestAGateThatDoesNotHoldStartsNothing(t *testing.T) {
 	f.sync("retire")
 	assert.Equal(t, 1, lists(f), "not listed again before gateRecheck")
 
-	setReady(web[0], "True")
+	triggertest.SetReady(web[0], "True")
 	f.updateObject(web[0])
 	f.clock.Step(gateRecheck / 2)
 	f.sync("retire")
@@ -126,8 +127,8 @@ func TestAGateClosedPastItsDeadlineStopsTheTrigger(t *testing.T) {
 	assert.Equal(t, "web-ready", got.Status.GateStop.Gate)
 	assert.Contains(t, f.events(), "Warning GateDeadlineExceeded gate web-ready has not held for 1m1s (deadline 1m0s): the condition is false over 20 nodes; nothing starts until a person resumes the trigger")
 
-	setReady(web[0], "True")
-	setReady(web[1], "True")
+	triggertest.SetReady(web[0], "True")
+	triggertest.SetReady(web[1], "True")
 	f.updateObject(web[0])
 	f.updateObject(web[1])
 	f.clock.Step(gateRecheck)
@@ -159,10 +160,10 @@ func TestAPrometheusGateHoldsWhileTheQueryReturnsNothing(t *testing.T) {
 		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":%s}}`, result)
 	}))
 	t.Cleanup(prom.Close)
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.Gates = []v1alpha1.HealthGate{{Name: "no-alerts", Prometheus: &v1alpha1.PrometheusGate{
 		URL: prom.URL, Query: `ALERTS{alertname="NodeDown",alertstate="firing"}`}}}
-	f := newFixture(t, objs(newTemplate("retire-node"), trig, readyNode("old", 0, retiring)))
+	f := newFixture(t, objs(newTemplate("retire-node"), trig, triggertest.ReadyNode("old", 0, retiring)))
 	f.c.gateHTTP = prom.Client()
 
 	f.sync("retire")

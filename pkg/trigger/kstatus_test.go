@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/internal/argocdtest"
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 // What GitOps tools say of a trigger: acting (its window or budget waited for included)
@@ -31,11 +32,11 @@ func TestGitOpsToolsSayWhatATriggerIsDoing(t *testing.T) {
 		{name: "suspended", kstatus: status.CurrentStatus, argo: "Suspended",
 			edit: func(tr *v1alpha1.PipelineTrigger) { tr.Spec.Suspend = true }},
 		{name: "its template missing", kstatus: status.FailedStatus, argo: "Degraded",
-			objects: func() []runtime.Object { return objs(newTrigger()) }},
+			objects: func() []runtime.Object { return objs(triggertest.Trigger()) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := objs(newTrigger(), newTemplate("retire-node"))
+			in := objs(triggertest.Trigger(), newTemplate("retire-node"))
 			if tt.objects != nil {
 				in = tt.objects()
 			}

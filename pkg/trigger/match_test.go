@@ -9,19 +9,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
 // TestTriggerMatchesByField: only the labelled nodes that are not yet unschedulable get a
 // pipeline; a field path that does not parse makes the trigger Ready=False.
 func TestTriggerMatchesByField(t *testing.T) {
-	schedulable := newNode("node-1", 0, retiring)
-	cordoned := newNode("node-2", time.Second, retiring)
+	schedulable := triggertest.Node("node-1", 0, retiring)
+	cordoned := triggertest.Node("node-2", time.Second, retiring)
 	require.NoError(t, unstructured.SetNestedField(cordoned.Object, true, "spec", "unschedulable"))
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.Concurrency = 5
 	trig.Spec.MatchFields = []v1alpha1.FieldRequirement{{Field: "spec.unschedulable", Operator: v1alpha1.FieldDoesNotExist}}
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), schedulable, cordoned))
@@ -41,20 +41,6 @@ func TestTriggerMatchesByField(t *testing.T) {
 	assert.Contains(t, ready.Message, "spec.matchFields[0].field: ")
 }
 
-// pipelineObject is a stepwise Pipeline of namespace ns as the dynamic informer holds it.
-func pipelineObject(name string, labels map[string]string) *unstructured.Unstructured {
-	p := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "stepwise.dev/v1alpha1", "kind": "Pipeline",
-		"metadata": map[string]any{"name": name, "namespace": "ns"},
-		"spec":     map[string]any{"templateRef": map[string]any{"name": "retire-node"}},
-	}}
-	p.SetUID(types.UID("uid-" + name))
-	p.SetLabels(labels)
-	p.SetCreationTimestamp(metav1.NewTime(start))
-	p.SetResourceVersion("1")
-	return p
-}
-
 // pipelineTrigger is the trigger "feed" of namespace ns: every stepwise Pipeline of ns,
 // ServiceAccount deployer, which may list and watch them.
 func pipelineTrigger() *v1alpha1.PipelineTrigger {
@@ -71,7 +57,7 @@ func pipelineTrigger() *v1alpha1.PipelineTrigger {
 // pipeline for the Pipeline a person made, and none for its own, sync after sync (it made
 // one more at every sync before).
 func TestTriggerOnPipelinesDoesNotFeedOnItself(t *testing.T) {
-	manual := pipelineObject("manual", nil)
+	manual := triggertest.PipelineObject("manual", nil)
 	f := newFixture(t, objs(pipelineTrigger(), newTemplate("retire-node"), manual),
 		withResources(DefaultResources+",pipelines.stepwise.dev"))
 	f.rbac.allow("system:serviceaccount:ns:deployer", "pipelines", "ns", "list", "watch")

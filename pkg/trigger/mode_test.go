@@ -15,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
@@ -76,7 +77,7 @@ func TestHoldIsNamedOnceInOrder(t *testing.T) {
 	waiting.SetUID(types.UID("n1-uid"))
 	for mask := 1; mask < 1<<len(cases); mask++ {
 		recorder := record.NewFakeRecorder(10)
-		trig := newTrigger()
+		trig := triggertest.Trigger()
 		trig.Spec.NodeBudgetRef = &v1alpha1.NodeBudgetRef{Name: "workers"}
 		ts := &triggerSync{
 			c:    &Controller{clock: testingclock.NewFakeClock(now), recorder: recorder},
@@ -143,10 +144,10 @@ func TestHoldIsNamedOnceInOrder(t *testing.T) {
 // TestSuspendedAndPausedSaysPausedEverywhere: a trigger both suspended and paused was
 // reported "suspended" in its Event and "Paused" in its Ready reason; both say paused.
 func TestSuspendedAndPausedSaysPausedEverywhere(t *testing.T) {
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.Suspend = true
 	trig.Spec.Pause = &v1alpha1.TriggerPause{By: "alice"}
-	f := newFixture(t, objs(trig, newTemplate("retire-node"), newNode("n1", 0, retiring)))
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), triggertest.Node("n1", 0, retiring)))
 	f.sync("retire")
 	assert.Empty(t, f.pipelineList())
 	assert.Equal(t, v1alpha1.TriggerReasonPaused, readyOf(f.trigger("retire")).Reason)

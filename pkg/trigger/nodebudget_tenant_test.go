@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
@@ -41,8 +42,8 @@ func dbPipeline(node *unstructured.Unstructured, change func(*v1alpha1.Pipeline)
 // of its two nodes unless the pipeline of the case takes the other place.
 func TestABudgetCountsOnlyTheStartsOfTriggersThatMayUseIt(t *testing.T) {
 	web := map[string]string{"stepwise.dev/retire": "true", "pool": "web"}
-	b := readyNode("b", 0, nil)
-	vanished := readyNode("vanished", 0, nil) // not in the cluster: its pipeline outlived it
+	b := triggertest.ReadyNode("b", 0, nil)
+	vanished := triggertest.ReadyNode("vanished", 0, nil) // not in the cluster: its pipeline outlived it
 	forged := &v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: "tenant", UID: "uid-forged",
 		Labels:      map[string]string{v1alpha1.LabelNodeBudget: "fleet"},
 		Annotations: map[string]string{v1alpha1.AnnotationObject: forgedText}}}
@@ -129,7 +130,7 @@ func TestABudgetCountsOnlyTheStartsOfTriggersThatMayUseIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := objs(newTemplate("retire-node"), newNodeBudget("fleet", 2, nil), budgetTrigger("web", "web", "fleet"),
-				newNode("sick", 0, nil), readyNode("a", 0, web), readyNode("c", time.Second, web), b, tc.pipeline)
+				triggertest.Node("sick", 0, nil), triggertest.ReadyNode("a", 0, web), triggertest.ReadyNode("c", time.Second, web), b, tc.pipeline)
 			if tc.db != nil {
 				in = append(in, runtime.Object(tc.db))
 			}
@@ -173,7 +174,7 @@ func TestABudgetCountsOnlyTheStartsOfTriggersThatMayUseIt(t *testing.T) {
 // it: a tenant's forged pipelines, made and deleted at will, queue no other tenant's
 // trigger.
 func TestOnlyAStartUnderTheBudgetQueuesItsTriggers(t *testing.T) {
-	b := readyNode("b", 0, nil)
+	b := triggertest.ReadyNode("b", 0, nil)
 	for _, tc := range []struct {
 		name     string
 		pipeline *v1alpha1.Pipeline

@@ -11,18 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
-
-// readyNode is a node whose Ready condition is True (as kubelet or kwok writes it).
-func readyNode(name string, age time.Duration, labels map[string]string) *unstructured.Unstructured {
-	n := newNode(name, age, labels)
-	setReady(n, "True")
-	return n
-}
-
-func setReady(n *unstructured.Unstructured, status string) {
-	n.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": status}}}
-}
 
 func newNodeBudget(name string, maxUnavailable int32, selector map[string]string) *v1alpha1.NodeBudget {
 	b := &v1alpha1.NodeBudget{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeBudgetSpec{MaxUnavailable: maxUnavailable}}
@@ -32,10 +22,10 @@ func newNodeBudget(name string, maxUnavailable int32, selector map[string]string
 	return b
 }
 
-// budgetTrigger is newTrigger under another name, selecting pool=POOL nodes labelled for
+// budgetTrigger is triggertest.Trigger under another name, selecting pool=POOL nodes labelled for
 // retirement, naming the budget, at concurrency 3.
 func budgetTrigger(name, pool, budget string) *v1alpha1.PipelineTrigger {
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Name, trig.UID = name, types.UID("uid-trigger-"+name)
 	trig.Spec.Selector = &v1alpha1.LabelSelector{MatchLabels: map[string]string{"stepwise.dev/retire": "true", "pool": pool}}
 	trig.Spec.Concurrency = 3
@@ -55,13 +45,13 @@ func TestTwoTriggersShareOneNodeBudget(t *testing.T) {
 		budgetTrigger("web", "web", "fleet"), budgetTrigger("db", "db", "fleet"))
 	var web, db []*unstructured.Unstructured
 	for i := range 3 {
-		w := readyNode("web-"+string(rune('a'+i)), time.Duration(i)*time.Second, map[string]string{"stepwise.dev/retire": "true", "pool": "web", "fleet": "yes"})
-		d := readyNode("db-"+string(rune('a'+i)), time.Duration(i)*time.Second, map[string]string{"stepwise.dev/retire": "true", "pool": "db", "fleet": "yes"})
+		w := triggertest.ReadyNode("web-"+string(rune('a'+i)), time.Duration(i)*time.Second, map[string]string{"stepwise.dev/retire": "true", "pool": "web", "fleet": "yes"})
+		d := triggertest.ReadyNode("db-"+string(rune('a'+i)), time.Duration(i)*time.Second, map[string]string{"stepwise.dev/retire": "true", "pool": "db", "fleet": "yes"})
 		web, db = append(web, w), append(db, d)
 		in = append(in, w, d)
 	}
-	sick := newNode("sick", 0, map[string]string{"fleet": "yes"}) // NotReady: no Ready condition
-	outside := newNode("elsewhere", 0, nil)                       // NotReady, but the budget does not count it
+	sick := triggertest.Node("sick", 0, map[string]string{"fleet": "yes"}) // NotReady: no Ready condition
+	outside := triggertest.Node("elsewhere", 0, nil)                       // NotReady, but the budget does not count it
 	in = append(in, sick, outside)
 	f := newFixture(t, in)
 	withNodeBudgetUse(f)
@@ -90,8 +80,8 @@ func TestTwoTriggersShareOneNodeBudget(t *testing.T) {
 // makes nothing more unavailable.
 func TestANodeThatIsUnavailableAlreadyStartsInAFullBudget(t *testing.T) {
 	labels := map[string]string{"stepwise.dev/retire": "true", "pool": "web"}
-	down := newNode("down", 0, labels) // NotReady
-	up := readyNode("up", -time.Second, labels)
+	down := triggertest.Node("down", 0, labels) // NotReady
+	up := triggertest.ReadyNode("up", -time.Second, labels)
 	f := newFixture(t, objs(newTemplate("retire-node"), newNodeBudget("one", 1, nil), budgetTrigger("web", "web", "one"), down, up))
 	withNodeBudgetUse(f)
 	f.sync("web")
@@ -102,7 +92,7 @@ func TestANodeThatIsUnavailableAlreadyStartsInAFullBudget(t *testing.T) {
 // TestABudgetOfZeroHoldsEveryTrigger: maxUnavailable 0 is a switch that stops them all.
 func TestABudgetOfZeroHoldsEveryTrigger(t *testing.T) {
 	f := newFixture(t, objs(newTemplate("retire-node"), newNodeBudget("freeze", 0, nil), budgetTrigger("web", "web", "freeze"),
-		readyNode("a", 0, map[string]string{"stepwise.dev/retire": "true", "pool": "web"})))
+		triggertest.ReadyNode("a", 0, map[string]string{"stepwise.dev/retire": "true", "pool": "web"})))
 	withNodeBudgetUse(f)
 	f.sync("web")
 	assert.Empty(t, f.pipelineList())
@@ -113,7 +103,7 @@ func TestABudgetOfZeroHoldsEveryTrigger(t *testing.T) {
 // trigger acts on nothing, and says which right it lacks.
 func TestATriggerMayNotUseABudgetItWasNotGiven(t *testing.T) {
 	f := newFixture(t, objs(newTemplate("retire-node"), newNodeBudget("fleet", 3, nil), budgetTrigger("web", "web", "fleet"),
-		readyNode("a", 0, map[string]string{"stepwise.dev/retire": "true", "pool": "web"})))
+		triggertest.ReadyNode("a", 0, map[string]string{"stepwise.dev/retire": "true", "pool": "web"})))
 	f.sync("web")
 	assert.Empty(t, f.pipelineList())
 	ready := readyOf(f.trigger("web"))
@@ -126,7 +116,7 @@ func TestATriggerMayNotUseABudgetItWasNotGiven(t *testing.T) {
 // TestATriggerNamingAMissingBudgetStartsNothing.
 func TestATriggerNamingAMissingBudgetStartsNothing(t *testing.T) {
 	f := newFixture(t, objs(newTemplate("retire-node"), budgetTrigger("web", "web", "nowhere"),
-		readyNode("a", 0, map[string]string{"stepwise.dev/retire": "true", "pool": "web"})))
+		triggertest.ReadyNode("a", 0, map[string]string{"stepwise.dev/retire": "true", "pool": "web"})))
 	withNodeBudgetUse(f)
 	f.sync("web")
 	assert.Empty(t, f.pipelineList())

@@ -8,49 +8,17 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
-// existingPipeline is an unfinished pipeline of trigger "retire" for obj, made before the
-// test's sync: labelled with the trigger UID uid (none when empty, as the versions before
-// LabelTriggerUID made them) and created at created.
-// operatorUser is the user the operator acts as in these tests.
-const operatorUser = "system:serviceaccount:stepwise-system:stepwise-operator"
-
+// existingPipeline is the unfinished pipeline of trigger "retire" for obj that the
+// trigger would make, made before the test's sync (triggertest.ExistingPipeline).
 func existingPipeline(obj *unstructured.Unstructured, uid string, created time.Time) *v1alpha1.Pipeline {
 	name := rules.PipelineName("retire", obj.GetName(), obj.GetUID())
-	labels := map[string]string{v1alpha1.LabelTrigger: "retire", v1alpha1.LabelObjectUID: string(obj.GetUID())}
-	if uid != "" {
-		labels[v1alpha1.LabelTriggerUID] = uid
-	}
-	return &v1alpha1.Pipeline{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: "1", Generation: 1,
-			CreationTimestamp: metav1.NewTime(created), Labels: labels,
-			// The admission policy records the operator as the creator of what it creates.
-			Annotations: map[string]string{v1alpha1.AnnotationObject: rules.ObjectKey(obj.GetNamespace(), obj.GetName()),
-				v1alpha1.AnnotationCreatedBy: operatorUser},
-		},
-		Spec: v1alpha1.PipelineSpec{
-			TemplateRef:        &v1alpha1.TemplateRef{Name: "retire-node"},
-			Params:             map[string]string{"node": obj.GetName()},
-			ServiceAccountName: "retirer",
-			UpdatePolicy:       v1alpha1.UpdateImmutable,
-		},
-	}
-}
-
-// recreatedTrigger is newTrigger created at start, with concurrency 1 and whenUnmatched
-// Delete: a pipeline it took for its own would hold the only place, and one whose object
-// is gone would be deleted.
-func recreatedTrigger() *v1alpha1.PipelineTrigger {
-	trig := newTrigger()
-	trig.CreationTimestamp = metav1.NewTime(start)
-	trig.Spec.WhenUnmatched = v1alpha1.UnmatchedDelete
-	return trig
+	return triggertest.ExistingPipeline(name, rules.ObjectKey(obj.GetNamespace(), obj.GetName()), obj, uid, created)
 }
 
 // TestRecreatedTriggerLeavesTheOldTriggersPipelines: a trigger deleted and created again
@@ -58,12 +26,12 @@ func recreatedTrigger() *v1alpha1.PipelineTrigger {
 // those it made with its UID nor those an old version made before the new trigger existed;
 // an object whose pipeline name such a pipeline holds waits, and says why.
 func TestRecreatedTriggerLeavesTheOldTriggersPipelines(t *testing.T) {
-	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
-	gone, goneLegacy := newNode("gone", 0, retiring), newNode("gone-legacy", 0, retiring)
+	n1, n2 := triggertest.Node("n1", 0, retiring), triggertest.Node("n2", time.Second, retiring)
+	gone, goneLegacy := triggertest.Node("gone", 0, retiring), triggertest.Node("gone-legacy", 0, retiring)
 	oldN1 := existingPipeline(n1, "old-uid", start.Add(-time.Hour))
 	oldGone := existingPipeline(gone, "old-uid", start.Add(-time.Hour))
 	oldLegacy := existingPipeline(goneLegacy, "", start.Add(-time.Hour))
-	f := newFixture(t, objs(recreatedTrigger(), newTemplate("retire-node"), n1, n2, oldN1, oldGone, oldLegacy))
+	f := newFixture(t, objs(triggertest.RecreatedTrigger(), newTemplate("retire-node"), n1, n2, oldN1, oldGone, oldLegacy))
 
 	f.sync("retire")
 
@@ -104,11 +72,11 @@ func TestCopiesAreNotAdopted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n1 := newNode("n1", 0, retiring)
+			n1 := triggertest.Node("n1", 0, retiring)
 			copied := existingPipeline(n1, tt.uid, start.Add(time.Minute))
 			copied.Name += "-x7k2q"
 			copied.UID = "uid-copy"
-			f := newFixture(t, objs(recreatedTrigger(), newTemplate("retire-node"), n1, copied))
+			f := newFixture(t, objs(triggertest.RecreatedTrigger(), newTemplate("retire-node"), n1, copied))
 
 			f.sync("retire")
 			assert.Equal(t, []string{"create pipelines", "update pipelinetriggers/status"}, f.writes())
@@ -146,12 +114,12 @@ func TestPipelineOfAnOldVersionIsAdoptedOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
+			n1, n2 := triggertest.Node("n1", 0, retiring), triggertest.Node("n2", time.Second, retiring)
 			legacy := existingPipeline(n1, "", tt.created)
 			if tt.change != nil {
 				tt.change(legacy)
 			}
-			trig := recreatedTrigger()
+			trig := triggertest.RecreatedTrigger()
 			trig.Spec.WhenUnmatched = v1alpha1.UnmatchedKeep
 			f := newFixture(t, objs(trig, newTemplate("retire-node"), n1, n2, legacy))
 

@@ -14,6 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
@@ -21,10 +22,10 @@ import (
 // trigger and the node, labelled and annotated with both, running the template with the
 // node's params as the trigger's ServiceAccount; a cluster-scoped object owns nothing.
 func TestOnePipelinePerMatchingObject(t *testing.T) {
-	n1 := newNode("node-1", 0, retiring)
-	n2 := newNode("node-2", time.Second, retiring)
-	other := newNode("node-3", 0, map[string]string{"stepwise.dev/retire": "false"})
-	trig := newTrigger()
+	n1 := triggertest.Node("node-1", 0, retiring)
+	n2 := triggertest.Node("node-2", time.Second, retiring)
+	other := triggertest.Node("node-3", 0, map[string]string{"stepwise.dev/retire": "false"})
+	trig := triggertest.Trigger()
 	trig.Spec.Concurrency = 5
 	trig.Spec.Params["id"] = "id=$(object.spec.providerID)"
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1, n2, other))
@@ -74,13 +75,13 @@ func TestOnePipelinePerMatchingObject(t *testing.T) {
 // failed pipeline holds its place until torn down after its failure.
 func TestConcurrencyBoundsUnfinishedPipelines(t *testing.T) {
 	nodes := []*unstructured.Unstructured{
-		newNode("e", 0, retiring),
-		newNode("b", time.Second, retiring),
-		newNode("a", time.Second, retiring), // same age as b: by name
-		newNode("d", 3*time.Second, retiring),
-		newNode("c", 4*time.Second, retiring),
+		triggertest.Node("e", 0, retiring),
+		triggertest.Node("b", time.Second, retiring),
+		triggertest.Node("a", time.Second, retiring), // same age as b: by name
+		triggertest.Node("d", 3*time.Second, retiring),
+		triggertest.Node("c", 4*time.Second, retiring),
 	}
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.Concurrency = 2
 	trig.Spec.FailureBudget = 10 // a's failure does not stop the trigger here
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), nodes[0], nodes[1], nodes[2], nodes[3], nodes[4]))
@@ -140,8 +141,8 @@ func TestConcurrencyBoundsUnfinishedPipelines(t *testing.T) {
 }
 
 func TestSuspendStartsNothing(t *testing.T) {
-	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
-	trig := newTrigger()
+	n1, n2 := triggertest.Node("n1", 0, retiring), triggertest.Node("n2", time.Second, retiring)
+	trig := triggertest.Trigger()
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1, n2))
 	f.sync("retire")
 	require.Len(t, f.pipelineList(), 1)
@@ -195,11 +196,11 @@ func TestTriggerThatCannotAct(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			trig := newTrigger()
+			trig := triggertest.Trigger()
 			if tt.change != nil {
 				tt.change(trig)
 			}
-			in := objs(trig, newNode("n1", 0, retiring))
+			in := objs(trig, triggertest.Node("n1", 0, retiring))
 			if !tt.noTemplate {
 				in = append(in, newTemplate("retire-node"))
 			}
@@ -232,8 +233,8 @@ func TestTriggerThatCannotAct(t *testing.T) {
 // TestForbiddenUntilGranted: a denied trigger watches nothing and says nothing of the
 // objects; once its ServiceAccount is granted the rights, it acts within the answer's TTL.
 func TestForbiddenUntilGranted(t *testing.T) {
-	n1 := newNode("n1", 0, retiring)
-	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), n1))
+	n1 := triggertest.Node("n1", 0, retiring)
+	f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node"), n1))
 	f.rbac.allowed = nil
 
 	requeue := f.sync("retire")
@@ -254,7 +255,7 @@ func TestForbiddenUntilGranted(t *testing.T) {
 
 	// Rights taken away: nothing more starts, and the status forgets the objects.
 	f.rbac.allowed = nil
-	f.createObject(newNode("n2", time.Second, retiring))
+	f.createObject(triggertest.Node("n2", time.Second, retiring))
 	f.finish("retire", n1)
 	f.clock.Step(time.Minute)
 	f.sync("retire")
@@ -269,7 +270,7 @@ func TestForbiddenUntilGranted(t *testing.T) {
 // TestTemplateAppearing: a trigger whose template is missing starts nothing, and is looked
 // at again when the template appears.
 func TestTemplateAppearing(t *testing.T) {
-	f := newFixture(t, objs(newTrigger(), newNode("n1", 0, retiring)))
+	f := newFixture(t, objs(triggertest.Trigger(), triggertest.Node("n1", 0, retiring)))
 	f.sync("retire")
 	assert.Empty(t, f.pipelineList())
 	assert.Equal(t, v1alpha1.TriggerReasonTemplateNotFound, readyOf(f.trigger("retire")).Reason)
@@ -289,10 +290,10 @@ func TestTemplateAppearing(t *testing.T) {
 // without a pipeline, and the status says which object and which reference; the others
 // start in its place; it starts once it has the field.
 func TestObjectWithoutAFieldWaits(t *testing.T) {
-	bad := newNode("bad", 0, retiring)
+	bad := triggertest.Node("bad", 0, retiring)
 	unstructured.RemoveNestedField(bad.Object, "spec", "providerID")
-	good := newNode("good", time.Second, retiring)
-	trig := newTrigger()
+	good := triggertest.Node("good", time.Second, retiring)
+	trig := triggertest.Trigger()
 	trig.Spec.Params["id"] = "$(object.spec.providerID)"
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), bad, good))
 
@@ -327,11 +328,11 @@ func TestObjectWithoutAFieldWaits(t *testing.T) {
 // and counts the others.
 func TestObjectErrorsAreBounded(t *testing.T) {
 	in := objs(newTemplate("retire-node"))
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.Params["x"] = "$(object.spec.missing)"
 	in = append(in, trig)
 	for i := range 100 {
-		in = append(in, newNode("n"+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Duration(i)*time.Second, retiring))
+		in = append(in, triggertest.Node("n"+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Duration(i)*time.Second, retiring))
 	}
 	f := newFixture(t, in)
 	f.sync("retire")
@@ -347,8 +348,8 @@ func TestObjectErrorsAreBounded(t *testing.T) {
 // TestNamespacedKind: a namespaced kind is matched in the trigger's namespace only; under
 // WhenUnmatched Delete the pipeline is owned by its object (without blocking its deletion).
 func TestNamespacedKind(t *testing.T) {
-	mine := newWebApp("ns", "shop", 0, nil)
-	theirs := newWebApp("other", "shop", 0, nil)
+	mine := triggertest.WebApp("ns", "shop", 0, nil)
+	theirs := triggertest.WebApp("other", "shop", 0, nil)
 	f := newFixture(t, objs(webAppTrigger(), newTemplate("web"), mine, theirs))
 	f.sync("web")
 
@@ -367,7 +368,7 @@ func TestNamespacedKind(t *testing.T) {
 
 	// Under Keep, no owner.
 	f.updateTrigger("web", func(tr *v1alpha1.PipelineTrigger) { tr.Spec.WhenUnmatched = v1alpha1.UnmatchedKeep })
-	f.createObject(newWebApp("ns", "blog", time.Second, nil))
+	f.createObject(triggertest.WebApp("ns", "blog", time.Second, nil))
 	f.sync("web")
 	blog := f.pipelineList()
 	require.Len(t, blog, 2)
@@ -381,7 +382,7 @@ func TestNamespacedKind(t *testing.T) {
 // TestObjectChanged: under Rerun, an object whose params change has its pipeline's params
 // patched; under Immutable the pipeline is left alone and an Event says so, once.
 func TestObjectChanged(t *testing.T) {
-	shop := newWebApp("ns", "shop", 0, nil)
+	shop := triggertest.WebApp("ns", "shop", 0, nil)
 	f := newFixture(t, objs(webAppTrigger(), newTemplate("web"), shop))
 	f.sync("web")
 	f.events()
@@ -440,7 +441,7 @@ func TestObjectChanged(t *testing.T) {
 // TestPipelineCreatedImmutableStaysImmutable: a trigger switched to Rerun does not patch a
 // pipeline created Immutable (the API server would refuse it).
 func TestPipelineCreatedImmutableStaysImmutable(t *testing.T) {
-	shop := newWebApp("ns", "shop", 0, nil)
+	shop := triggertest.WebApp("ns", "shop", 0, nil)
 	trig := webAppTrigger()
 	trig.Spec.UpdatePolicy = v1alpha1.UpdateImmutable
 	f := newFixture(t, objs(trig, newTemplate("web"), shop))
@@ -475,8 +476,8 @@ func TestObjectGoneOrUnmatched(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n1 := newNode("n1", 0, retiring)
-			trig := newTrigger()
+			n1 := triggertest.Node("n1", 0, retiring)
+			trig := triggertest.Trigger()
 			trig.Spec.WhenUnmatched = tt.policy
 			f := newFixture(t, objs(trig, newTemplate("retire-node"), n1))
 			f.sync("retire")
@@ -505,8 +506,8 @@ func TestObjectGoneOrUnmatched(t *testing.T) {
 // TestPipelineBeingDeletedIsDeletedOnce: the cache that has not seen our deletion yet does
 // not make us delete, and say so, again.
 func TestPipelineBeingDeletedIsDeletedOnce(t *testing.T) {
-	n1 := newNode("n1", 0, retiring)
-	trig := newTrigger()
+	n1 := triggertest.Node("n1", 0, retiring)
+	trig := triggertest.Trigger()
 	trig.Spec.WhenUnmatched = v1alpha1.UnmatchedDelete
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1))
 	f.sync("retire")
@@ -527,14 +528,14 @@ func TestPipelineBeingDeletedIsDeletedOnce(t *testing.T) {
 // to historyLimit, the oldest deleted first; unfinished ones, and those of objects that
 // still exist, are not counted.
 func TestHistoryLimit(t *testing.T) {
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.HistoryLimit = 2
 	trig.Spec.Concurrency = 10
 	var in []runtime.Object
 	in = append(in, trig, newTemplate("retire-node"))
 	var nodes []*unstructured.Unstructured
 	for i, name := range []string{"a", "b", "c", "d", "running", "unlabelled"} {
-		n := newNode(name, time.Duration(i)*time.Second, retiring)
+		n := triggertest.Node(name, time.Duration(i)*time.Second, retiring)
 		nodes = append(nodes, n)
 		in = append(in, n)
 	}
@@ -569,13 +570,13 @@ func TestHistoryLimit(t *testing.T) {
 // TestRecreatedObjectGetsANewPipeline: an object deleted and created again under the same
 // name is another object: it gets a pipeline of its own.
 func TestRecreatedObjectGetsANewPipeline(t *testing.T) {
-	n1 := newNode("n1", 0, retiring)
-	trig := newTrigger()
+	n1 := triggertest.Node("n1", 0, retiring)
+	trig := triggertest.Trigger()
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1))
 	f.sync("retire")
 	f.finish("retire", n1)
 	f.deleteObject(n1)
-	again := newNode("n1", time.Minute, retiring)
+	again := triggertest.Node("n1", time.Minute, retiring)
 	again.SetUID("uid-n1-again")
 	f.createObject(again)
 	f.sync("retire")
@@ -585,8 +586,8 @@ func TestRecreatedObjectGetsANewPipeline(t *testing.T) {
 // TestCreateRacingTheCache: a pipeline created by an earlier sync that the cache has not
 // seen yet is neither created again nor counted out of the budget.
 func TestCreateRacingTheCache(t *testing.T) {
-	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
-	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), n1, n2))
+	n1, n2 := triggertest.Node("n1", 0, retiring), triggertest.Node("n2", time.Second, retiring)
+	f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node"), n1, n2))
 	f.syncWithoutRefresh("retire")
 	// No refresh: the informer has not delivered the pipeline.
 	f.client.ClearActions()
@@ -598,9 +599,9 @@ func TestCreateRacingTheCache(t *testing.T) {
 // TestAlreadyExists: a pipeline of that name made by an earlier life of the operator,
 // which the cache has not seen, takes its place in the budget.
 func TestAlreadyExists(t *testing.T) {
-	n1, n2 := newNode("n1", 0, retiring), newNode("n2", time.Second, retiring)
+	n1, n2 := triggertest.Node("n1", 0, retiring), triggertest.Node("n2", time.Second, retiring)
 	existing := &v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: rules.PipelineName("retire", "n1", n1.GetUID()), Namespace: "ns"}}
-	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), n1, n2))
+	f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node"), n1, n2))
 	require.NoError(t, f.client.Tracker().Add(existing))
 	f.client.ClearActions()
 	f.syncWithoutRefresh("retire")
@@ -611,9 +612,9 @@ func TestAlreadyExists(t *testing.T) {
 // TestLongTriggerName: a trigger whose name is too long for a label value still finds its
 // pipelines.
 func TestLongTriggerName(t *testing.T) {
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Name = "retire-a-very-long-trigger-name-that-does-not-fit-into-a-label-value-at-all"
-	n1 := newNode("n1", 0, retiring)
+	n1 := triggertest.Node("n1", 0, retiring)
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1))
 	f.sync(trig.Name)
 	p := f.pipelineList()
@@ -632,11 +633,11 @@ func TestLongTriggerName(t *testing.T) {
 func TestBlockedByPodDisruptionBudgets(t *testing.T) {
 	var nodes []*unstructured.Unstructured
 	in := objs(newTemplate("retire-node"))
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.Concurrency = 3
 	in = append(in, trig)
 	for i := range 8 {
-		n := newNode("n"+string(rune('0'+i)), time.Duration(i)*time.Second, retiring)
+		n := triggertest.Node("n"+string(rune('0'+i)), time.Duration(i)*time.Second, retiring)
 		nodes = append(nodes, n)
 		in = append(in, n)
 	}
@@ -707,7 +708,7 @@ func TestBudgetsBlocking(t *testing.T) {
 // TestDeletedTriggerIsForgotten: a trigger that is gone no longer watches, nor keeps an
 // answer of its rights.
 func TestDeletedTriggerIsForgotten(t *testing.T) {
-	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), newNode("n1", 0, retiring)))
+	f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node"), triggertest.Node("n1", 0, retiring)))
 	f.sync("retire")
 	require.NotZero(t, f.c.access.answers.Len())
 	require.NoError(t, f.client.StepwiseV1alpha1().PipelineTriggers("ns").Delete(f.ctx, "retire", metav1.DeleteOptions{}))
@@ -722,7 +723,7 @@ func TestDeletedTriggerIsForgotten(t *testing.T) {
 // status write answers NotFound) is gone, not a failed sync retried with backoff and
 // logged as an error.
 func TestTriggerDeletedDuringItsSyncIsNoError(t *testing.T) {
-	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), newNode("node-1", 0, retiring)))
+	f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node"), triggertest.Node("node-1", 0, retiring)))
 	f.client.PrependReactor("update", "pipelinetriggers", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() != "status" {
 			return false, nil, nil
@@ -736,9 +737,9 @@ func TestTriggerDeletedDuringItsSyncIsNoError(t *testing.T) {
 // TestTheStatusCountsPipelinesAwaitingApproval: a running pipeline whose step waits for a
 // person is counted, so that whoever approves sees there is something to approve.
 func TestTheStatusCountsPipelinesAwaitingApproval(t *testing.T) {
-	n1 := newNode("node-1", 0, retiring)
-	n2 := newNode("node-2", time.Second, retiring)
-	trig := newTrigger()
+	n1 := triggertest.Node("node-1", 0, retiring)
+	n2 := triggertest.Node("node-2", time.Second, retiring)
+	trig := triggertest.Trigger()
 	trig.Spec.Concurrency = 5
 	f := newFixture(t, objs(trig, newTemplate("retire-node"), n1, n2))
 	f.sync("retire")

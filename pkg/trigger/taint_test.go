@@ -18,6 +18,7 @@ import (
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 // serviceAccountNodes serves the Node patches made as a trigger's ServiceAccount: each is
@@ -112,14 +113,14 @@ func newTaintFixture(t testing.TB, trig *v1alpha1.PipelineTrigger, nodes ...runt
 // node loses it when its pipeline starts; a node tainted by another trigger is left alone;
 // turning taintWaiting off removes the taints, then the finalizer.
 func TestWaitingNodesAreTainted(t *testing.T) {
-	a := newNode("a", 0, retiring)
-	b := newNode("b", time.Second, retiring)
-	c := newNode("c", 2*time.Second, retiring)
-	other := newNode("other", 0, nil)
+	a := triggertest.Node("a", 0, retiring)
+	b := triggertest.Node("b", time.Second, retiring)
+	c := triggertest.Node("c", 2*time.Second, retiring)
+	other := triggertest.Node("other", 0, nil)
 	require.NoError(t, unstructured.SetNestedSlice(other.Object, []any{
 		map[string]any{"key": v1alpha1.TaintWaiting, "value": "elsewhere.retire", "effect": "PreferNoSchedule"},
 	}, "spec", "taints"))
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.TaintWaiting = true
 	f, sa := newTaintFixture(t, trig, a, b, c, other)
 
@@ -155,12 +156,12 @@ func TestWaitingNodesAreTainted(t *testing.T) {
 func TestDeletedTriggerRemovesItsTaints(t *testing.T) {
 	for _, forbidden := range []bool{false, true} {
 		t.Run(map[bool]string{false: "allowed", true: "forbidden"}[forbidden], func(t *testing.T) {
-			a := newNode("a", 0, retiring)
+			a := triggertest.Node("a", 0, retiring)
 			require.NoError(t, unstructured.SetNestedSlice(a.Object, []any{
 				map[string]any{"key": "other", "effect": "NoSchedule"},
 				map[string]any{"key": v1alpha1.TaintWaiting, "value": "ns.retire", "effect": "PreferNoSchedule"},
 			}, "spec", "taints"))
-			trig := newTrigger()
+			trig := triggertest.Trigger()
 			trig.Spec.TaintWaiting = true
 			trig.Finalizers = []string{v1alpha1.FinalizerTaints, "example.com/other"}
 			trig.DeletionTimestamp = &metav1.Time{Time: start}
@@ -186,9 +187,9 @@ func TestDeletedTriggerRemovesItsTaints(t *testing.T) {
 // TestTaintRefusedIsReported: a ServiceAccount that may not patch Nodes leaves them
 // untainted; the trigger goes on, says so in its Ready message and a Warning Event.
 func TestTaintRefusedIsReported(t *testing.T) {
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.TaintWaiting = true
-	f, sa := newTaintFixture(t, trig, newNode("a", 0, retiring), newNode("b", time.Second, retiring))
+	f, sa := newTaintFixture(t, trig, triggertest.Node("a", 0, retiring), triggertest.Node("b", time.Second, retiring))
 	sa.forbidden = true
 
 	f.sync("retire")

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 type decodeErrs map[string]error
@@ -36,8 +37,8 @@ func (r *recordingPatcher) Patch(_ context.Context, _, _ string, patch []byte, s
 // pipeline and says why on the object, with a raw patch (a typed write could not decode
 // the answer).
 func TestUndecodableTriggerStartsNothing(t *testing.T) {
-	trig := newTrigger()
-	f := newFixture(t, objs(trig, newTemplate("retire-node"), newNode("node-1", 0, retiring)))
+	trig := triggertest.Trigger()
+	f := newFixture(t, objs(trig, newTemplate("retire-node"), triggertest.Node("node-1", 0, retiring)))
 	raw := &recordingPatcher{}
 	f.c.undecodable, f.c.raw = decodeErrs{"retire": errors.New(`time: invalid duration "9999999999h"`)}, raw
 

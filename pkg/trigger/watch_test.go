@@ -18,6 +18,7 @@ import (
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/dynwatch"
 	informers "github.com/stepwise-dev/stepwise/pkg/generated/informers/externalversions"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 	"github.com/stepwise-dev/stepwise/pkg/trigger/rules"
 )
 
@@ -32,11 +33,11 @@ func inNamespace(trig *v1alpha1.PipelineTrigger, ns string) *v1alpha1.PipelineTr
 // TestOneInformerPerKind: the triggers of a kind share one informer, made when the first
 // of them may act; a kind no trigger may watch has none.
 func TestOneInformerPerKind(t *testing.T) {
-	second := newTrigger()
+	second := triggertest.Trigger()
 	second.Name = "retire-too"
 	denied := webAppTrigger()
 	denied.Spec.ServiceAccountName = "nobody"
-	f := newFixture(t, objs(newTrigger(), second, denied, newTemplate("retire-node"), newTemplate("web"), newNode("n1", 0, retiring)))
+	f := newFixture(t, objs(triggertest.Trigger(), second, denied, newTemplate("retire-node"), newTemplate("web"), triggertest.Node("n1", 0, retiring)))
 
 	f.sync("retire")
 	inf := f.c.objects.Informer(nodesGVR)
@@ -55,7 +56,7 @@ func TestOneInformerPerKind(t *testing.T) {
 // one.
 func TestObjectEventsQueueTheTriggersOfTheirKind(t *testing.T) {
 	other := inNamespace(webAppTrigger(), "other")
-	f := newFixture(t, objs(newTrigger(), webAppTrigger(), other, newTemplate("retire-node"), newTemplate("web")))
+	f := newFixture(t, objs(triggertest.Trigger(), webAppTrigger(), other, newTemplate("retire-node"), newTemplate("web")))
 	f.rbac.allow("system:serviceaccount:other:deployer", "webapps", "other", "list", "watch")
 	for _, key := range []cache.ObjectName{keyOf("retire"), keyOf("web"), {Namespace: "other", Name: "web"}} {
 		_, err := f.c.syncHandler(f.ctx, key)
@@ -76,11 +77,11 @@ func TestObjectEventsQueueTheTriggersOfTheirKind(t *testing.T) {
 	}
 	drain(f.c)
 
-	f.createObject(newWebApp("ns", "shop", 0, nil))
+	f.createObject(triggertest.WebApp("ns", "shop", 0, nil))
 	assert.Equal(t, []string{"ns/web"}, queued())
-	f.createObject(newWebApp("other", "blog", 0, nil))
+	f.createObject(triggertest.WebApp("other", "blog", 0, nil))
 	assert.Equal(t, []string{"other/web"}, queued())
-	f.createObject(newNode("n1", 0, nil))
+	f.createObject(triggertest.Node("n1", 0, nil))
 	assert.Equal(t, []string{"ns/retire"}, queued())
 
 	// A trigger that no longer watches the kind is not queued by it.
@@ -90,8 +91,8 @@ func TestObjectEventsQueueTheTriggersOfTheirKind(t *testing.T) {
 	})
 	f.sync("web")
 	drain(f.c)
-	f.createObject(newWebApp("ns", "wiki", 0, nil))
-	f.createObject(newNode("n2", 0, nil))
+	f.createObject(triggertest.WebApp("ns", "wiki", 0, nil))
+	f.createObject(triggertest.Node("n2", 0, nil))
 	assert.Equal(t, []string{"ns/retire", "ns/web"}, queued())
 }
 
@@ -99,9 +100,9 @@ func TestObjectEventsQueueTheTriggersOfTheirKind(t *testing.T) {
 // its label names, even when the label is a hash of a long name; a template's arrival
 // queues the triggers that use it; a trigger's own status write queues nothing.
 func TestPipelineAndTemplateEventsQueueTheirTrigger(t *testing.T) {
-	long := newTrigger()
+	long := triggertest.Trigger()
 	long.Name = strings.Repeat("long-", 20) + "trigger"
-	f := newFixture(t, objs(newTrigger(), long, webAppTrigger()))
+	f := newFixture(t, objs(triggertest.Trigger(), long, webAppTrigger()))
 
 	f.c.onPipeline(&v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p",
 		Labels: map[string]string{v1alpha1.LabelTrigger: rules.LabelValueOf(long.Name)}}})
@@ -116,7 +117,7 @@ func TestPipelineAndTemplateEventsQueueTheirTrigger(t *testing.T) {
 	slices.Sort(got)
 	assert.Equal(t, []string{"ns/" + long.Name, "ns/retire"}, got)
 
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.ResourceVersion = "1"
 	written := trig.DeepCopy()
 	written.ResourceVersion = "2"
@@ -134,7 +135,7 @@ func TestPipelineAndTemplateEventsQueueTheirTrigger(t *testing.T) {
 // included: the informers' events alone carry the trigger from creation to its pipelines,
 // and a node labelled later gets its own.
 func TestRunDrivesTriggersThroughInformers(t *testing.T) {
-	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), newNode("n1", 0, retiring)))
+	f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node"), triggertest.Node("n1", 0, retiring)))
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -164,7 +165,7 @@ func TestRunDrivesTriggersThroughInformers(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 
 	// Concurrency 1: a second node waits until the first pipeline succeeds.
-	n2 := newNode("n2", time.Second, retiring)
+	n2 := triggertest.Node("n2", time.Second, retiring)
 	n2.SetResourceVersion(f.versions.Next())
 	_, err = f.dynamic.Resource(nodesGVR).Create(ctx, n2, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -195,7 +196,7 @@ func TestRunDrivesTriggersThroughInformers(t *testing.T) {
 // API server list the kind again), then stops; a trigger that watches the kind later gets
 // a new one.
 func TestAnInformerNoTriggerWatchesIsReleased(t *testing.T) {
-	f := newFixture(t, objs(newTrigger(), newTemplate("retire-node"), newNode("n1", 0, retiring)))
+	f := newFixture(t, objs(triggertest.Trigger(), newTemplate("retire-node"), triggertest.Node("n1", 0, retiring)))
 	f.sync("retire")
 	first := f.c.objects.Informer(nodesGVR)
 	require.NotNil(t, first)
@@ -224,15 +225,15 @@ func TestAnInformerNoTriggerWatchesIsReleased(t *testing.T) {
 // serves the other triggers until the replacement has synced and takes its place. A
 // replacement starts at most every dynwatch.ReplaceInterval.
 func TestATriggerReadingFieldsTheCacheDropsGetsAnInformerKeepingThem(t *testing.T) {
-	node := newNode("n1", 0, retiring)
+	node := triggertest.Node("n1", 0, retiring)
 	node.Object["spec"].(map[string]any)["podCIDR"] = "10.0.0.0/24"
-	second := newTrigger()
+	second := triggertest.Trigger()
 	second.Name, second.UID = "by-cidr", "trigger-uid-2"
 	second.Spec.Params = map[string]string{"cidr": "$(object.spec.podCIDR)"}
-	third := newTrigger()
+	third := triggertest.Trigger()
 	third.Name, third.UID = "by-id", "trigger-uid-3"
 	third.Spec.Params = map[string]string{"id": "$(object.spec.providerID)"}
-	f := newFixture(t, objs(newTrigger(), second, third, newTemplate("retire-node"), node))
+	f := newFixture(t, objs(triggertest.Trigger(), second, third, newTemplate("retire-node"), node))
 
 	f.sync("retire")
 	first := f.c.objects.Informer(nodesGVR)

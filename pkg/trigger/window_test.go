@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 func TestWindowAt(t *testing.T) {
@@ -120,8 +121,8 @@ func windowAtGuarded(t *testing.T, w *v1alpha1.MaintenanceWindow, now time.Time)
 // TestMaintenanceWindowGatesStarts: outside its window a trigger starts nothing, its
 // status says when the window opens, and it looks again then; inside, it starts.
 func TestMaintenanceWindowGatesStarts(t *testing.T) {
-	n1 := newNode("n1", 0, retiring)
-	trig := newTrigger()
+	n1 := triggertest.Node("n1", 0, retiring)
+	trig := triggertest.Trigger()
 	// The fixture's clock starts at `start`; the window opens an hour later, for an hour.
 	opens := start.Add(time.Hour).UTC()
 	trig.Spec.MaintenanceWindow = &v1alpha1.MaintenanceWindow{

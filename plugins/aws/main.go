@@ -6,9 +6,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
@@ -20,26 +17,11 @@ import (
 // bucket of their own for each endpoint, at half the plugin's rate, so that their retry
 // storm fails fast against it rather than take every other namespace's share. A
 // termination costs two requests, and one a look while the instance shuts down.
-const (
-	apiQPS      = 10
-	apiBurst    = 20
-	tenantQPS   = 5
-	tenantBurst = 10
-)
-
-// limits are the plugin's client-side limits.
-func limits() sdk.TenantLimits {
-	return sdk.TenantLimits{TenantQPS: tenantQPS, TenantBurst: tenantBurst, PluginQPS: apiQPS, PluginBurst: apiBurst}
-}
+var limits = sdk.TenantLimits{PluginQPS: 10, PluginBurst: 20, TenantQPS: 5, TenantBurst: 10}
 
 func main() {
 	// The addresses EC2 may be at: every public one, and the ranges the operator's
 	// --plugin-allowed-cidrs allows (an EC2-compatible private cloud, a VPC endpoint). A
 	// plugin never runs with another policy than asked.
-	policy, err := egress.FromEnvironment()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "stepwise-plugin-aws: %v\n", err)
-		os.Exit(1)
-	}
-	sdk.Serve(newTerminateInstance(policy, sdk.NewTenantLimiter(limits()).Transport))
+	egress.Serve("stepwise-plugin-aws", limits, newTerminateInstance)
 }

@@ -371,7 +371,7 @@ func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 	counter := &plugintest.CountingTransport{}
 	c := plugintest.ServeCloud(t, newTerminateInstance(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
 		counter.Base = rt
-		return sdk.NewTenantLimiter(limits()).Transport(counter)
+		return sdk.NewTenantLimiter(limits).Transport(counter)
 	}), paramCredentialsSecret)
 	_, err := c.Create(t, map[string]string{"instanceID": instanceID, "region": region, "endpoint": f.URL, "credentialsSecret": "aws-creds", "node": nodeName}, validSecrets())
 	require.NoError(t, err)
@@ -388,7 +388,7 @@ func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	f.addInstance(otherInstance, "running", 0)
 	counter := &plugintest.CountingTransport{}
 	// Two requests for each namespace and endpoint, what one termination costs.
-	limiter := sdk.NewTenantLimiter(sdk.TenantLimits{TenantQPS: 0.001, TenantBurst: 2, PluginQPS: apiQPS, PluginBurst: apiBurst})
+	limiter := sdk.NewTenantLimiter(sdk.TenantLimits{TenantQPS: 0.001, TenantBurst: 2, PluginQPS: limits.PluginQPS, PluginBurst: limits.PluginBurst})
 	c := plugintest.ServeCloud(t, newTerminateInstance(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
 		counter.Base = limiter.Transport(rt)
 		return counter

@@ -5,9 +5,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
@@ -19,26 +16,11 @@ import (
 // their own for each endpoint (Keystone, Nova), at half the plugin's rate, so that their
 // retry storm fails fast against it rather than take every other namespace's share. A
 // termination costs a token, a look-up and a delete.
-const (
-	apiQPS      = 10
-	apiBurst    = 20
-	tenantQPS   = 5
-	tenantBurst = 10
-)
-
-// limits are the plugin's client-side limits.
-func limits() sdk.TenantLimits {
-	return sdk.TenantLimits{TenantQPS: tenantQPS, TenantBurst: tenantBurst, PluginQPS: apiQPS, PluginBurst: apiBurst}
-}
+var limits = sdk.TenantLimits{PluginQPS: 10, PluginBurst: 20, TenantQPS: 5, TenantBurst: 10}
 
 func main() {
 	// The addresses Keystone and Nova may be at: every public one, and the ranges the
 	// operator's --plugin-allowed-cidrs allows (a private cloud's network). A plugin never
 	// runs with another policy than asked.
-	policy, err := egress.FromEnvironment()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "stepwise-plugin-openstack: %v\n", err)
-		os.Exit(1)
-	}
-	sdk.Serve(newTerminateServer(policy, sdk.NewTenantLimiter(limits()).Transport))
+	egress.Serve("stepwise-plugin-openstack", limits, newTerminateServer)
 }

@@ -346,7 +346,7 @@ func TestRequestsGoThroughTheGivenTransport(t *testing.T) {
 	counter := &plugintest.CountingTransport{}
 	c := plugintest.ServeCloud(t, newTerminateServer(egress.New(loopback), func(rt http.RoundTripper) http.RoundTripper {
 		counter.Base = rt
-		return sdk.NewTenantLimiter(limits()).Transport(counter)
+		return sdk.NewTenantLimiter(limits).Transport(counter)
 	}), paramCredentialsSecret)
 	_, err := c.Create(t, map[string]string{"serverID": serverID, "node": nodeName, "credentialsSecret": "os-creds"}, validSecrets(f.authURL()))
 	require.NoError(t, err)

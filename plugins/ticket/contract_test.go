@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -41,26 +40,15 @@ func TestCrashReplay(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(t, "")
 			f.set(func(f *fakeAPI) { f.ignoreKey = tt.ignoreKey })
-			rec := &recordingTB{TB: t}
-			plugintest.CrashReplay(rec, plugintest.Serve(t, newTestApproval()), executorName,
-				map[string]string{"url": f.url, "summary": "deploy v2"}, f.remote())
+			failures := plugintest.Failures(t, func(tb testing.TB) {
+				plugintest.CrashReplay(tb, plugintest.Serve(t, newTestApproval()), executorName,
+					map[string]string{"url": f.url, "summary": "deploy v2"}, f.remote())
+			})
 			if tt.want == "" {
-				assert.Empty(t, rec.errors)
+				assert.Empty(t, failures)
 				return
 			}
-			assert.Contains(t, strings.Join(rec.errors, "\n"), tt.want)
+			assert.Contains(t, strings.Join(failures, "\n"), tt.want)
 		})
 	}
 }
-
-// recordingTB records failures instead of failing the test, to check that a check fails.
-type recordingTB struct {
-	testing.TB
-	errors []string
-}
-
-func (r *recordingTB) Errorf(format string, args ...any) {
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-}
-
-func (r *recordingTB) Failed() bool { return len(r.errors) > 0 }

@@ -82,7 +82,9 @@ func (f *fakeAPI) open(w http.ResponseWriter, r *http.Request) {
 	answer(w, http.StatusCreated, id, f.tickets[id].status)
 }
 
-func (f *fakeAPI) get(w http.ResponseWriter, r *http.Request) {
+// withTicket calls do with the ticket of the request's path, under f.mu, or answers 404
+// Not Found when there is none.
+func (f *fakeAPI) withTicket(w http.ResponseWriter, r *http.Request, do func(t *fakeTicket)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.tickets[r.PathValue("id")]
@@ -90,23 +92,24 @@ func (f *fakeAPI) get(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		return
 	}
-	t.gets++
-	if t.status == statusOpen && f.verdict != "" && t.gets >= f.approveAfter {
-		t.status = f.verdict
-	}
-	answer(w, http.StatusOK, r.PathValue("id"), t.status)
+	do(t)
+}
+
+func (f *fakeAPI) get(w http.ResponseWriter, r *http.Request) {
+	f.withTicket(w, r, func(t *fakeTicket) {
+		t.gets++
+		if t.status == statusOpen && f.verdict != "" && t.gets >= f.approveAfter {
+			t.status = f.verdict
+		}
+		answer(w, http.StatusOK, r.PathValue("id"), t.status)
+	})
 }
 
 func (f *fakeAPI) close(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.tickets[r.PathValue("id")]
-	if !ok {
-		w.WriteHeader(http.StatusNotFound)
-		return
-	}
-	t.status = statusClosed
-	w.WriteHeader(http.StatusOK)
+	f.withTicket(w, r, func(t *fakeTicket) {
+		t.status = statusClosed
+		w.WriteHeader(http.StatusOK)
+	})
 }
 
 func answer(w http.ResponseWriter, status int, id, ticketStatus string) {

@@ -4,9 +4,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
@@ -21,26 +18,11 @@ import (
 // plugin's rate, so that their retry storm fails fast against it rather than take every
 // other namespace's share; its burst is two terminations (about 15 requests each, the
 // task waits included) at once.
-const (
-	apiQPS      = 10
-	apiBurst    = 20
-	tenantQPS   = 5
-	tenantBurst = 35
-)
-
-// limits are the plugin's client-side limits.
-func limits() sdk.TenantLimits {
-	return sdk.TenantLimits{TenantQPS: tenantQPS, TenantBurst: tenantBurst, PluginQPS: apiQPS, PluginBurst: apiBurst}
-}
+var limits = sdk.TenantLimits{PluginQPS: 10, PluginBurst: 20, TenantQPS: 5, TenantBurst: 35}
 
 func main() {
 	// The addresses vCenter may be at: every public one, and the ranges the operator's
 	// --plugin-allowed-cidrs allows (vCenter is usually on a private network). A plugin
 	// never runs with another policy than asked.
-	policy, err := egress.FromEnvironment()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "stepwise-plugin-vsphere: %v\n", err)
-		os.Exit(1)
-	}
-	sdk.Serve(newTerminateVM(policy, sdk.NewTenantLimiter(limits()).Transport))
+	egress.Serve("stepwise-plugin-vsphere", limits, newTerminateVM)
 }

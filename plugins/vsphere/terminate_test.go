@@ -33,7 +33,7 @@ func newTestExecutor() *terminateVM {
 }
 
 func newTestExecutorAllowing(allowed ...netip.Prefix) *terminateVM {
-	e := newTerminateVM(egress.New(allowed...), sdk.NewTenantLimiter(limits()).Transport)
+	e := newTerminateVM(egress.New(allowed...), sdk.NewTenantLimiter(limits).Transport)
 	e.log = log.New(io.Discard, "", 0)
 	return e
 }
@@ -514,7 +514,7 @@ func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	took, err := run("team-a", first)
 	require.NoError(t, err, "a termination fits in a namespace's burst")
 	require.False(t, sim.exists(t, first))
-	for range tenantBurst {
+	for range limits.TenantBurst {
 		if took, err = run("team-a", first); err != nil {
 			break
 		}

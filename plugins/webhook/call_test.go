@@ -411,7 +411,7 @@ func TestCallsGoThroughTheRateLimit(t *testing.T) {
 // anything is sent, while another namespace's hook calls the same receiver.
 func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	rc := newReceiver(t, false, hmacKey, answerJSON(200, `{}`))
-	c := plugintest.Serve(t, newCall(egress.New(loopback), sdk.NewTenantLimiter(limits()).Transport))
+	c := plugintest.Serve(t, newCall(egress.New(loopback), sdk.NewTenantLimiter(limits).Transport))
 	run := func(namespace string) (time.Duration, error) {
 		req := plugintest.Request(sdk.HookCreate, "uid-1", map[string]string{"url": rc.URL, "credentialsSecret": "hook-creds"})
 		req.Pipeline.Namespace = namespace
@@ -424,7 +424,7 @@ func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	// The bucket refills while the storm goes on: count what passed.
 	passed := 0
 	took, err := run("team-a")
-	for ; err == nil && passed < 3*tenantBurst; took, err = run("team-a") {
+	for ; err == nil && passed < 3*limits.TenantBurst; took, err = run("team-a") {
 		passed++
 	}
 	var e *sdk.Error
@@ -432,7 +432,7 @@ func TestNamespacesRateLimitFailsFast(t *testing.T) {
 	assert.Equal(t, "RateLimited", e.Reason)
 	assert.False(t, e.Permanent)
 	assert.Contains(t, e.Error(), `namespace "team-a"`)
-	assert.GreaterOrEqual(t, passed, tenantBurst, "a burst passes")
+	assert.GreaterOrEqual(t, passed, limits.TenantBurst, "a burst passes")
 	assert.Less(t, took, time.Second, "no wait for a token")
 	assert.Len(t, rc.received(), passed, "the refused call was not sent")
 

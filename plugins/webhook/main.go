@@ -4,9 +4,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/stepwise-dev/stepwise/pkg/sdk"
 	"github.com/stepwise-dev/stepwise/pkg/sdk/egress"
 )
@@ -16,25 +13,10 @@ import (
 // plugin process serves every namespace: the pipelines of one namespace have a bucket of
 // their own for each receiver, at half the plugin's rate, so that their retry storm fails
 // fast against it rather than take every other namespace's share. A hook calls once.
-const (
-	apiQPS      = 10
-	apiBurst    = 20
-	tenantQPS   = 5
-	tenantBurst = 10
-)
-
-// limits are the plugin's client-side limits.
-func limits() sdk.TenantLimits {
-	return sdk.TenantLimits{TenantQPS: tenantQPS, TenantBurst: tenantBurst, PluginQPS: apiQPS, PluginBurst: apiBurst}
-}
+var limits = sdk.TenantLimits{PluginQPS: 10, PluginBurst: 20, TenantQPS: 5, TenantBurst: 10}
 
 func main() {
 	// The addresses calls may connect to: every public one, and the ranges the operator's
 	// --plugin-allowed-cidrs allows. A plugin never runs with another policy than asked.
-	policy, err := egress.FromEnvironment()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "stepwise-plugin-webhook: %v\n", err)
-		os.Exit(1)
-	}
-	sdk.Serve(newCall(policy, sdk.NewTenantLimiter(limits()).Transport))
+	egress.Serve("stepwise-plugin-webhook", limits, newCall)
 }

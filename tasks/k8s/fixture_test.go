@@ -259,3 +259,15 @@ func patchForced(client *dynamicfake.FakeDynamicClient) []bool {
 	}
 	return out
 }
+
+// withChanges is params with the changes given: a value set, or removed when empty.
+func withChanges(params, changes map[string]string) map[string]string {
+	for k, v := range changes {
+		if v == "" {
+			delete(params, k)
+			continue
+		}
+		params[k] = v
+	}
+	return params
+}

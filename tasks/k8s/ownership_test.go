@@ -116,20 +116,11 @@ func TestApplyForceTakesAnObjectOver(t *testing.T) {
 // TestApplyParametersTheEngineRefuses: what the declarations say (the manifest required,
 // force a bool, no other parameter) the engine checks before any hook.
 func TestApplyParametersTheEngineRefuses(t *testing.T) {
-	tests := []struct {
-		name   string
-		params map[string]string
-		want   string
-	}{
-		{"no manifest", map[string]string{"force": "true"}, `parameter "manifest" is required`},
-		{"force not a bool", map[string]string{"manifest": prodSettings, "force": "yes"}, `parameter "force" is "yes", not true or false`},
-		{"a parameter it does not take", map[string]string{"manifest": prodSettings, "prune": "false"}, `parameter "prune" is not a parameter of the executor, which takes manifest, force`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			plugintest.AssertRefused(t, Apply{}.Describe(), tc.params, tc.want)
-		})
-	}
+	plugintest.AssertRefusals(t, Apply{}.Describe(), []plugintest.Refusal{
+		{Name: "no manifest", Params: map[string]string{"force": "true"}, Want: `parameter "manifest" is required`},
+		{Name: "force not a bool", Params: map[string]string{"manifest": prodSettings, "force": "yes"}, Want: `parameter "force" is "yes", not true or false`},
+		{Name: "a parameter it does not take", Params: map[string]string{"manifest": prodSettings, "prune": "false"}, Want: `parameter "prune" is not a parameter of the executor, which takes manifest, force`},
+	})
 }
 
 func TestApplyNeedsThePipelineUID(t *testing.T) {

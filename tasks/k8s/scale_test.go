@@ -175,15 +175,7 @@ func reconcile(t *testing.T, client *kubefake.Clientset, obj runtime.Object) {
 // scaleWith is a valid set of k8s.scale parameters with the changes given (an empty
 // value removes the parameter).
 func scaleWith(changes map[string]string) map[string]string {
-	p := map[string]string{"name": "web", "replicas": "5"}
-	for k, v := range changes {
-		if v == "" {
-			delete(p, k)
-			continue
-		}
-		p[k] = v
-	}
-	return p
+	return withChanges(map[string]string{"name": "web", "replicas": "5"}, changes)
 }
 
 // scaleRequest is a request for a hook of k8s.scale with the parameters as the engine
@@ -240,50 +232,37 @@ func scaleWrites(t *testing.T, client *kubefake.Clientset) []string {
 // TestScaleParametersTheEngineRefuses: what the declarations say (required, types, the
 // kind's values, no other parameter) the engine checks before any hook.
 func TestScaleParametersTheEngineRefuses(t *testing.T) {
-	tests := []struct {
-		name    string
-		changes map[string]string
-		want    string
-	}{
-		{"no name", map[string]string{"name": ""}, `parameter "name" is required`},
-		{"no replicas", map[string]string{"replicas": ""}, `parameter "replicas" is required`},
-		{"unknown kind", map[string]string{"kind": "DaemonSet"}, `parameter "kind" is "DaemonSet", not one of Deployment, StatefulSet`},
-		{"kind in lower case", map[string]string{"kind": "statefulset"}, `parameter "kind" is "statefulset", not one of Deployment, StatefulSet`},
-		{"replicas not a number", map[string]string{"replicas": "many"}, `parameter "replicas" is "many", not a whole number`},
-		{"replicas a fraction", map[string]string{"replicas": "1.5"}, `parameter "replicas" is "1.5", not a whole number`},
-		{"replicas with spaces", map[string]string{"replicas": " 0 "}, `parameter "replicas" is " 0 ", not a whole number`},
-		{"bad timeout", map[string]string{"timeout": "soon"}, `parameter "timeout" is "soon", not a duration`},
-		{"a parameter of k8s.wait", map[string]string{"condition": "Available"}, `parameter "condition" is not a parameter of the executor`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			plugintest.AssertRefused(t, Scale{}.Describe(), scaleWith(tc.changes), tc.want)
-		})
-	}
+	plugintest.AssertRefusals(t, Scale{}.Describe(), []plugintest.Refusal{
+		{Name: "no name", Params: scaleWith(map[string]string{"name": ""}), Want: `parameter "name" is required`},
+		{Name: "no replicas", Params: scaleWith(map[string]string{"replicas": ""}), Want: `parameter "replicas" is required`},
+		{Name: "unknown kind", Params: scaleWith(map[string]string{"kind": "DaemonSet"}), Want: `parameter "kind" is "DaemonSet", not one of Deployment, StatefulSet`},
+		{Name: "kind in lower case", Params: scaleWith(map[string]string{"kind": "statefulset"}), Want: `parameter "kind" is "statefulset", not one of Deployment, StatefulSet`},
+		{Name: "replicas not a number", Params: scaleWith(map[string]string{"replicas": "many"}), Want: `parameter "replicas" is "many", not a whole number`},
+		{Name: "replicas a fraction", Params: scaleWith(map[string]string{"replicas": "1.5"}), Want: `parameter "replicas" is "1.5", not a whole number`},
+		{Name: "replicas with spaces", Params: scaleWith(map[string]string{"replicas": " 0 "}), Want: `parameter "replicas" is " 0 ", not a whole number`},
+		{Name: "bad timeout", Params: scaleWith(map[string]string{"timeout": "soon"}), Want: `parameter "timeout" is "soon", not a duration`},
+		{Name: "a parameter of k8s.wait", Params: scaleWith(map[string]string{"condition": "Available"}), Want: `parameter "condition" is not a parameter of the executor`},
+	})
 }
 
 // TestScaleRejectsBadParameters: what the types cannot say, the hooks check, failing the
 // step at PreCreate, its first hook, before anything is read.
 func TestScaleRejectsBadParameters(t *testing.T) {
-	tests := []struct {
-		name    string
-		changes map[string]string
-		want    string
-	}{
-		{"blank name", map[string]string{"name": " "}, `parameter "name": is empty`},
-		{"bad name", map[string]string{"name": "Web_1"}, `parameter "name": "Web_1" is not a valid name`},
-		{"bad namespace", map[string]string{"namespace": "a.b"}, `parameter "namespace": "a.b" is not a valid namespace`},
-		{"negative replicas", map[string]string{"replicas": "-1"}, `parameter "replicas": "-1" must be 0 or more`},
-		{"replicas beyond int32", map[string]string{"replicas": "3000000000"}, `parameter "replicas": "3000000000" is more than 2147483647`},
-		{"timeout zero", map[string]string{"timeout": "0s"}, `parameter "timeout": "0s" must be positive`},
-		{"negative timeout", map[string]string{"timeout": "-1m"}, `parameter "timeout": "-1m" must be positive`},
+	tests := []plugintest.Refusal{
+		{Name: "blank name", Params: scaleWith(map[string]string{"name": " "}), Want: `parameter "name": is empty`},
+		{Name: "bad name", Params: scaleWith(map[string]string{"name": "Web_1"}), Want: `parameter "name": "Web_1" is not a valid name`},
+		{Name: "bad namespace", Params: scaleWith(map[string]string{"namespace": "a.b"}), Want: `parameter "namespace": "a.b" is not a valid namespace`},
+		{Name: "negative replicas", Params: scaleWith(map[string]string{"replicas": "-1"}), Want: `parameter "replicas": "-1" must be 0 or more`},
+		{Name: "replicas beyond int32", Params: scaleWith(map[string]string{"replicas": "3000000000"}), Want: `parameter "replicas": "3000000000" is more than 2147483647`},
+		{Name: "timeout zero", Params: scaleWith(map[string]string{"timeout": "0s"}), Want: `parameter "timeout": "0s" must be positive`},
+		{Name: "negative timeout", Params: scaleWith(map[string]string{"timeout": "-1m"}), Want: `parameter "timeout": "-1m" must be positive`},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.Name, func(t *testing.T) {
 			client := newKube(t, readyDeployment(2))
 			for _, hook := range []contract.Hook{contract.HookPreCreate, contract.HookCreate} {
-				_, err := call(t, Scale{}, scaleRequest(t, client, hook, scaleWith(tc.changes), nil))
-				requirePermanent(t, err, ReasonInvalidParameter, tc.want)
+				_, err := call(t, Scale{}, scaleRequest(t, client, hook, tc.Params, nil))
+				requirePermanent(t, err, ReasonInvalidParameter, tc.Want)
 			}
 			assert.Empty(t, client.Actions(), "nothing is read or written")
 		})

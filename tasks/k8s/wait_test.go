@@ -23,15 +23,7 @@ import (
 // waitParamsFor is a valid set of k8s.wait parameters with the changes given (an empty
 // value removes the parameter).
 func waitParamsFor(changes map[string]string) map[string]string {
-	p := map[string]string{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "condition": "Available"}
-	for k, v := range changes {
-		if v == "" {
-			delete(p, k)
-			continue
-		}
-		p[k] = v
-	}
-	return p
+	return withChanges(map[string]string{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "condition": "Available"}, changes)
 }
 
 // waitRequest is a k8s.wait request with the parameters as the engine hands them over:
@@ -44,22 +36,13 @@ func waitRequest(t *testing.T, client *dynamicfake.FakeDynamicClient, mapper met
 // TestWaitParametersTheEngineRefuses: what the declarations say (required, types, no other
 // parameter) the engine checks before any hook.
 func TestWaitParametersTheEngineRefuses(t *testing.T) {
-	tests := []struct {
-		name    string
-		changes map[string]string
-		want    string
-	}{
-		{"no apiVersion", map[string]string{"apiVersion": ""}, `parameter "apiVersion" is required`},
-		{"no kind", map[string]string{"kind": ""}, `parameter "kind" is required`},
-		{"no name", map[string]string{"name": ""}, `parameter "name" is required`},
-		{"bad timeout", map[string]string{"timeout": "soon"}, `parameter "timeout" is "soon", not a duration`},
-		{"a parameter it does not take", map[string]string{"replicas": "3"}, `parameter "replicas" is not a parameter of the executor`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			plugintest.AssertRefused(t, Wait{}.Describe(), waitParamsFor(tc.changes), tc.want)
-		})
-	}
+	plugintest.AssertRefusals(t, Wait{}.Describe(), []plugintest.Refusal{
+		{Name: "no apiVersion", Params: waitParamsFor(map[string]string{"apiVersion": ""}), Want: `parameter "apiVersion" is required`},
+		{Name: "no kind", Params: waitParamsFor(map[string]string{"kind": ""}), Want: `parameter "kind" is required`},
+		{Name: "no name", Params: waitParamsFor(map[string]string{"name": ""}), Want: `parameter "name" is required`},
+		{Name: "bad timeout", Params: waitParamsFor(map[string]string{"timeout": "soon"}), Want: `parameter "timeout" is "soon", not a duration`},
+		{Name: "a parameter it does not take", Params: waitParamsFor(map[string]string{"replicas": "3"}), Want: `parameter "replicas" is not a parameter of the executor`},
+	})
 }
 
 // TestWaitRejectsBadParameters: what the types cannot say, the hooks check, failing the

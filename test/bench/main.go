@@ -415,12 +415,8 @@ func (b *bench) pipelineRun(ctx context.Context, label string, names []string, s
 		}
 	}
 	r.Latency = percentilesOf(lat)
-	r.OperatorRequestsPerPipeline = perPipeline(d.operator, n)
-	r.ServerRequestsPerPipeline = perPipeline(d.server, n)
+	r.requestsPerPipeline = perPipelineOf(d, n)
 	pipelineWrites := count(d.operator, onResource("pipelines", isWrite))
-	r.PipelineWritesPerPipeline = pipelineWrites / n
-	r.EventWritesPerPipeline = count(d.operator, onResource("events", isWrite)) / n
-	r.ServerPipelineWritesPerPipeline = count(d.server, onResource("pipelines", isWrite)) / n
 	r.Conflicts = d.conflicts
 	r.Reads = count(d.operator, isRead)
 	r.ReconcilesPerPipeline = d.reconciles / n

@@ -64,6 +64,29 @@ func newResults(cfg config) *results {
 	}}
 }
 
+// requestsPerPipeline are the requests of a run per pipeline, by "verb resource": as the
+// operator's client counted them (stepwise_api_requests_total), and as the API server did
+// (apiserver_request_total for pipelines and events, minus the benchmark's own requests;
+// watches left out).
+type requestsPerPipeline struct {
+	OperatorRequestsPerPipeline     map[string]float64 `json:"operatorRequestsPerPipeline"`
+	ServerRequestsPerPipeline       map[string]float64 `json:"serverRequestsPerPipeline"`
+	PipelineWritesPerPipeline       float64            `json:"pipelineWritesPerPipeline"`
+	EventWritesPerPipeline          float64            `json:"eventWritesPerPipeline"`
+	ServerPipelineWritesPerPipeline float64            `json:"serverPipelineWritesPerPipeline"`
+}
+
+// perPipelineOf is what d counted over n pipelines.
+func perPipelineOf(d delta, n float64) requestsPerPipeline {
+	return requestsPerPipeline{
+		OperatorRequestsPerPipeline:     perPipeline(d.operator, n),
+		ServerRequestsPerPipeline:       perPipeline(d.server, n),
+		PipelineWritesPerPipeline:       count(d.operator, onResource("pipelines", isWrite)) / n,
+		EventWritesPerPipeline:          count(d.operator, onResource("events", isWrite)) / n,
+		ServerPipelineWritesPerPipeline: count(d.server, onResource("pipelines", isWrite)) / n,
+	}
+}
+
 // pipelineRun is one batch of pipelines created at once and run by the operator.
 type pipelineRun struct {
 	Name      string `json:"name"`
@@ -74,19 +97,12 @@ type pipelineRun struct {
 	PipelinesPerSec float64 `json:"pipelinesPerSecond"`
 	// Latency is apply→Ready under this run's load.
 	Latency percentiles `json:"latency"`
-	// Requests per pipeline by "verb resource": as the operator's client counted them
-	// (stepwise_api_requests_total), and as the API server did (apiserver_request_total for
-	// pipelines and events, minus the benchmark's own requests; watches left out).
-	OperatorRequestsPerPipeline     map[string]float64 `json:"operatorRequestsPerPipeline"`
-	ServerRequestsPerPipeline       map[string]float64 `json:"serverRequestsPerPipeline"`
-	PipelineWritesPerPipeline       float64            `json:"pipelineWritesPerPipeline"`
-	EventWritesPerPipeline          float64            `json:"eventWritesPerPipeline"`
-	ServerPipelineWritesPerPipeline float64            `json:"serverPipelineWritesPerPipeline"`
-	Conflicts                       float64            `json:"conflicts"`
-	Reads                           float64            `json:"reads"`
-	ReconcilesPerPipeline           float64            `json:"reconcilesPerPipeline"`
-	ReconcileMeanMs                 float64            `json:"reconcileMeanMs"`
-	QueueWaitMeanMs                 float64            `json:"queueWaitMeanMs"`
+	requestsPerPipeline
+	Conflicts             float64 `json:"conflicts"`
+	Reads                 float64 `json:"reads"`
+	ReconcilesPerPipeline float64 `json:"reconcilesPerPipeline"`
+	ReconcileMeanMs       float64 `json:"reconcileMeanMs"`
+	QueueWaitMeanMs       float64 `json:"queueWaitMeanMs"`
 	// PipelineWritesPerSec is the operator's pipeline writes over the wall time;
 	// RatioToRawLimit divides it by the raw rate with the operator's client settings.
 	PipelineWritesPerSec float64 `json:"pipelineWritesPerSecond"`

@@ -62,13 +62,9 @@ type triggerResult struct {
 	MeanUnfinished float64 `json:"meanUnfinished"`
 	// Latency runs from a pipeline seen created to it seen Succeeded.
 	Latency percentiles `json:"latency"`
-	// Requests per pipeline by "verb resource", as in pipelineRun; pipeline writes include
-	// the trigger's creates.
-	OperatorRequestsPerPipeline     map[string]float64 `json:"operatorRequestsPerPipeline"`
-	ServerRequestsPerPipeline       map[string]float64 `json:"serverRequestsPerPipeline"`
-	PipelineWritesPerPipeline       float64            `json:"pipelineWritesPerPipeline"`
-	ServerPipelineWritesPerPipeline float64            `json:"serverPipelineWritesPerPipeline"`
-	EventWritesPerPipeline          float64            `json:"eventWritesPerPipeline"`
+	// Requests per pipeline, as in pipelineRun; pipeline writes include the trigger's
+	// creates.
+	requestsPerPipeline
 	// TriggerStatusWrites are the writes to pipelinetriggers/status, client and server.
 	TriggerStatusWrites       float64 `json:"triggerStatusWrites"`
 	ServerTriggerStatusWrites float64 `json:"serverTriggerStatusWrites"`
@@ -158,11 +154,7 @@ func (b *bench) triggerPhase(ctx context.Context) error {
 	}
 	d := between(before, after)
 	fn := float64(n)
-	r.OperatorRequestsPerPipeline = perPipeline(d.operator, fn)
-	r.ServerRequestsPerPipeline = perPipeline(d.server, fn)
-	r.PipelineWritesPerPipeline = count(d.operator, onResource("pipelines", isWrite)) / fn
-	r.ServerPipelineWritesPerPipeline = count(d.server, onResource("pipelines", isWrite)) / fn
-	r.EventWritesPerPipeline = count(d.operator, onResource("events", isWrite)) / fn
+	r.requestsPerPipeline = perPipelineOf(d, fn)
 	r.TriggerStatusWrites = count(d.operator, onSubresource("pipelinetriggers/status", isWrite))
 	r.ServerTriggerStatusWrites = count(d.server, onSubresource("pipelinetriggers/status", isWrite))
 	r.Conflicts = d.conflicts

@@ -135,24 +135,6 @@ func (e ticketExecutor) Delete(_ context.Context, req *sdk.Request) (sdk.Result,
 	return sdk.Done("closed"), nil
 }
 
-// failures runs f against a TB that records failures instead of failing the test.
-func failures(t *testing.T, f func(tb testing.TB)) []string {
-	rec := &recordingTB{TB: t}
-	f(rec)
-	return rec.errors
-}
-
-type recordingTB struct {
-	testing.TB
-	errors []string
-}
-
-func (r *recordingTB) Errorf(format string, args ...any) {
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-}
-
-func (r *recordingTB) Failed() bool { return len(r.errors) > 0 }
-
 func TestLifecycleAndCrashReplay(t *testing.T) {
 	const (
 		leftAtWait   = "deleted at Create's first wait: Create made 1 thing(s)"
@@ -229,7 +211,7 @@ func TestLifecycleAndCrashReplay(t *testing.T) {
 			} {
 				api := newTickets(tt.dedupe)
 				r := InProcess(t, tt.exec(api))
-				got := failures(t, func(tb testing.TB) { check.run(tb, r, api.remote()) })
+				got := Failures(t, func(tb testing.TB) { check.run(tb, r, api.remote()) })
 				if check.want == "" {
 					assert.Empty(t, got, check.name)
 					continue
@@ -257,6 +239,6 @@ func TestLifecycleLeavesNothingOpen(t *testing.T) {
 	}
 
 	remote.Count = nil
-	got := failures(t, func(tb testing.TB) { Lifecycle(tb, InProcess(t, ticketExecutor{api: api}), "test.ticket", nil, remote) })
+	got := Failures(t, func(tb testing.TB) { Lifecycle(tb, InProcess(t, ticketExecutor{api: api}), "test.ticket", nil, remote) })
 	assert.Equal(t, []string{"plugintest: Lifecycle needs Remote.Exists and Remote.Count"}, got)
 }

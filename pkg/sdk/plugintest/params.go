@@ -83,3 +83,19 @@ func AssertRefused(t *testing.T, d contract.Description, params map[string]strin
 	assert.Equal(t, contract.ReasonInvalidParameter, contract.OwnReason(err), "%v", err)
 	assert.Contains(t, err.Error(), want)
 }
+
+// Refusal is a case of a test of refused parameters: Params are refused (by the engine,
+// for AssertRefusals, or by a hook's own checks) with Want in the message.
+type Refusal struct {
+	Name   string
+	Params map[string]string
+	Want   string
+}
+
+// AssertRefusals checks each case, in a subtest of its name, with AssertRefused.
+func AssertRefusals(t *testing.T, d contract.Description, cases []Refusal) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) { AssertRefused(t, d, c.Params, c.Want) })
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 func TestConcurrency(t *testing.T) {
@@ -23,7 +24,7 @@ func TestConcurrency(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			trig := newTrigger()
+			trig := triggertest.Trigger()
 			trig.Spec.Concurrency = tt.concurrency
 			assert.Equal(t, tt.want, Concurrency(trig))
 			assert.Equal(t, tt.free, Free(trig, tt.unfinished))

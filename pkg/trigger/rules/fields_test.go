@@ -7,10 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 func TestMatchFields(t *testing.T) {
-	node := newNode("node-1", 0, nil)
+	node := triggertest.Node("node-1", 0, nil)
 	node.Object["spec"] = map[string]any{
 		"providerID": "cloud://node-1", "unschedulable": true, "podCIDRs": []any{"10.0.0.0/24"},
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 // TestNoTriggerMatchesATriggersPipeline: a Pipeline a trigger made (it carries
@@ -33,7 +34,7 @@ func TestNoTriggerMatchesATriggersPipeline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, MadeByTrigger(tt.gr, pipelineObject("p", tt.labels)))
+			assert.Equal(t, tt.want, MadeByTrigger(tt.gr, triggertest.PipelineObject("p", tt.labels)))
 		})
 	}
 }
@@ -55,7 +56,7 @@ func TestParseMatcher(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			trig := newTrigger()
+			trig := triggertest.Trigger()
 			trig.Spec.MatchFields = []v1alpha1.FieldRequirement{{Field: "spec.unschedulable", Operator: v1alpha1.FieldDoesNotExist}}
 			if tt.change != nil {
 				tt.change(trig)
@@ -74,7 +75,7 @@ func TestParseMatcher(t *testing.T) {
 
 // TestMatcherMatches: an object matches when both its labels and its fields do.
 func TestMatcherMatches(t *testing.T) {
-	cordoned := newNode("cordoned", 0, retiring)
+	cordoned := triggertest.Node("cordoned", 0, retiring)
 	require.NoError(t, unstructured.SetNestedField(cordoned.Object, true, "spec", "unschedulable"))
 	tests := []struct {
 		name     string
@@ -82,14 +83,14 @@ func TestMatcherMatches(t *testing.T) {
 		obj      *unstructured.Unstructured
 		want     bool
 	}{
-		{name: "labels and fields", selector: &v1alpha1.LabelSelector{MatchLabels: retiring}, obj: newNode("n1", 0, retiring), want: true},
+		{name: "labels and fields", selector: &v1alpha1.LabelSelector{MatchLabels: retiring}, obj: triggertest.Node("n1", 0, retiring), want: true},
 		{name: "labels, not fields", selector: &v1alpha1.LabelSelector{MatchLabels: retiring}, obj: cordoned},
-		{name: "fields, not labels", selector: &v1alpha1.LabelSelector{MatchLabels: retiring}, obj: newNode("n1", 0, nil)},
-		{name: "no selector: fields alone", obj: newNode("n1", 0, nil), want: true},
+		{name: "fields, not labels", selector: &v1alpha1.LabelSelector{MatchLabels: retiring}, obj: triggertest.Node("n1", 0, nil)},
+		{name: "no selector: fields alone", obj: triggertest.Node("n1", 0, nil), want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			trig := newTrigger()
+			trig := triggertest.Trigger()
 			trig.Spec.Selector = tt.selector
 			trig.Spec.MatchFields = []v1alpha1.FieldRequirement{{Field: "spec.unschedulable", Operator: v1alpha1.FieldDoesNotExist}}
 			m, err := ParseMatcher(trig)
@@ -102,7 +103,7 @@ func TestMatcherMatches(t *testing.T) {
 // TestEligible: an object being deleted counts as gone, and a Pipeline a trigger made is
 // none; anything else a trigger looks at.
 func TestEligible(t *testing.T) {
-	deleting := newNode("n1", 0, nil)
+	deleting := triggertest.Node("n1", 0, nil)
 	now := metav1.NewTime(start)
 	deleting.SetDeletionTimestamp(&now)
 	tests := []struct {
@@ -111,11 +112,11 @@ func TestEligible(t *testing.T) {
 		obj  *unstructured.Unstructured
 		want bool
 	}{
-		{name: "a node", gr: schema.GroupResource{Resource: "nodes"}, obj: newNode("n1", 0, nil), want: true},
+		{name: "a node", gr: schema.GroupResource{Resource: "nodes"}, obj: triggertest.Node("n1", 0, nil), want: true},
 		{name: "a node being deleted", gr: schema.GroupResource{Resource: "nodes"}, obj: deleting},
-		{name: "a Pipeline a person made", gr: pipelinesGVR.GroupResource(), obj: pipelineObject("p", nil), want: true},
+		{name: "a Pipeline a person made", gr: pipelinesGVR.GroupResource(), obj: triggertest.PipelineObject("p", nil), want: true},
 		{name: "a Pipeline a trigger made", gr: pipelinesGVR.GroupResource(),
-			obj: pipelineObject("p", map[string]string{v1alpha1.LabelTrigger: "feed"})},
+			obj: triggertest.PipelineObject("p", map[string]string{v1alpha1.LabelTrigger: "feed"})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

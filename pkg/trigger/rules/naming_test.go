@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 func TestPipelineName(t *testing.T) {
@@ -70,7 +72,7 @@ func TestObjectAnnotation(t *testing.T) {
 }
 
 func TestTaintValueOf(t *testing.T) {
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	assert.Equal(t, "ns.retire", TaintValueOf(trig))
 	trig.Name = strings.Repeat("r", 70)
 	got := TaintValueOf(trig)

@@ -12,21 +12,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
-func readyNode(name string, age time.Duration, labels map[string]string) *unstructured.Unstructured {
-	n := newNode(name, age, labels)
-	setReady(n, "True")
-	return n
-}
-
-func setReady(n *unstructured.Unstructured, status string) {
-	n.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": status}}}
-}
-
-// budgetTrigger is newTrigger naming the NodeBudget budget.
+// budgetTrigger is triggertest.Trigger naming the NodeBudget budget.
 func budgetTrigger(budget string) *v1alpha1.PipelineTrigger {
-	trig := newTrigger()
+	trig := triggertest.Trigger()
 	trig.Spec.NodeBudgetRef = &v1alpha1.NodeBudgetRef{Name: budget}
 	return trig
 }
@@ -53,19 +44,19 @@ func lookup(triggers ...*v1alpha1.PipelineTrigger) TriggerLookup {
 // TestUsageOf: what a NodeBudget counts unavailable, and what it allows.
 func TestUsageOf(t *testing.T) {
 	web := map[string]string{"pool": "web"}
-	cordoned := readyNode("cordoned", 0, web)
+	cordoned := triggertest.ReadyNode("cordoned", 0, web)
 	cordoned.Object["spec"] = map[string]any{"unschedulable": true}
-	notReady := readyNode("unknown", 0, web)
-	setReady(notReady, "Unknown")
-	deleting := readyNode("deleting", 0, web)
+	notReady := triggertest.ReadyNode("unknown", 0, web)
+	triggertest.SetReady(notReady, "Unknown")
+	deleting := triggertest.ReadyNode("deleting", 0, web)
 	deleting.SetDeletionTimestamp(&metav1.Time{Time: time.Unix(0, 0)})
 	trig := budgetTrigger("b")
-	retiring := startUnder(trig, readyNode("db-1", 0, nil)) // out of the selector: counted all the same
-	done := startUnder(trig, readyNode("db-2", 0, nil))
+	retiring := startUnder(trig, triggertest.ReadyNode("db-1", 0, nil)) // out of the selector: counted all the same
+	done := startUnder(trig, triggertest.ReadyNode("db-2", 0, nil))
 	done.Status.Phase = v1alpha1.PipelineSucceeded
 
 	u, err := UsageOf(&v1alpha1.NodeBudget{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: v1alpha1.NodeBudgetSpec{MaxUnavailable: 5, NodeSelector: &v1alpha1.LabelSelector{MatchLabels: web}}}, []*unstructured.Unstructured{
-		readyNode("fine", 0, web), cordoned, notReady, deleting, newNode("db", 0, map[string]string{"pool": "db"}), readyNode("db-1", 0, nil), readyNode("db-2", 0, nil),
+		triggertest.ReadyNode("fine", 0, web), cordoned, notReady, deleting, triggertest.Node("db", 0, map[string]string{"pool": "db"}), triggertest.ReadyNode("db-1", 0, nil), triggertest.ReadyNode("db-2", 0, nil),
 	}, []*v1alpha1.Pipeline{retiring, done}, lookup(trig))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"cordoned": "cordoned", "unknown": "NotReady", "deleting": "being deleted", "db-1": "retiring"}, u.Unavailable)
@@ -87,14 +78,14 @@ func TestUsageOf(t *testing.T) {
 func TestUsageOfCountsOnlyTheOperatorsStarts(t *testing.T) {
 	const forged = "INJECTED: call +1-555-0100"
 	budget := &v1alpha1.NodeBudget{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}, Spec: v1alpha1.NodeBudgetSpec{MaxUnavailable: 3}}
-	n1, n2 := readyNode("n1", 0, nil), readyNode("n2", 0, nil)
-	gone := readyNode("gone", 0, nil) // not among the nodes
+	n1, n2 := triggertest.ReadyNode("n1", 0, nil), triggertest.ReadyNode("n2", 0, nil)
+	gone := triggertest.ReadyNode("gone", 0, nil) // not among the nodes
 	trig := budgetTrigger("fleet")
 	other := budgetTrigger("fleet")
 	other.Namespace, other.UID = "tenant", "uid-tenant-trigger"
 	change := func(p *v1alpha1.Pipeline, f func(*v1alpha1.Pipeline)) *v1alpha1.Pipeline { f(p); return p }
-	namedLikeAUID := readyNode(string(gone.GetUID()), 0, nil)
-	renewed := readyNode("n1", 0, nil)
+	namedLikeAUID := triggertest.ReadyNode(string(gone.GetUID()), 0, nil)
+	renewed := triggertest.ReadyNode("n1", 0, nil)
 	renewed.SetUID("uid-n1-again")
 
 	for _, tc := range []struct {

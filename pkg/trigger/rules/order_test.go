@@ -7,16 +7,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 // TestCompareObjects: the oldest first, then by namespace, then by name.
 func TestCompareObjects(t *testing.T) {
 	objects := []*unstructured.Unstructured{
-		newWebApp("b", "web", time.Second, nil),
-		newNode("young", time.Hour, nil),
-		newWebApp("a", "web", time.Second, nil),
-		newWebApp("a", "api", time.Second, nil),
-		newNode("old", 0, nil),
+		triggertest.WebApp("b", "web", time.Second, nil),
+		triggertest.Node("young", time.Hour, nil),
+		triggertest.WebApp("a", "web", time.Second, nil),
+		triggertest.WebApp("a", "api", time.Second, nil),
+		triggertest.Node("old", 0, nil),
 	}
 	slices.SortFunc(objects, CompareObjects)
 	var got []string

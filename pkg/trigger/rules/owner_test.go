@@ -8,15 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
-// operatorUser is the user the operator acts as in these tests.
-const operatorUser = "system:serviceaccount:stepwise-system:stepwise-operator"
-
 func TestOwnershipOf(t *testing.T) {
-	node := newNode("n1", 0, retiring)
-	webApp := newWebApp("ns", "wiki", 0, nil)
-	trig := recreatedTrigger()
+	node := triggertest.Node("n1", 0, retiring)
+	webApp := triggertest.WebApp("ns", "wiki", 0, nil)
+	trig := triggertest.RecreatedTrigger()
 	tests := []struct {
 		name   string
 		trig   func(*v1alpha1.PipelineTrigger)
@@ -84,7 +82,7 @@ func TestOwnershipOf(t *testing.T) {
 			if tt.change != nil {
 				tt.change(p)
 			}
-			operator := operatorUser
+			operator := triggertest.OperatorUser
 			if tt.unknownOperator {
 				operator = ""
 			}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/trigger/internal/triggertest"
 )
 
 func TestPipelineFor(t *testing.T) {
@@ -20,27 +21,27 @@ func TestPipelineFor(t *testing.T) {
 		wantPolicy v1alpha1.UpdatePolicy
 		wantOwner  bool
 	}{
-		{name: "a node", obj: newNode("n1", 0, nil), wantPolicy: v1alpha1.UpdateImmutable},
+		{name: "a node", obj: triggertest.Node("n1", 0, nil), wantPolicy: v1alpha1.UpdateImmutable},
 		{name: "no update policy: Immutable, as the schema defaults it",
 			change: func(tr *v1alpha1.PipelineTrigger) { tr.Spec.UpdatePolicy = "" },
-			obj:    newNode("n1", 0, nil), wantPolicy: v1alpha1.UpdateImmutable},
+			obj:    triggertest.Node("n1", 0, nil), wantPolicy: v1alpha1.UpdateImmutable},
 		{name: "Rerun", change: func(tr *v1alpha1.PipelineTrigger) { tr.Spec.UpdatePolicy = v1alpha1.UpdateRerun },
-			obj: newNode("n1", 0, nil), wantPolicy: v1alpha1.UpdateRerun},
+			obj: triggertest.Node("n1", 0, nil), wantPolicy: v1alpha1.UpdateRerun},
 		{name: "a cluster-scoped object under Delete owns nothing",
 			change: func(tr *v1alpha1.PipelineTrigger) { tr.Spec.WhenUnmatched = v1alpha1.UnmatchedDelete },
-			obj:    newNode("n1", 0, nil), wantPolicy: v1alpha1.UpdateImmutable},
+			obj:    triggertest.Node("n1", 0, nil), wantPolicy: v1alpha1.UpdateImmutable},
 		{name: "an object of the trigger's namespace under Keep owns nothing",
-			obj: newWebApp("ns", "n1", 0, nil), wantPolicy: v1alpha1.UpdateImmutable},
+			obj: triggertest.WebApp("ns", "n1", 0, nil), wantPolicy: v1alpha1.UpdateImmutable},
 		{name: "an object of the trigger's namespace under Delete owns its pipeline",
 			change: func(tr *v1alpha1.PipelineTrigger) {
 				tr.Spec.WhenUnmatched = v1alpha1.UnmatchedDelete
 				tr.Spec.Resource = v1alpha1.TriggerResource{APIVersion: "demo.stepwise.dev/v1alpha1", Kind: "WebApp"}
 			},
-			obj: newWebApp("ns", "n1", 0, nil), wantPolicy: v1alpha1.UpdateImmutable, wantOwner: true},
+			obj: triggertest.WebApp("ns", "n1", 0, nil), wantPolicy: v1alpha1.UpdateImmutable, wantOwner: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			trig := newTrigger()
+			trig := triggertest.Trigger()
 			if tt.change != nil {
 				tt.change(trig)
 			}
@@ -63,7 +64,7 @@ func TestPipelineFor(t *testing.T) {
 			assert.Equal(t, []metav1.OwnerReference{{
 				APIVersion: "demo.stepwise.dev/v1alpha1", Kind: "WebApp", Name: "n1", UID: tt.obj.GetUID(), BlockOwnerDeletion: ptr.To(false),
 			}}, p.OwnerReferences)
-			assert.Equal(t, Owned, OwnershipOf(trig, p, operatorUser), "the trigger owns the pipeline it makes")
+			assert.Equal(t, Owned, OwnershipOf(trig, p, triggertest.OperatorUser), "the trigger owns the pipeline it makes")
 		})
 	}
 }
