@@ -187,23 +187,62 @@ func (s *s) sync() {
 	s.event(corev1.EventTypeNormal, v1alpha1.ReasonDone, "done %s", "x")
 	s.waiting(nil, corev1.EventTypeWarning, "waits: %v", 1)
 	s.recorder.Eventf(nil, corev1.EventTypeNormal, reasonLocal, "local")
-	normalEvent("Literal", "literal %d", 1)
+	s.record(literal(1))
+	s.record(stepped(v1alpha1.ReasonDone, "a"))
+	s.record(normal("InPlace", "made in place"))
 }
 
 func (s *s) flush(e struct{ eventType, reason string }) {
 	s.recorder.Eventf(nil, e.eventType, e.reason, "%s", "queued")
 }
 `,
-		"x_test.go": "package x\n\nfunc t() { normalEvent(\"FromATest\", \"no\") }\n",
+		"events.go": `package x
+
+type event struct{ eventType, reason, message string }
+
+// normal and warning make Events.
+func normal(reason, format string, args ...any) event { return event{"Normal", reason, format} }
+
+func warning(reason, format string, args ...any) event { return event{"Warning", reason, format} }
+
+// literal is a constructor: the Event is recorded where it is called.
+func literal(n int) event { return normal("Literal", "literal %d", n) }
+
+// stepped is a constructor that takes its reason.
+func stepped(reason, step string) event { return warning(reason, "step %q", step) }
+
+func (s *s) record(e event) {}
+
+func (s *s) emit(e event) { s.recorder.Eventf(nil, e.eventType, e.reason, "%s", e.message) }
+
+// literal the method is not the constructor.
+func (s *s) literal() int { return 0 }
+
+func (s *s) count() int { return s.literal() }
+`,
+		"x_test.go": "package x\n\nfunc t() { s.record(normal(\"FromATest\", \"no\")) }\n",
 	})
 	events, err := packageEvents(dir)
 	require.NoError(t, err)
 	assert.Equal(t, []event{
 		{Type: "Normal", Reason: "Done", Message: "done %s", File: "x.go"},
+		{Type: "Warning", Reason: "Done", Message: "step %q", File: "x.go"},
+		{Type: "Normal", Reason: "InPlace", Message: "made in place", File: "x.go"},
 		{Type: "Normal", Reason: "Literal", Message: "literal %d", File: "x.go"},
 		{Type: "Normal", Reason: "Local", Message: "local", File: "x.go"},
 		{Type: "Warning", Reason: "Waiting", Message: "waits: %v", File: "x.go"},
 	}, events)
+
+	// A constructor makes one Event, which something records.
+	writePackage(t, dir, map[string]string{
+		"z.go": "package x\n\nfunc either(b bool) event {\n\tif b {\n\t\treturn normal(\"A\", \"a\")\n\t}\n\treturn normal(\"B\", \"b\")\n}\n",
+	})
+	_, err = packageEvents(dir)
+	assert.ErrorContains(t, err, "z.go:7: either returns more than one Event")
+	writePackage(t, dir, map[string]string{"z.go": "package x\n\nfunc unused() event { return warning(\"Unused\", \"u\") }\n"})
+	_, err = packageEvents(dir)
+	assert.ErrorContains(t, err, "z.go:3: nothing records the Event unused makes")
+	require.NoError(t, os.Remove(filepath.Join(dir, "z.go")))
 
 	writePackage(t, dir, map[string]string{
 		"y.go": "package x\n\nfunc (s *s) other(r string) { r2 := r + \"x\"; s.recorder.Eventf(nil, corev1.EventTypeNormal, r2, \"m\") }\n",

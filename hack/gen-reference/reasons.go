@@ -197,10 +197,16 @@ type event struct {
 	Type, Reason, Message, File string
 }
 
-// recorder says which arguments of a function that records Events are the Event's type,
-// reason and message (its format): an argument's index, or the value itself.
+// recorder says which arguments of a function that records or makes Events are the
+// Event's type, reason and message (its format): an argument's index, or the value itself.
 type recorder struct {
 	Type, Reason, Message role
+	// makes: the function returns the Event, which its caller records (the engine's
+	// constructors, such as stepFailed); otherwise it records the Event itself.
+	makes bool
+	// method: the function is called as x.name(...); otherwise as name(...), so that a
+	// constructor of the package is not taken for a method of the same name.
+	method bool
 }
 
 // role is an argument's index (arg >= 0) or, with arg -1, a value.
@@ -215,14 +221,15 @@ func (r role) fixed() bool       { return r.arg < 0 }
 func (r recorder) arity() int    { return max(r.Type.arg, r.Reason.arg, r.Message.arg) + 1 }
 func (r recorder) roles() []role { return []role{r.Type, r.Reason, r.Message} }
 
-// baseRecorders record Events: client-go's EventRecorder, and the engine's normalEvent and
-// warningEvent, which queue an Event for after the status write.
+// baseRecorders record or make Events: client-go's EventRecorder records them, and the
+// engine's normal and warning make them, for its constructors (one per Event, such as
+// stepFailed) to return and a sync to record after its status write.
 func baseRecorders() map[string]recorder {
 	return map[string]recorder{
-		"Event":        {argRole(1), argRole(2), argRole(3)},
-		"Eventf":       {argRole(1), argRole(2), argRole(3)},
-		"normalEvent":  {valueRole("Normal"), argRole(0), argRole(1)},
-		"warningEvent": {valueRole("Warning"), argRole(0), argRole(1)},
+		"Event":   {Type: argRole(1), Reason: argRole(2), Message: argRole(3), method: true},
+		"Eventf":  {Type: argRole(1), Reason: argRole(2), Message: argRole(3), method: true},
+		"normal":  {Type: valueRole("Normal"), Reason: argRole(0), Message: argRole(1), makes: true},
+		"warning": {Type: valueRole("Warning"), Reason: argRole(0), Message: argRole(1), makes: true},
 	}
 }
 
@@ -231,9 +238,12 @@ var eventTypes = map[string]string{"EventTypeNormal": "Normal", "EventTypeWarnin
 
 // packageEvents finds the Events the non-test Go files of dir record. A function that
 // passes its own parameters on as an Event's type, reason or message to a recorder (such
-// as the trigger's event and reportWaiting) is a recorder too; every other call of a
-// recorder must name its type and reason with constants (of the package or of v1alpha1)
-// or literals, or take them from a struct (the engine's queued Events, recorded later).
+// as the trigger's event and reportWaiting) is a recorder too. A function that returns the
+// Event a maker (normal, warning) makes is a constructor (such as the engine's
+// stepFailed): the Event is recorded where the constructor is called, in that file, and a
+// constructor makes one Event. Every other call of a recorder or maker must name its type
+// and reason with constants (of the package or of v1alpha1) or literals, or take them from
+// a struct (the engine's queued Events, recorded later).
 func packageEvents(dir string) ([]event, error) {
 	files, err := parseDir(dir)
 	if err != nil {
@@ -275,7 +285,8 @@ func packageEvents(dir string) ([]event, error) {
 	recorders := baseRecorders()
 	funcs := funcDecls(files)
 	// Find the wrappers: a function that calls a recorder with its own parameters, the
-	// Event's type and reason known (from its parameters, or constants).
+	// Event's type and reason known (from its parameters, or constants); and the
+	// constructors: a function that returns what a maker makes, its type and reason known.
 	for changed := true; changed; {
 		changed = false
 		for _, fd := range funcs {
@@ -284,7 +295,12 @@ func packageEvents(dir string) ([]event, error) {
 				continue
 			}
 			params := paramIndex(fd.decl)
-			forEachRecording(fd.decl, recorders, func(rec recorder, call *ast.CallExpr) {
+			var made []*ast.CallExpr
+			forEachRecording(fd.decl, recorders, func(rec recorder, call *ast.CallExpr, returned bool) {
+				makes := rec.makes && returned
+				if makes {
+					made = append(made, call)
+				}
 				var roles [3]role
 				wrapper := false
 				for i, r := range rec.roles() {
@@ -303,22 +319,28 @@ func packageEvents(dir string) ([]event, error) {
 					}
 					roles[i] = valueRole(v)
 				}
-				if wrapper {
-					recorders[name] = recorder{roles[0], roles[1], roles[2]}
+				if wrapper || makes {
+					recorders[name] = recorder{Type: roles[0], Reason: roles[1], Message: roles[2], makes: makes, method: fd.decl.Recv != nil}
 					changed = true
 				}
 			})
+			if len(made) > 1 {
+				pos := fd.fset.Position(made[1].Pos())
+				return nil, fmt.Errorf("%s:%d: %s returns more than one Event: make each with a function of its own", filepath.Base(pos.Filename), pos.Line, name)
+			}
 		}
 	}
 
 	var events []event
+	called := map[string]bool{}
 	for _, fd := range funcs {
 		params := paramIndex(fd.decl)
-		_, isRecorder := recorders[fd.decl.Name.Name]
+		self, isRecorder := recorders[fd.decl.Name.Name]
 		var err error
-		forEachRecording(fd.decl, recorders, func(rec recorder, call *ast.CallExpr) {
-			if err != nil {
-				return
+		forEachRecording(fd.decl, recorders, func(rec recorder, call *ast.CallExpr, returned bool) {
+			called[callName(call)] = true
+			if err != nil || rec.makes && returned && self.makes {
+				return // a constructor: its callers record
 			}
 			var values [3]string
 			for i, r := range rec.roles() {
@@ -346,6 +368,13 @@ func packageEvents(dir string) ([]event, error) {
 		})
 		if err != nil {
 			return nil, err
+		}
+	}
+	for _, fd := range funcs {
+		name := fd.decl.Name.Name
+		if rec, ok := recorders[name]; ok && rec.makes && !called[name] {
+			pos := fd.fset.Position(fd.decl.Pos())
+			return nil, fmt.Errorf("%s:%d: nothing records the Event %s makes", filepath.Base(pos.Filename), pos.Line, name)
 		}
 	}
 	slices.SortStableFunc(events, func(a, b event) int {
@@ -404,29 +433,49 @@ func isPackage(e ast.Expr, files []parsedFile) bool {
 	return false
 }
 
-// forEachRecording calls f for every call in fd's body of a recorder, by name, with
-// enough arguments.
-func forEachRecording(fd *ast.FuncDecl, recorders map[string]recorder, f func(recorder, *ast.CallExpr)) {
+// forEachRecording calls f for every call in fd's body of a recorder, by name and as a
+// method or a function, with enough arguments; returned tells whether fd returns what the
+// call returns (return name(...), not in a function literal).
+func forEachRecording(fd *ast.FuncDecl, recorders map[string]recorder, f func(rec recorder, call *ast.CallExpr, returned bool)) {
 	if fd.Body == nil {
 		return
 	}
+	results := map[*ast.CallExpr]bool{}
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			for _, r := range n.Results {
+				if call, ok := unparen(r).(*ast.CallExpr); ok {
+					results[call] = true
+				}
+			}
+		}
+		return true
+	})
 	ast.Inspect(fd.Body, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok {
 			return true
 		}
-		var name string
-		switch fn := call.Fun.(type) {
-		case *ast.Ident:
-			name = fn.Name
-		case *ast.SelectorExpr:
-			name = fn.Sel.Name
-		}
-		if rec, ok := recorders[name]; ok && len(call.Args) >= rec.arity() {
-			f(rec, call)
+		_, method := call.Fun.(*ast.SelectorExpr)
+		if rec, ok := recorders[callName(call)]; ok && rec.method == method && len(call.Args) >= rec.arity() {
+			f(rec, call, results[call])
 		}
 		return true
 	})
+}
+
+// callName is the name of the function or method call calls, or "".
+func callName(call *ast.CallExpr) string {
+	switch fn := call.Fun.(type) {
+	case *ast.Ident:
+		return fn.Name
+	case *ast.SelectorExpr:
+		return fn.Sel.Name
+	}
+	return ""
 }
 
 // paramIndex maps the names of fd's parameters to their positions.

@@ -117,7 +117,7 @@ func (ps *pipelineSync) awaitApproval(ctx context.Context, r stepRef) (time.Dura
 	}
 	if approvers := countedApprovers(wait); len(approvers) >= int(wait.Required) {
 		wait.ApprovedTime = ps.timeNow()
-		ps.normalEvent(v1alpha1.ReasonApproved, "Step %q approved by %s", s.Name, strings.Join(approvers, ", "))
+		ps.record(approved(s, approvers))
 		return 0, true
 	}
 	s.Message = contract.Truncate(waitingMessage(ps.p, s, policy), v1alpha1.MaxStepMessageLength) // after a review's error
@@ -152,7 +152,7 @@ func (ps *pipelineSync) beginApprovalWait(s *v1alpha1.StepStatus, policy *v1alph
 		s.Approval.Deadline = &d
 	}
 	s.Message = contract.Truncate(waitingMessage(ps.p, s, policy), v1alpha1.MaxStepMessageLength)
-	ps.normalEvent(v1alpha1.ReasonAwaitingApproval, "Step %q waits for approval: %s", s.Name, s.Message)
+	ps.record(awaitingApproval(s))
 }
 
 // approvalRequest identifies one wait of one step: an Approval names it, so that one given
@@ -214,13 +214,13 @@ func (ps *pipelineSync) countDecisions(ctx context.Context, r stepRef) error {
 		}
 		if ignored != "" {
 			rec.Ignored = contract.Truncate(ignored, 512)
-			ps.warningEvent(v1alpha1.ReasonApprovalIgnored, "Step %q: %s by %s does not count: %s", s.Name, strings.ToLower(string(a.Spec.Decision)), a.Spec.User, ignored)
+			ps.record(approvalIgnored(s, a, ignored))
 		} else {
 			rec.Counted = true
 		}
 		wait.Decisions = append(wait.Decisions, rec)
 		if rec.Counted && rec.Decision == v1alpha1.ApprovalReject {
-			ps.warningEvent(v1alpha1.ReasonApprovalRejected, "Step %q rejected by %s: %s", s.Name, rec.User, rec.Comment)
+			ps.record(approvalRejected(s, &rec))
 			return contract.Permanent(v1alpha1.ReasonApprovalRejected, fmt.Errorf("rejected by %s: %s", rec.User, orNoComment(rec.Comment)))
 		}
 	}

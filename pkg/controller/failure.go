@@ -28,12 +28,12 @@ func (ps *pipelineSync) tearDownAfterFailure(ctx context.Context) time.Duration 
 		ps.status.Failure = &v1alpha1.FailureRecord{
 			Step: s.Name, Message: s.Message, Since: *ps.timeNow(), Teardown: v1alpha1.FailureTearingDown,
 		}
-		ps.warningEvent(v1alpha1.ReasonTearingDownAfterFailure, "Step %q failed; tearing down the steps that ran", s.Name)
+		ps.record(failureTeardownStarted(s))
 	}
 	requeue, _ := ps.tearDown(ctx, false, ps.now())
 	if _, left := ps.nextTeardown(false); !left {
 		ps.status.Failure.Teardown = v1alpha1.FailureTornDown
-		ps.normalEvent(v1alpha1.ReasonTornDownAfterFailure, "The steps that ran were torn down after step %q failed", ps.status.Failure.Step)
+		ps.record(failureTeardownDone(ps.status.Failure))
 	}
 	return requeue
 }

@@ -37,7 +37,7 @@ func (ps *pipelineSync) skipTeardown(s *v1alpha1.StepStatus, err error) bool {
 	s.Message = contract.Truncate(fmt.Sprintf("teardown skipped: namespace %s is being deleted and the teardown cannot run (%s: %v); what the step created outside the namespace is left",
 		ps.p.Namespace, reason, err), v1alpha1.MaxStepMessageLength)
 	s.Reason = reasonTeardownSkipped
-	ps.warningEvent(reasonTeardownSkipped, "Step %q: %s", s.Name, s.Message)
+	ps.record(teardownSkipped(s))
 	return true
 }
 

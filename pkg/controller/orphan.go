@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"strings"
 
 	"k8s.io/klog/v2"
 
@@ -19,8 +18,7 @@ func (c *Controller) syncOrphan(ctx context.Context, p *v1alpha1.Pipeline) error
 		r.s.Phase = v1alpha1.StepDeleted // skipped, in this copy only: the object goes away
 	}
 	if len(left) > 0 {
-		ps.warningEvent(reasonTeardownOrphaned, "Teardown skipped as annotation %s=%s asks; what these steps created is left in place: %s",
-			v1alpha1.TeardownPolicyAnnotation, v1alpha1.TeardownOrphan, strings.Join(left, ", "))
+		ps.record(teardownOrphaned(left))
 		klog.FromContext(ctx).Info("Teardown orphaned by annotation", "pipeline", klog.KObj(p), "steps", left)
 	}
 	ps.emitEvents()

@@ -45,7 +45,7 @@ func (c *Controller) syncPlan(ctx context.Context, p *v1alpha1.Pipeline) (time.D
 		}
 	}
 	if planned {
-		ps.normalEvent(v1alpha1.ReasonPlanned, "Planned %d steps, %d warnings; nothing ran", len(ps.status.Steps), ps.planWarnings())
+		ps.record(dryRunPlanned(len(ps.status.Steps), ps.planWarnings()))
 	}
 	return 0, c.finish(ctx, ps)
 }
@@ -109,7 +109,7 @@ func (ps *pipelineSync) failPlan(s *v1alpha1.StepStatus, err error) bool {
 	s.Phase, s.CompletionTime = v1alpha1.StepFailed, ps.timeNow()
 	s.Message = contract.Truncate(err.Error(), v1alpha1.MaxStepMessageLength)
 	s.Reason = executor.ReasonFor(err)
-	ps.warningEvent(reasonPlanFailed, "Step %q cannot be planned: %s", s.Name, s.Message)
+	ps.record(planFailed(s))
 	return false
 }
 

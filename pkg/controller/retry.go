@@ -27,7 +27,7 @@ func (ps *pipelineSync) retryBlockedTeardowns() {
 			if s := &steps[i]; teardownBlocked(s) {
 				s.Phase = v1alpha1.StepDeleting
 				s.Hook = "" // start the teardown over
-				ps.normalEvent(reasonRetryRequested, "Retrying the teardown of step %q", s.Name)
+				ps.record(retryingTeardown(s))
 			}
 		}
 	}
@@ -48,7 +48,7 @@ func (ps *pipelineSync) retryCreation() bool {
 		}
 		ps.status.Failure = nil
 		ps.status.CompletionTime = nil
-		ps.normalEvent(reasonRetryRequested, "Retrying from the first step")
+		ps.record(retryingFromFirst())
 		return true
 	}
 	failed := ps.failedStep()
@@ -59,7 +59,7 @@ func (ps *pipelineSync) retryCreation() bool {
 	if value != "" && value != "true" {
 		named := slices.IndexFunc(ps.status.Steps, func(s v1alpha1.StepStatus) bool { return s.Name == value })
 		if named < 0 {
-			ps.warningEvent(reasonRetryIgnored, "Retry names step %q, which the pipeline does not have", value)
+			ps.record(retryIgnored(value))
 			return true
 		}
 		// A retry cannot skip the failed step: start at the named step or the failed one.
@@ -69,6 +69,6 @@ func (ps *pipelineSync) retryCreation() bool {
 		ps.resetStep(&ps.status.Steps[i])
 	}
 	ps.status.CompletionTime = nil
-	ps.normalEvent(reasonRetryRequested, "Retrying from step %q", ps.status.Steps[from].Name)
+	ps.record(retryingFrom(&ps.status.Steps[from]))
 	return true
 }

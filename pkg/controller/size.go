@@ -177,8 +177,7 @@ func (ps *pipelineSync) keepUnderMaxSize(ctx context.Context, p *v1alpha1.Pipeli
 	}
 	*ps.status = p.Status // what is written is what the sync did
 	if shed.any() {
-		ps.warningEvent(v1alpha1.ReasonStatusOverBudget, "Left %d plan rows and %d plan warnings out of the status to keep the pipeline under %d bytes",
-			shed.Rows, shed.Warnings, maxObjectBytes)
+		ps.record(statusOverBudget(shed, maxObjectBytes))
 	}
 	if size > maxObjectBytes {
 		// Nothing more can go; the API server may still take it, or refuse it (refuseTooLarge).
@@ -199,7 +198,6 @@ func (ps *pipelineSync) refuseTooLarge() bool {
 	if len(failed) == 0 {
 		return false
 	}
-	ps.warningEvent(v1alpha1.ReasonStatusTooLarge, "The API server refused the status of steps %s as too large to store: they failed rather than run their hooks again",
-		strings.Join(failed, ", "))
+	ps.record(statusRefusedTooLarge(failed))
 	return true
 }

@@ -101,8 +101,7 @@ func (ps *pipelineSync) retire(s *v1alpha1.StepStatus) {
 	retired := *s.DeepCopy()
 	retired.Executor = retired.Ran.Executor
 	ps.status.RetiredSteps = append(ps.status.RetiredSteps, retired)
-	ps.normalEvent(reasonStepRetired, "Step %q (%s) is no longer in the spec as it ran: its teardown runs before the steps run again",
-		s.Name, retired.Executor)
+	ps.record(stepRetired(&retired))
 }
 
 // needsTeardown tells whether s must be torn down: its Create hook was called (its run

@@ -230,7 +230,7 @@ func (ps *pipelineSync) waitOnRefusedPlugin(s *v1alpha1.StepStatus, executorName
 	message := contract.Truncate(fmt.Sprintf("its executor %s is served by the plugin %s, which the operator refused (%s): %s",
 		executorName, refusal.Plugin, refusal.Reason, refusal.Message), v1alpha1.MaxStepMessageLength)
 	if !slices.Equal(s.BlockedBy, blockedBy) || s.Message != message {
-		ps.warningEvent(v1alpha1.ReasonPluginRefused, "Step %q waits: %s", s.Name, message)
+		ps.record(pluginRefused(s, message))
 	}
 	s.BlockedBy, s.Message = blockedBy, message
 	return 0
@@ -265,9 +265,9 @@ func (ps *pipelineSync) beginStep(s *v1alpha1.StepStatus, d direction) {
 			ps.started = map[string]int{}
 		}
 		ps.started[s.Name] = len(ps.events)
-		ps.normalEvent(reasonStepStarted, "Step %q started (%s)", s.Name, s.Executor)
+		ps.record(stepStarted(s))
 	} else {
-		ps.normalEvent(reasonTeardownStarted, "Teardown of step %q started", s.Name)
+		ps.record(teardownStarted(s))
 	}
 }
 
@@ -289,7 +289,7 @@ func (ps *pipelineSync) completeStep(s *v1alpha1.StepStatus, step *v1alpha1.Step
 		ps.stepEnded(s, nil)
 	} else {
 		s.Created = nil // gone with the teardown
-		ps.normalEvent(reasonStepTornDown, "Teardown of step %q finished", s.Name)
+		ps.record(stepTornDown(s))
 	}
 }
 
@@ -309,7 +309,7 @@ func (ps *pipelineSync) failStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d 
 		s.Message = contract.Truncate(fmt.Sprintf("attempt %d of %d failed, retrying in %s: %v",
 			s.Attempts, policy.Limit+1, delay.Round(time.Millisecond), err), v1alpha1.MaxStepMessageLength)
 		s.Reason = reason
-		ps.warningEvent(v1alpha1.ReasonStepRetrying, "Step %q: %s", s.Name, s.Message)
+		ps.record(stepRetrying(s))
 		ps.env.metrics.Retry(step.Executor, string(s.Hook))
 		return delay
 	}
@@ -324,13 +324,13 @@ func (ps *pipelineSync) failStep(s *v1alpha1.StepStatus, step *v1alpha1.Step, d 
 	}
 	s.Reason = reason
 	if d.creating() {
-		ps.warningEvent(v1alpha1.ReasonStepFailed, "Step %q failed: %s", s.Name, s.Message)
+		ps.record(stepFailed(s))
 		if s.StartTime != nil {
 			ps.env.metrics.ObserveStep(step.Executor, "failed", s.CompletionTime.Sub(s.StartTime.Time))
 		}
 		ps.stepEnded(s, errors.New(s.Message))
 	} else {
-		ps.warningEvent(v1alpha1.ReasonTeardownFailed, "Teardown of step %q failed: %s", s.Name, s.Message)
+		ps.record(teardownFailed(s))
 	}
 	return 0
 }

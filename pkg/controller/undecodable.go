@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,8 +32,7 @@ func (c *Controller) syncUndecodable(ctx context.Context, p *v1alpha1.Pipeline, 
 		orphan := p.Annotations[v1alpha1.TeardownPolicyAnnotation] == v1alpha1.TeardownOrphan
 		if !ranCreate(&p.Status) || orphan {
 			if orphan {
-				c.recorder.Eventf(p, corev1.EventTypeWarning, reasonTeardownOrphaned,
-					"Teardown skipped as annotation %s=%s asks: the pipeline cannot be decoded", v1alpha1.TeardownPolicyAnnotation, v1alpha1.TeardownOrphan)
+				undecodableOrphaned().recordOn(c.recorder, p)
 			}
 			logger.Info("Removing the finalizer of a pipeline that cannot be decoded", "orphan", orphan)
 			return 0, c.patchRaw(ctx, p, finalizersPatch(p), "")
@@ -83,7 +81,7 @@ func (c *Controller) syncUndecodable(ctx context.Context, p *v1alpha1.Pipeline, 
 	if err != nil {
 		return 0, err
 	}
-	c.recorder.Eventf(p, corev1.EventTypeWarning, v1alpha1.ReasonUndecodable, "%s", contract.Truncate(message, v1alpha1.MaxStepMessageLength))
+	undecodable(message).recordOn(c.recorder, p)
 	return 0, nil
 }
 

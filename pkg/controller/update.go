@@ -38,7 +38,7 @@ func (ps *pipelineSync) startRun(hash string) {
 // edit; summarize says why in the Ready condition.
 func (ps *pipelineSync) refuseEdit(hash string) {
 	if ps.status.RefusedSpecHash != hash {
-		ps.warningEvent(reasonSpecChangeRefused, "%s", ps.refusedEditMessage())
+		ps.record(specChangeRefused(ps.refusedEditMessage()))
 		ps.status.RefusedSpecHash = hash
 	}
 }

@@ -597,7 +597,7 @@ func (Drain) Describe() contract.Description {
 				Description: "For a pod whose Deployment would be left with no available replica, or whose PodDisruptionBudget refuses its eviction: " +
 					"Surge (default) scales the Deployment up first, evicts the pod once the replacement is available on another node, " +
 					"and scales it back (in teardown too); None evicts and waits, as kubectl drain. StatefulSet and bare pods are never surged."},
-			{Name: "handoffTimeout", Type: contract.ParamDuration, Default: defaultHandoffTimeout.String(),
+			{Name: "handoffTimeout", Type: contract.ParamDuration, Default: "5m", // defaultHandoffTimeout
 				Description: "Where the cluster serves the EvictionRequest API (lifecycle.k8s.io/v1alpha1), a pod that names eviction responders " +
 					"(spec.evictionResponders) is asked for through an EvictionRequest, so that its own controller hands it off; " +
 					"the pod is evicted with the Eviction API if they have not within this time, or the request failed."},

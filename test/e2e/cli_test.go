@@ -201,7 +201,7 @@ func TestCLIExecutors(t *testing.T) {
 	require.Contains(t, rows, "example.greet", "plugins are listed too:\n%s", out)
 	assert.Equal(t, []string{"example.greet", "v0.1.0", "stepwise-plugin-example", "name*,salutation=Hello"}, rows["example.greet"][:4],
 		"the plugin's declarations, defaults included, crossed the protocol")
-	assert.Equal(t, "node*,timeout=10m,policy=Fail,replacement=Surge,podSelector,rules,gracePeriodSeconds=-1,deleteEmpty…", rows["node.drain"][3])
+	assert.Equal(t, "node*,timeout=10m,policy=Fail,replacement=Surge,handoffTimeout=5m,podSelector,rules,gracePeriodSeco…", rows["node.drain"][3])
 
 	code, out, errOut = stepwiseCLI(t, cluster.Kubeconfig, "executors", "k8s.wait", "--operator-namespace", framework.OperatorNamespace)
 	require.Equal(t, cli.ExitOK, code, errOut)
