@@ -221,10 +221,12 @@ hostile: build localcluster-tools ## Hostile-object suite, long run (minutes): 3
 
 # The product's build first, then the control plane and verify's go runs, which compile
 # 1,199 of its packages (hack/localcluster.mk) and most of the others (the reference
-# generators) with the same keys in Go's build cache.
+# generators) with the same keys in Go's build cache, and lint, which type-checks against
+# the build's packages (golangci-lint, below).
 ifeq ($(TEST_ORDER),1)
 $(LOCALCLUSTER): | build
 verify: | build
+golangci-lint: | build
 endif
 
 .PHONY: verify
@@ -248,9 +250,13 @@ fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './bin/*' -not -path './.local/*')); \
 	if [[ -n "$$out" ]]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+# golangci-lint type-checks the module against its dependencies compiled as `make build`
+# compiles them (static, -trimpath), so that after a build it finds them in Go's build cache
+# instead of compiling a second, cgo build of each: measured with its own cache empty, 125 s
+# after a build instead of 354 s (2 cores). The module has no cgo code to lint.
 .PHONY: golangci-lint
 golangci-lint: $(GOLANGCI_LINT)
-	$(GOLANGCI_LINT) run ./...
+	CGO_ENABLED=0 GOFLAGS="$(GOFLAGS) -trimpath" $(GOLANGCI_LINT) run ./...
 
 ##@ Tools
 

@@ -30,8 +30,10 @@ func componentOrder() []string {
 }
 
 // controllers are those a kubeadm cluster runs that matter to workloads, RBAC and
-// namespaces, and cost little here; volume, HPA, certificate-signing, node-IPAM and
-// bootstrap-token controllers are left out (no storage, metrics or kubelets to serve).
+// namespaces, and cost little here; volume, certificate-signing, node-IPAM and
+// bootstrap-token controllers are left out (no storage or kubelets to serve). The HPA
+// controller runs, though no metrics are served: it still holds a Deployment within its
+// autoscaler's bounds, which node.drain raises for a replacement first.
 // Without node-lifecycle-controller new nodes keep the node.kubernetes.io/not-ready taint;
 // without serviceaccount-controller no `default` ServiceAccount exists and admission rejects
 // every pod; without clusterrole-aggregation-controller the built-in admin, edit and view
@@ -46,6 +48,7 @@ var controllers = []string{
 	"endpointslice-controller",
 	"endpointslice-mirroring-controller",
 	"garbage-collector-controller",
+	"horizontal-pod-autoscaler-controller",
 	"job-controller",
 	"namespace-controller",
 	"node-lifecycle-controller",
@@ -315,6 +318,8 @@ func start(ctx context.Context, l layout, o upOptions) error {
 		"--secure-port=0",
 		"--kube-api-qps=100",
 		"--kube-api-burst=200",
+		// An autoscaler's new bounds take effect in a second, not the default 15.
+		"--horizontal-pod-autoscaler-sync-period=1s",
 	); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,11 +66,14 @@ type surger struct {
 	why         map[string]string
 	// replicaSets maps each ReplicaSet looked up (ns/name) to one of its pods' keys.
 	replicaSets map[string]string
+	// autoscalers are the HorizontalPodAutoscalers of each namespace listed in this call.
+	autoscalers map[string][]autoscalingv2.HorizontalPodAutoscaler
 }
 
 func newSurger(ctx context.Context, client kubernetes.Interface, uid string, created map[string]string) *surger {
 	return &surger{ctx: ctx, client: client, uid: uid, recorded: strings.Fields(created[createdSurged]),
-		owners: map[string]string{}, deployments: map[string]*appsv1.Deployment{}, why: map[string]string{}, replicaSets: map[string]string{}}
+		owners: map[string]string{}, deployments: map[string]*appsv1.Deployment{}, why: map[string]string{}, replicaSets: map[string]string{},
+		autoscalers: map[string][]autoscalingv2.HorizontalPodAutoscaler{}}
 }
 
 // created is the created record with this call's intents, or nil when it adds none.
@@ -110,6 +114,14 @@ func (s *surger) prepare(pod *corev1.Pod, pods []corev1.Pod, refused bool) (*hol
 		if !refused && d.Status.AvailableReplicas-int32(onNode.ready) >= 1 {
 			return nil, nil
 		}
+		// Only a pod that needs a replacement first costs a look at the autoscalers.
+		a, caveat, err := s.autoscalerOf(d)
+		if err != nil {
+			return nil, err
+		}
+		if a != nil {
+			return s.prepareThrough(pod, d, a, onNode)
+		}
 		if !slices.Contains(s.recorded, key) {
 			if !slices.Contains(s.intents, key) {
 				s.intents = append(s.intents, key)
@@ -127,13 +139,53 @@ func (s *surger) prepare(pod *corev1.Pod, pods []corev1.Pod, refused bool) (*hol
 			return nil, err
 		}
 		s.deployments[key] = scaled
-		return &hold{cause: fmt.Sprintf("its Deployment %s was scaled from %d to %d replicas for a replacement on another node",
-			key, replicas, replicas+int32(onNode.all)), blocker: deploymentBlocker(d)}, nil
+		cause := fmt.Sprintf("its Deployment %s was scaled from %d to %d replicas for a replacement on another node", key, replicas, replicas+int32(onNode.all))
+		if caveat != "" {
+			cause += " (" + caveat + ")"
+		}
+		return &hold{cause: cause, blocker: deploymentBlocker(d)}, nil
 	}
 	want := rec.Replicas + rec.Surge
 	if d.Status.ObservedGeneration < d.Generation || d.Status.AvailableReplicas < want {
 		return &hold{cause: fmt.Sprintf("waiting for its replacement: Deployment %s has %d of %d replicas available",
 			key, d.Status.AvailableReplicas, want), blocker: deploymentBlocker(d)}, nil
+	}
+	return nil, nil
+}
+
+// prepareThrough is prepare for a pod that needs a replacement first, of a Deployment that
+// HorizontalPodAutoscaler a scales: the autoscaler's bounds are raised by the surge (after
+// the intent is recorded, under the Deployment's key), and the pod is held until the
+// autoscaler has scaled the Deployment up and the replacement is available.
+func (s *surger) prepareThrough(pod *corev1.Pod, d *appsv1.Deployment, a *autoscalingv2.HorizontalPodAutoscaler, onNode podsOnNode) (*hold, error) {
+	key, scaler := d.Namespace+"/"+d.Name, a.Namespace+"/"+a.Name
+	rec, surged := readAutoscalerSurge(a)
+	if surged && rec.Pipeline != s.uid {
+		return nil, nil // another drain's surge
+	}
+	if !surged {
+		if !slices.Contains(s.recorded, key) {
+			if !slices.Contains(s.intents, key) {
+				s.intents = append(s.intents, key)
+			}
+			return &hold{cause: fmt.Sprintf("its Deployment %s is scaled up first, through its HorizontalPodAutoscaler %s, to bring a replacement up on another node", key, scaler)}, nil
+		}
+		oldMin := ptrValue(a.Spec.MinReplicas, 1)
+		floor, err := s.surgeThrough(a, d, int32(onNode.all))
+		if apierrors.IsForbidden(err) {
+			s.why[podKey(pod)] = "no replacement first: the pipeline's ServiceAccount may not patch HorizontalPodAutoscalers in " + d.Namespace
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &hold{cause: fmt.Sprintf("HorizontalPodAutoscaler %s's minReplicas was raised from %d to %d, for a replacement of Deployment %s on another node",
+			scaler, oldMin, floor, key), blocker: deploymentBlocker(d)}, nil
+	}
+	want := rec.Replicas + rec.Surge
+	if d.Status.ObservedGeneration < d.Generation || d.Status.AvailableReplicas < want {
+		return &hold{cause: fmt.Sprintf("waiting for its replacement: HorizontalPodAutoscaler %s scales Deployment %s to %d replicas, %d available",
+			scaler, key, want, d.Status.AvailableReplicas), blocker: deploymentBlocker(d)}, nil
 	}
 	return nil, nil
 }
@@ -157,6 +209,14 @@ func (s *surger) wouldSurge(pod *corev1.Pod, pods []corev1.Pod, blocked bool) (s
 		return "", false, nil
 	}
 	replicas := ptrValue(d.Spec.Replicas, 1)
+	a, _, err := s.autoscalerOf(d)
+	if err != nil {
+		return "", false, err
+	}
+	if a != nil {
+		return fmt.Sprintf("replacement first: HorizontalPodAutoscaler %s/%s's minReplicas raised to %d until the replacement is available on another node, then back",
+			a.Namespace, a.Name, max(ptrValue(a.Spec.MinReplicas, 1), replicas+int32(on.all))), true, nil
+	}
 	return fmt.Sprintf("replacement first: Deployment %s/%s scaled from %d to %d replicas until the replacement is available on another node, then back",
 		d.Namespace, d.Name, replicas, replicas+int32(on.all)), true, nil
 }
@@ -215,21 +275,25 @@ func (s *surger) restore(key string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("get Deployment %s to scale it back: %w", key, err)
 	}
+	through, err := s.restoreAutoscaler(d)
+	if err != nil {
+		return "", err
+	}
 	rec, ok := readSurge(d)
 	if !ok || rec.Pipeline != s.uid {
-		return "", nil
+		return through, nil
 	}
 	current := ptrValue(d.Spec.Replicas, 1)
 	if current != rec.Replicas+rec.Surge {
 		if _, err := s.scale(d, current, nil); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Deployment %s left at the %d replicas someone set since the drain scaled it up", key, current), nil
+		return joinNotes(through, fmt.Sprintf("Deployment %s left at the %d replicas someone set since the drain scaled it up", key, current)), nil
 	}
 	if _, err := s.scale(d, rec.Replicas, nil); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("Deployment %s scaled back to %d replicas", key, rec.Replicas), nil
+	return joinNotes(through, fmt.Sprintf("Deployment %s scaled back to %d replicas", key, rec.Replicas)), nil
 }
 
 // scale sets d's replicas, from the replicas it has, and its SurgedByAnnotation to rec
@@ -238,24 +302,16 @@ func (s *surger) restore(key string) (string, error) {
 // The Deployment's status, which its controller writes all the while, is no conflict. It
 // returns the Deployment as patched.
 func (s *surger) scale(d *appsv1.Deployment, replicas int32, rec *surgeRecord) (*appsv1.Deployment, error) {
-	annotation := "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(SurgedByAnnotation, "~", "~0"), "/", "~1")
 	ops := []map[string]any{{"op": "test", "path": "/spec/replicas", "value": ptrValue(d.Spec.Replicas, 1)}}
-	if value, ok := d.Annotations[SurgedByAnnotation]; ok {
-		ops = append(ops, map[string]any{"op": "test", "path": annotation, "value": value})
-	}
-	switch _, had := d.Annotations[SurgedByAnnotation]; {
-	case rec != nil:
-		value, err := json.Marshal(rec)
+	var value any
+	if rec != nil {
+		data, err := json.Marshal(rec)
 		if err != nil {
 			return nil, fmt.Errorf("marshal the surge record: %w", err)
 		}
-		if d.Annotations == nil {
-			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{}})
-		}
-		ops = append(ops, map[string]any{"op": "add", "path": annotation, "value": string(value)})
-	case had:
-		ops = append(ops, map[string]any{"op": "remove", "path": annotation})
+		value = string(data)
 	}
+	ops = append(ops, annotationOps(d.Annotations, value)...)
 	ops = append(ops, map[string]any{"op": "replace", "path": "/spec/replicas", "value": replicas})
 	patch, err := json.Marshal(ops)
 	if err != nil {
