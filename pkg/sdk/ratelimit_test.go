@@ -339,9 +339,10 @@ func TestTenantLimiterSharesTheWaitsBetweenNamespaces(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
 	// One request may wait (10 a second × 100 ms), after the burst of one.
-	client := &http.Client{Transport: sdk.NewTenantLimiter(sdk.TenantLimits{
+	limiter := sdk.NewTenantLimiter(sdk.TenantLimits{
 		TenantQPS: 1000, TenantBurst: 1000, PluginQPS: 10, PluginBurst: 1, MaxWait: 100 * time.Millisecond,
-	}).Transport(nil)}
+	})
+	client := &http.Client{Transport: limiter.Transport(nil)}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	get := getter(ctx, t, client, srv)
@@ -349,7 +350,8 @@ func TestTenantLimiterSharesTheWaitsBetweenNamespaces(t *testing.T) {
 	require.NoError(t, get("team-a"), "the burst")
 	waited := make(chan error, 1)
 	go func() { waited <- get("team-a") }() // waits 100 ms: the one that may wait
-	time.Sleep(20 * time.Millisecond)
+	require.Eventually(t, func() bool { return limiter.Waiting("team-a") == 1 }, 5*time.Second, time.Millisecond,
+		"team-a's second request never waited")
 
 	tests := []struct {
 		namespace   string
