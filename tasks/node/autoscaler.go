@@ -31,6 +31,8 @@ type autoscalerRecord struct {
 	Surge       int32 `json:"surge"`
 }
 
+func (r autoscalerRecord) owner() string { return r.Pipeline }
+
 // autoscalerOf is the HorizontalPodAutoscaler that scales d, or nil: none, or none the
 // pipeline's ServiceAccount may list (then the drain scales the Deployment itself, and its
 // message says the autoscaler may undo it). Each namespace is listed once per call.
@@ -59,15 +61,7 @@ func (s *surger) autoscalerOf(d *appsv1.Deployment) (*autoscalingv2.HorizontalPo
 
 // readAutoscalerSurge reads a's SurgedByAnnotation; a value that does not parse is none.
 func readAutoscalerSurge(a *autoscalingv2.HorizontalPodAutoscaler) (autoscalerRecord, bool) {
-	value, ok := a.Annotations[SurgedByAnnotation]
-	if !ok {
-		return autoscalerRecord{}, false
-	}
-	var rec autoscalerRecord
-	if err := json.Unmarshal([]byte(value), &rec); err != nil || rec.Pipeline == "" {
-		return autoscalerRecord{}, false
-	}
-	return rec, true
+	return readRecord[autoscalerRecord](a.Annotations)
 }
 
 // surgeThrough raises a's bounds so that it scales d up by surge, with the record.

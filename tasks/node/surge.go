@@ -49,6 +49,8 @@ type surgeRecord struct {
 	Surge    int32  `json:"surge"`
 }
 
+func (r surgeRecord) owner() string { return r.Pipeline }
+
 // surger brings replacements up before evictions, for one call of node.drain's hooks. A
 // nil surger (replacement None) surges nothing and restores nothing.
 type surger struct {
@@ -434,13 +436,21 @@ func podReady(pod *corev1.Pod) bool {
 
 // readSurge reads d's SurgedByAnnotation; a value that does not parse is none.
 func readSurge(d *appsv1.Deployment) (surgeRecord, bool) {
-	value, ok := d.Annotations[SurgedByAnnotation]
-	if !ok {
-		return surgeRecord{}, false
-	}
-	var rec surgeRecord
-	if err := json.Unmarshal([]byte(value), &rec); err != nil || rec.Pipeline == "" {
-		return surgeRecord{}, false
+	return readRecord[surgeRecord](d.Annotations)
+}
+
+// readRecord reads the SurgedByAnnotation of an object with annotations, a Deployment's
+// surgeRecord or an autoscaler's autoscalerRecord; a value that does not parse, or names
+// no pipeline, is none.
+func readRecord[R interface {
+	surgeRecord | autoscalerRecord
+	owner() string
+}](annotations map[string]string) (R, bool) {
+	var rec R
+	value, ok := annotations[SurgedByAnnotation]
+	if !ok || json.Unmarshal([]byte(value), &rec) != nil || rec.owner() == "" {
+		var none R
+		return none, false
 	}
 	return rec, true
 }

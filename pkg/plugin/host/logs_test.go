@@ -2,13 +2,11 @@ package host
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,35 +17,18 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 
+	"github.com/stepwise-dev/stepwise/internal/apitest"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
 	"github.com/stepwise-dev/stepwise/pkg/plugin/proto"
 )
-
-// syncBuffer is a bytes.Buffer that the plugins' log goroutines may write to.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestWhatAHookWritesReachesTheOperatorLog: a plain line a hook writes to stderr or stdout
 // and a line through sdk.Logger reach the operator's log at the default level, tagged with
 // the plugin; the logger's line carries the pipeline and step, and the Secret's value is
 // masked.
 func TestWhatAHookWritesReachesTheOperatorLog(t *testing.T) {
-	var out syncBuffer
+	var out apitest.SyncBuffer
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&out))) // verbosity 0
 	_, reg := startHost(t, logger, pluginDir(t, []string{"stepwise-plugin-test"}, nil))
 
