@@ -162,8 +162,12 @@ func (s *suite) drainUnderKills(ctx context.Context, cfg config) row {
 	}
 	var failovers []failover
 	for i, move := range moves[:min(len(moves), cfg.drainKills)] {
-		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) { return move.seen(ctx), nil })
-		require.NoError(t, err, "kill %d: %s never happened", i+1, move.what)
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cfg.readyTimeout, true, func(ctx context.Context) (bool, error) { return move.seen(ctx), nil })
+		if err != nil {
+			last, _ := s.client.StepwiseV1alpha1().Pipelines(ns).Get(ctx, "retire", metav1.GetOptions{})
+			require.NoError(t, err, "kill %d: %s never happened; the pipeline: %s\noperator log lines:\n%s",
+				i+1, move.what, describe(last), f.grepLogs(ns+"/retire", 30))
+		}
 		t.Logf("phase 5: %s; killing the leader", move.what)
 		failovers = append(failovers, s.killLeader(ctx, nil, true))
 	}
