@@ -11,7 +11,7 @@ OUT="${1:-${ROOT}}"
 
 mkdir -p "${OUT}/crd" "${OUT}/deploy/base" "${OUT}/charts/stepwise/crds"
 cd "${ROOT}"
-"${CONTROLLER_GEN}" crd paths=./pkg/apis/... output:crd:dir="${OUT}/crd"
+"${CONTROLLER_GEN}" crd paths=./pkg/apis/stepwise/... output:crd:dir="${OUT}/crd"
 for f in "${OUT}"/crd/*.yaml; do echo '---'; cat "${f}"; done > "${OUT}/deploy/base/crd.yaml"
 rm -f "${OUT}"/charts/stepwise/crds/*.yaml
 cp "${OUT}"/crd/*.yaml "${OUT}/charts/stepwise/crds/"

@@ -38,6 +38,8 @@ type engine struct {
 	// catalogue says what the replica that acts offers, not what the last replica to start
 	// (a standby, or the new one of a rolling update) does. Nil: not published.
 	publishCatalog func(context.Context)
+	// archive keeps the pipelines' records; nil: archiving is off.
+	archive controller.Archiver
 }
 
 // run starts the informers and the controller, and returns once they have stopped. When
@@ -88,6 +90,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 		Approvals:            factory.Stepwise().V1alpha1().Approvals(),
 		Triggers:             factory.Stepwise().V1alpha1().PipelineTriggers(),
 		ApprovalAccess:       controller.SubjectAccessReviews{Client: e.clients.kube},
+		Archive:              e.archive,
 	})
 	if err != nil {
 		return err

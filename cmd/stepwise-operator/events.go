@@ -16,10 +16,10 @@ import (
 	stepwisescheme "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/scheme"
 )
 
-// newRecorder returns an Event recorder writing through kube, and the function that stops
-// it. Events name our objects, so the recorder's scheme must know our types; a scheme of
+// newRecorder returns an Event recorder writing through kube, and its broadcaster (whose
+// Shutdown stops it; the archive watches it too). Events name our objects, so the recorder's scheme must know our types; a scheme of
 // our own avoids changing client-go's global one.
-func newRecorder(ctx context.Context, kube kubernetes.Interface) (record.EventRecorder, func()) {
+func newRecorder(ctx context.Context, kube kubernetes.Interface) (record.EventRecorder, record.EventBroadcaster) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(stepwisescheme.AddToScheme(scheme))
@@ -27,5 +27,5 @@ func newRecorder(ctx context.Context, kube kubernetes.Interface) (record.EventRe
 	broadcaster.StartStructuredLogging(4)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	hostname, _ := os.Hostname()
-	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: controller.ControllerName, Host: hostname}), broadcaster.Shutdown
+	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: controller.ControllerName, Host: hostname}), broadcaster
 }

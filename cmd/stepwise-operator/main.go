@@ -96,8 +96,16 @@ func run(ctx context.Context, opts *options) error {
 	if err != nil {
 		return err
 	}
-	recorder, stopEvents := newRecorder(ctx, clients.kube)
-	defer stopEvents()
+	store, err := openArchive(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	recorder, events := newRecorder(ctx, clients.kube)
+	defer events.Shutdown()
+	archiveEvents(ctx, store, events)
 
 	var ready atomic.Bool // caches synced, or standing by for leadership
 	var election *leaderelection.HealthzAdaptor
@@ -111,6 +119,9 @@ func run(ctx context.Context, opts *options) error {
 	}
 
 	e := &engine{opts: opts, clients: clients, executors: registry, recorder: recorder, metrics: reg, ready: &ready, tracer: tracerOf(traced)}
+	if store != nil {
+		e.archive = store // a nil *Store in the interface would not be nil
+	}
 	if opts.catalogName != "" {
 		publisher, offered := catalog.NewPublisher(clients.kube, recorder, opts.ownNamespace(), opts.catalogName), catalog.Build(registry, buildversion.Version)
 		e.publishCatalog = func(ctx context.Context) { publisher.Run(ctx, offered) }

@@ -96,6 +96,15 @@ type options struct {
 	triggerResources string
 	triggerWorkers   int
 
+	// archiveDSNFile holds the archive's PostgreSQL connection string; empty: no archive.
+	archiveDSNFile string
+	// history serves the archive as history.stepwise.dev (pkg/historyapi) on this port
+	// when the archive is on; 0: not served.
+	historyPort     int
+	historyCertDir  string
+	historyCertFile string
+	historyKeyFile  string
+
 	// version: print the version and exit.
 	version bool
 
@@ -179,6 +188,11 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&o.pluginMemoryLimit, "plugin-memory-limit", "256Mi", "The memory each plugin process may map, as a quantity (256Mi, 1Gi); over it the plugin dies, failing only the hooks in flight in it, and is restarted on the next call, while the operator runs on. Its garbage collector is told a lower limit (GOMEMLIMIT) to work hard before. A Go plugin maps about 80Mi as it starts, which counts. Keep the sum with the operator's own memory under the container's limit. 0: no limit.")
+	fs.StringVar(&o.archiveDSNFile, "archive-dsn-file", "", "File holding the PostgreSQL connection string (postgres://user:password@host:5432/db?sslmode=verify-full, or key=value form) of the archive: every pipeline's record (spec, status, approvals, the operator's Events) is written there when it finishes and when it is deleted, once per state, and a deleted pipeline keeps its finalizer until its record is written. Mount it from a Secret; the operator migrates the schema at start. Empty: no archive.")
+	fs.IntVar(&o.historyPort, "history-secure-port", 0, "With --archive-dsn-file: serve the archive read-only as the aggregated API history.stepwise.dev/v1alpha1 (pipelinerecords) over HTTPS on this port, to requests the API server's aggregation layer forwards; authentication and authorization are delegated to the API server, so RBAC on pipelinerecords decides who reads which namespace's records. Register it with an APIService (the chart does). 0: not served.")
+	fs.StringVar(&o.historyCertDir, "history-cert-dir", "", "Where the history API keeps a self-signed serving certificate it makes when --history-tls-cert-file is not given. Empty: in memory.")
+	fs.StringVar(&o.historyCertFile, "history-tls-cert-file", "", "The history API's serving certificate, PEM (with --history-tls-key-file); the APIService's caBundle must verify it.")
+	fs.StringVar(&o.historyKeyFile, "history-tls-key-file", "", "The history API's serving certificate's private key, PEM.")
 	fs.BoolVar(&o.version, "version", false, "Print the operator's version and exit.")
 	fs.StringVar(&o.pluginChecksums, "plugin-checksums", "", "sha256sum-format file listing the SHA-256 of every plugin; a plugin missing from it or not matching it is refused. Default: <plugin-dir>/SHA256SUMS.")
 	fs.StringVar(&o.installedPluginDir, "installed-plugin-dir", "", "Directory of plugins installed from their own images (image volumes, one directory each, or copied there by init containers); verified against --installed-plugin-checksums and --installed-plugin-policies, never against what the images carry.")
@@ -224,6 +238,15 @@ func (o *options) validate() error {
 	}
 	if o.installedPluginDir != "" && o.pluginDir != "" && filepath.Clean(o.installedPluginDir) == filepath.Clean(o.pluginDir) {
 		errs = append(errs, errors.New("--installed-plugin-dir must be another directory than --plugin-dir"))
+	}
+	if o.historyPort != 0 && o.archiveDSNFile == "" {
+		errs = append(errs, errors.New("--history-secure-port needs --archive-dsn-file: the history API serves the archive"))
+	}
+	if o.historyPort < 0 || o.historyPort > 65535 {
+		errs = append(errs, fmt.Errorf("--history-secure-port must be a port (1-65535) or 0, got %d", o.historyPort))
+	}
+	if (o.historyCertFile == "") != (o.historyKeyFile == "") {
+		errs = append(errs, errors.New("--history-tls-cert-file and --history-tls-key-file go together"))
 	}
 	if o.triggerWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--trigger-workers must be at least 1, got %d", o.triggerWorkers))

@@ -33,7 +33,17 @@ type pki struct {
 	// system:masters, which the kubelet's webhook authorization allows.
 	apiserverKubeletCert string
 	apiserverKubeletKey  string
+	// The aggregation layer: the CA of the front proxy's client certificate (its own, not
+	// caCert: a client of caCert must not be able to assert users in headers), and that
+	// certificate, which the API server presents to aggregated API servers.
+	frontProxyCA   string
+	frontProxyCert string
+	frontProxyKey  string
 }
+
+// frontProxyClientName is the front proxy's client certificate's name, the one name
+// aggregated API servers accept it under (--requestheader-allowed-names).
+const frontProxyClientName = "front-proxy-client"
 
 // generatePKI writes a fresh CA, an API-server serving cert for loopback, a
 // service-account signing key and a static token file into dir.
@@ -56,6 +66,10 @@ func generatePKI(dir string) (*pki, error) {
 
 		apiserverKubeletCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
 		apiserverKubeletKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
+
+		frontProxyCA:   filepath.Join(dir, "front-proxy-ca.crt"),
+		frontProxyCert: filepath.Join(dir, "front-proxy-client.crt"),
+		frontProxyKey:  filepath.Join(dir, "front-proxy-client.key"),
 	}
 
 	now := time.Now()
@@ -141,6 +155,11 @@ func generatePKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("marshal the API server's kubelet client key: %w", err)
 	}
 
+	proxyCADER, proxyCertDER, proxyKeyDER, err := frontProxyPKI(now)
+	if err != nil {
+		return nil, err
+	}
+
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("generate service-account key: %w", err)
@@ -167,6 +186,9 @@ func generatePKI(dir string) (*pki, error) {
 		{p.kubeletKey, pemBlock("EC PRIVATE KEY", kubeletKeyDER)},
 		{p.apiserverKubeletCert, pemBlock("CERTIFICATE", toKubeletDER)},
 		{p.apiserverKubeletKey, pemBlock("EC PRIVATE KEY", toKubeletKeyDER)},
+		{p.frontProxyCA, pemBlock("CERTIFICATE", proxyCADER)},
+		{p.frontProxyCert, pemBlock("CERTIFICATE", proxyCertDER)},
+		{p.frontProxyKey, pemBlock("EC PRIVATE KEY", proxyKeyDER)},
 		{p.saKey, pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey))},
 		// token,user,uid,"groups": system:masters bypasses RBAC entirely.
 		{p.tokenFile, fmt.Appendf(nil, "%s,admin,admin,\"system:masters\"\n", p.adminToken)},
@@ -177,6 +199,49 @@ func generatePKI(dir string) (*pki, error) {
 		}
 	}
 	return p, nil
+}
+
+// frontProxyPKI makes the aggregation layer's CA and the front proxy's client certificate
+// it signs (DER), and that certificate's key.
+func frontProxyPKI(now time.Time) (caDER, certDER, keyDER []byte, err error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("generate the front proxy's CA key: %w", err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "localcluster-front-proxy-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	if caDER, err = x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey); err != nil {
+		return nil, nil, nil, fmt.Errorf("sign the front proxy's CA cert: %w", err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("parse the front proxy's CA cert: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("generate the front proxy's client key: %w", err)
+	}
+	if certDER, err = x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: frontProxyClientName},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca, &key.PublicKey, caKey); err != nil {
+		return nil, nil, nil, fmt.Errorf("sign the front proxy's client cert: %w", err)
+	}
+	if keyDER, err = x509.MarshalECPrivateKey(key); err != nil {
+		return nil, nil, nil, fmt.Errorf("marshal the front proxy's client key: %w", err)
+	}
+	return caDER, certDER, keyDER, nil
 }
 
 func pemBlock(typ string, der []byte) []byte {

@@ -280,6 +280,17 @@ func start(ctx context.Context, l layout, o upOptions) error {
 		"--service-account-key-file=" + creds.saKey,
 		"--service-account-signing-key-file=" + creds.saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
+		// The aggregation layer, for APIServices such as the operator's history API: the
+		// API server forwards requests with the user in headers, under a client
+		// certificate that the extension-apiserver-authentication ConfigMap tells
+		// aggregated servers to trust.
+		"--requestheader-client-ca-file=" + creds.frontProxyCA,
+		"--requestheader-allowed-names=" + frontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + creds.frontProxyCert,
+		"--proxy-client-key-file=" + creds.frontProxyKey,
 	}
 	if o.alpha {
 		apiserverArgs = append(apiserverArgs, "--feature-gates="+alphaFeatureGates, "--runtime-config="+alphaRuntimeConfig)

@@ -100,6 +100,10 @@ type Config struct {
 	// NamespaceBorrow ÷ N, fairqueue.Shares), and NamespaceBorrow is how many while none
 	// waits (keep it under the number of workers).
 	NamespaceShare, NamespaceBorrow int
+	// Archive, when set, keeps a record of each pipeline's state as it finishes and as it
+	// goes away (pkg/archive); a deleted pipeline keeps its finalizer until its record is
+	// written. nil: no archive.
+	Archive Archiver
 }
 
 // Controller runs Pipelines.
@@ -148,6 +152,8 @@ type syncEnv struct {
 	approvalAccess ApprovalAccess
 	// shuttingDown tells whether the operator is stopping: a sync starts no new step then.
 	shuttingDown func() bool
+	// archive may be nil: archiving is off.
+	archive Archiver
 }
 
 // New creates a controller and registers its event handlers on the informer.
@@ -178,6 +184,7 @@ func newController(ctx context.Context, cfg Config) *Controller {
 			hookCallTimeout:      cfg.HookCallTimeout,
 			due:                  newDueCalls(),
 			approvalAccess:       cfg.ApprovalAccess,
+			archive:              cfg.Archive,
 		},
 		client:        cfg.Client,
 		synced:        cfg.Informer.Informer().HasSynced,

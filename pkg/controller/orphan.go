@@ -21,6 +21,9 @@ func (c *Controller) syncOrphan(ctx context.Context, p *v1alpha1.Pipeline) error
 		ps.record(teardownOrphaned(left))
 		klog.FromContext(ctx).Info("Teardown orphaned by annotation", "pipeline", klog.KObj(p), "steps", left)
 	}
+	if err := ps.archiveGone(ctx, v1alpha1.ArchiveOrphaned); err != nil {
+		return err
+	}
 	ps.emitEvents()
 	return c.removeFinalizer(ctx, p)
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -32,7 +33,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 			return c.syncUndecodable(ctx, p, decodeErr)
 		}
 	}
-	if p.Elided != nil && restsWithoutValues(p) {
+	if p.Elided != nil && restsWithoutValues(p) && (c.archive == nil || archivedAsFinished(p)) {
 		return 0, nil
 	}
 	if p, err = c.whole(ctx, p); err != nil || p == nil {
@@ -128,6 +129,7 @@ func (c *Controller) syncRun(ctx context.Context, p *v1alpha1.Pipeline, mode syn
 		return 0, c.finish(ctx, ps)
 	}
 	ps.status.RefusedSpecHash = "" // the spec runs (or an edit was undone)
+	ps.ranSpec = hash
 	if p.Spec.TemplateRef != nil && !ps.takeTemplate(mode == modeStartRun) {
 		return 0, c.finish(ctx, ps)
 	}
@@ -192,7 +194,11 @@ func (c *Controller) syncDeletion(ctx context.Context, p *v1alpha1.Pipeline) (ti
 	ps.retryRequested = ps.retryTeardown()
 	requeue, _ := ps.tearDown(ctx, false, ps.now())
 	if _, ok := ps.nextTeardown(false); !ok {
-		// The last teardown is done: the object goes away, so its status needs no write.
+		// The last teardown is done: the object goes away, so its status needs no write,
+		// once the archive has its record.
+		if err := ps.archiveGone(ctx, v1alpha1.ArchiveDeleted); err != nil {
+			return 0, errors.Join(c.finish(ctx, ps), err)
+		}
 		ps.emitEvents()
 		return 0, c.removeFinalizer(ctx, p)
 	}
@@ -223,15 +229,20 @@ func (ps *pipelineSync) goOn(s *v1alpha1.StepStatus, done v1alpha1.StepPhase, ba
 }
 
 // finish ends every sync that ran a handler: it derives the status' summary from what the
-// handler did (summarize), writes the status and records the Events, and then, once the
-// retry the sync took is recorded, removes the retry annotation.
+// handler did (summarize), archives a pipeline the sync left finished (archiveFinished),
+// writes the status and records the Events, and then, once the retry the sync took is
+// recorded, removes the retry annotation. A failed archive write is returned after the
+// status is written, so that the run's progress is kept and the record is tried again.
 func (c *Controller) finish(ctx context.Context, ps *pipelineSync) error {
 	ps.summarize()
+	archiveErr := ps.archiveFinished(ctx)
 	if err := c.writeStatus(ctx, ps); err != nil {
-		return err
+		return errors.Join(err, archiveErr)
 	}
 	if ps.retryRequested {
-		return c.removeRetryAnnotation(ctx, ps.p)
+		if err := c.removeRetryAnnotation(ctx, ps.p); err != nil {
+			return errors.Join(err, archiveErr)
+		}
 	}
-	return nil
+	return archiveErr
 }

@@ -27,7 +27,8 @@ func TrimForCache(obj any) (any, error) {
 	if a := m.GetAnnotations(); a != nil {
 		m.SetAnnotations(keptKeys(a, v1alpha1.OperatorReadsAnnotation))
 	}
-	if l := m.GetLabels(); l != nil {
+	_, pipeline := obj.(*v1alpha1.Pipeline)
+	if l := m.GetLabels(); l != nil && !(pipeline && labelsSize(l) <= maxKeptPipelineLabels) {
 		m.SetLabels(keptKeys(l, v1alpha1.OperatorReadsLabel))
 	}
 	if p, ok := obj.(*v1alpha1.Pipeline); ok {
@@ -35,6 +36,22 @@ func TrimForCache(obj any) (any, error) {
 		compactPipeline(p)
 	}
 	return obj, nil
+}
+
+// maxKeptPipelineLabels bounds the labels a pipeline's cached copy keeps whole: the
+// archive records a finished pipeline's labels from that copy (history lists select on
+// them) without reading the pipeline again. Larger label sets keep only what the operator
+// reads, as other kinds' do, so a tenant's labels cost the cache at most this much a
+// pipeline.
+const maxKeptPipelineLabels = 512
+
+// labelsSize is the bytes of l's keys and values.
+func labelsSize(l map[string]string) int {
+	n := 0
+	for k, v := range l {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 // keptKeys is m without the keys the operator does not read (nil when none is left); m

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,15 +25,20 @@ func TestTrimForCacheKeepsWhatTheOperatorReads(t *testing.T) {
 			wantAnnotations: map[string]string{v1alpha1.RetryAnnotation: "two"},
 		},
 		{
-			name:            "a tenant's annotations and labels go, the trigger's stay",
+			name:            "a tenant's annotations go, the trigger's stay; small labels stay whole (the archive records them)",
 			annotations:     map[string]string{"note": "x", v1alpha1.AnnotationObject: "node-1", "stepwise.dev/other": "y"},
 			labels:          map[string]string{"team": "a", v1alpha1.LabelTriggerUID: "u", v1alpha1.LabelNodeBudget: "b"},
 			wantAnnotations: map[string]string{v1alpha1.AnnotationObject: "node-1"},
-			wantLb:          map[string]string{v1alpha1.LabelTriggerUID: "u", v1alpha1.LabelNodeBudget: "b"},
+			wantLb:          map[string]string{"team": "a", v1alpha1.LabelTriggerUID: "u", v1alpha1.LabelNodeBudget: "b"},
 		},
 		{
-			name:        "nothing read: no map",
-			annotations: map[string]string{"note": "x"}, labels: map[string]string{"team": "a"},
+			name:   "labels over the bound: only those the operator reads stay",
+			labels: map[string]string{"big": strings.Repeat("v", 63), "team": strings.Repeat("a", maxKeptPipelineLabels), v1alpha1.LabelTriggerUID: "u"},
+			wantLb: map[string]string{v1alpha1.LabelTriggerUID: "u"},
+		},
+		{
+			name:        "nothing read and labels over the bound: no map",
+			annotations: map[string]string{"note": "x"}, labels: map[string]string{"team": strings.Repeat("a", maxKeptPipelineLabels)},
 		},
 	}
 	for _, tt := range tests {

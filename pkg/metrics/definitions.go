@@ -33,6 +33,7 @@ const (
 	HookDurationName      = "stepwise_hook_duration_seconds"
 	StepDurationName      = "stepwise_step_duration_seconds"
 	HookRetriesName       = "stepwise_hook_retries_total"
+	ArchiveWritesName     = "stepwise_archive_writes_total"
 	APIRequestsName       = "stepwise_api_requests_total"
 	SyncPanicsName        = "stepwise_sync_panics_total"
 	UndecodableName       = "stepwise_undecodable_objects_total"
@@ -79,6 +80,8 @@ func Definitions() []Definition {
 			Help: "Time from a step's start to its success or failure, by executor and result (succeeded, failed)."},
 		{Name: HookRetriesName, Kind: Counter, Labels: []string{"executor", "hook"},
 			Help: "Retries scheduled after a hook failed, by executor and hook."},
+		{Name: ArchiveWritesName, Kind: Counter, Labels: []string{"result"},
+			Help: "Writes of pipelines' records to the archive (PostgreSQL), by result (ok, error); a failed write is tried again with backoff, and a deleted pipeline waits for it."},
 		{Name: PluginRestartsName, Kind: Counter, Labels: []string{"plugin", "cause"},
 			Help: "Plugin processes that died and were started again, by plugin and cause (exited, out_of_memory)."},
 		{Name: APIRequestsName, Kind: Counter, Labels: []string{"verb", "resource", "code"},

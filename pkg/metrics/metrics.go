@@ -20,6 +20,7 @@ type Metrics struct {
 	hookDuration *prometheus.HistogramVec
 	stepDuration *prometheus.HistogramVec
 	retries      *prometheus.CounterVec
+	archived     *prometheus.CounterVec
 }
 
 // New creates the engine's metrics and registers them with reg.
@@ -28,8 +29,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		hookDuration: definition(HookDurationName).histogramVec(),
 		stepDuration: definition(StepDurationName).histogramVec(),
 		retries:      definition(HookRetriesName).counterVec(),
+		archived:     definition(ArchiveWritesName).counterVec(),
 	}
-	reg.MustRegister(m.hookDuration, m.stepDuration, m.retries)
+	reg.MustRegister(m.hookDuration, m.stepDuration, m.retries, m.archived)
 	return m
 }
 
@@ -55,4 +57,16 @@ func (m *Metrics) Retry(executor, hook string) {
 		return
 	}
 	m.retries.WithLabelValues(executor, hook).Inc()
+}
+
+// ObserveArchiveWrite records one write of a record to the archive and whether it failed.
+func (m *Metrics) ObserveArchiveWrite(err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.archived.WithLabelValues(result).Inc()
 }

@@ -40,6 +40,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.ApprovalRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalSpec"):
 		return &stepwisev1alpha1.ApprovalSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ArchivedState"):
+		return &stepwisev1alpha1.ArchivedStateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Authorship"):
 		return &stepwisev1alpha1.AuthorshipApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Backoff"):

@@ -401,7 +401,46 @@ type PipelineStatus struct {
 	// over. The engine reads what it is doing from here; the Ready condition only tells it.
 	// +optional
 	Failure *FailureRecord `json:"failure,omitempty"`
+
+	// Archived is the last state of the pipeline the operator wrote to its archive (when
+	// archiving is on), so that each state is written once; the history.stepwise.dev API
+	// serves what was written.
+	// +optional
+	Archived *ArchivedState `json:"archived,omitempty"`
 }
+
+// ArchivedState is a state of a pipeline written to the archive.
+type ArchivedState struct {
+	// Generation is the spec generation the state was of.
+	// +kubebuilder:validation:Minimum=0
+	Generation int64 `json:"generation"`
+	// State is what happened to the pipeline.
+	State ArchiveState `json:"state"`
+	// Time is when it was written.
+	Time metav1.Time `json:"time"`
+}
+
+// ArchiveState is what happened to a pipeline that its record in the archive keeps: a
+// finished pipeline is archived as Succeeded or Failed, and again as Deleted or Orphaned
+// when it goes, or Removed when retention removes it.
+// +kubebuilder:validation:Enum=Succeeded;Failed;Deleted;Orphaned;Removed
+type ArchiveState string
+
+const (
+	// ArchiveSucceeded: every step succeeded.
+	ArchiveSucceeded ArchiveState = "Succeeded"
+	// ArchiveFailed: a step failed for good (and what ran was torn down, under onFailure
+	// Teardown).
+	ArchiveFailed ArchiveState = "Failed"
+	// ArchiveDeleted: the pipeline was deleted, after the teardown of what its steps made.
+	ArchiveDeleted ArchiveState = "Deleted"
+	// ArchiveOrphaned: the pipeline was deleted without a teardown, as its annotation asked;
+	// what its steps made is left in place.
+	ArchiveOrphaned ArchiveState = "Orphaned"
+	// ArchiveRemoved: retention removed the archived pipeline from the API server without a
+	// teardown; what its steps made is left in place.
+	ArchiveRemoved ArchiveState = "Removed"
+)
 
 // FailureRecord is a step that failed for good under onFailure: Teardown, and where the
 // teardown of the steps that ran is.

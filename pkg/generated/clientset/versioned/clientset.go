@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	historyv1alpha1 "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/typed/history/v1alpha1"
 	stepwisev1alpha1 "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/typed/stepwise/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -30,13 +31,20 @@ import (
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
+	HistoryV1alpha1() historyv1alpha1.HistoryV1alpha1Interface
 	StepwiseV1alpha1() stepwisev1alpha1.StepwiseV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
+	historyV1alpha1  *historyv1alpha1.HistoryV1alpha1Client
 	stepwiseV1alpha1 *stepwisev1alpha1.StepwiseV1alpha1Client
+}
+
+// HistoryV1alpha1 retrieves the HistoryV1alpha1Client
+func (c *Clientset) HistoryV1alpha1() historyv1alpha1.HistoryV1alpha1Interface {
+	return c.historyV1alpha1
 }
 
 // StepwiseV1alpha1 retrieves the StepwiseV1alpha1Client
@@ -88,6 +96,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.historyV1alpha1, err = historyv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.stepwiseV1alpha1, err = stepwisev1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -113,6 +125,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.historyV1alpha1 = historyv1alpha1.New(c)
 	cs.stepwiseV1alpha1 = stepwisev1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

@@ -68,6 +68,10 @@ type PipelineStatusApplyConfiguration struct {
 	// moment the teardown of the steps that ran begins until a retry starts the pipeline
 	// over. The engine reads what it is doing from here; the Ready condition only tells it.
 	Failure *FailureRecordApplyConfiguration `json:"failure,omitempty"`
+	// Archived is the last state of the pipeline the operator wrote to its archive (when
+	// archiving is on), so that each state is written once; the history.stepwise.dev API
+	// serves what was written.
+	Archived *ArchivedStateApplyConfiguration `json:"archived,omitempty"`
 }
 
 // PipelineStatusApplyConfiguration constructs a declarative configuration of the PipelineStatus type for use with
@@ -205,5 +209,13 @@ func (b *PipelineStatusApplyConfiguration) WithRetiredSteps(values ...*StepStatu
 // If called multiple times, the Failure field is set to the value of the last call.
 func (b *PipelineStatusApplyConfiguration) WithFailure(value *FailureRecordApplyConfiguration) *PipelineStatusApplyConfiguration {
 	b.Failure = value
+	return b
+}
+
+// WithArchived sets the Archived field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Archived field is set to the value of the last call.
+func (b *PipelineStatusApplyConfiguration) WithArchived(value *ArchivedStateApplyConfiguration) *PipelineStatusApplyConfiguration {
+	b.Archived = value
 	return b
 }

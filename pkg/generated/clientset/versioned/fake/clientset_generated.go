@@ -21,6 +21,8 @@ package fake
 import (
 	applyconfiguration "github.com/stepwise-dev/stepwise/pkg/generated/applyconfiguration"
 	clientset "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	historyv1alpha1 "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/typed/history/v1alpha1"
+	fakehistoryv1alpha1 "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/typed/history/v1alpha1/fake"
 	stepwisev1alpha1 "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/typed/stepwise/v1alpha1"
 	fakestepwisev1alpha1 "github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned/typed/stepwise/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,6 +137,11 @@ var (
 	_ clientset.Interface = &Clientset{}
 	_ testing.FakeClient  = &Clientset{}
 )
+
+// HistoryV1alpha1 retrieves the HistoryV1alpha1Client
+func (c *Clientset) HistoryV1alpha1() historyv1alpha1.HistoryV1alpha1Interface {
+	return &fakehistoryv1alpha1.FakeHistoryV1alpha1{Fake: &c.Fake}
+}
 
 // StepwiseV1alpha1 retrieves the StepwiseV1alpha1Client
 func (c *Clientset) StepwiseV1alpha1() stepwisev1alpha1.StepwiseV1alpha1Interface {
