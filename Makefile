@@ -141,7 +141,7 @@ proto: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the Go code o
 .PHONY: test
 test: ## Everything CI runs: lint, verify generated files, unit and e2e tests with -race; ends with where the time went.
 	mkdir -p $(LOCALBIN) && rm -f $(LOCALBIN)/timings.tsv
-	$(MAKE) --no-print-directory -j2 --output-sync=target TIMINGS=$(LOCALBIN)/timings.tsv TEST_ORDER=1 build localcluster-tools lint verify chromium node-tools prometheus $(HELM)
+	$(MAKE) --no-print-directory -j2 --output-sync=target TIMINGS=$(LOCALBIN)/timings.tsv TEST_ORDER=1 build localcluster-tools lint verify chromium node-tools prometheus postgresql $(HELM)
 	go build -o $(LOCALBIN)/testreport ./hack/testreport
 	rm -f $(LOCALBIN)/e2e.fifo && mkfifo $(LOCALBIN)/e2e.fifo
 	$(E2E_TEST) -json -p $(E2E_P) -vet=off $(E2E_FIRST) ./test/e2e/... >$(LOCALBIN)/e2e.fifo & e2e=$$!; \
@@ -180,7 +180,7 @@ flake: ## Run chosen tests FLAKE_COUNT times (20) with -race (FLAKE_RUN='^TestNa
 	@! grep -qE '^(--- FAIL|FAIL)' $(LOCALBIN)/flake.log
 
 .PHONY: unit
-unit: ## Unit tests only (no control plane needed).
+unit: postgresql ## Unit tests only (no control plane needed; the archive's run Debian's PostgreSQL).
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 
 .PHONY: e2e
@@ -278,6 +278,12 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 .PHONY: chromium
 chromium: ## Install Debian's chromium, for the dashboard's browser tests, when it is missing.
 	@command -v $(CHROMIUM) >/dev/null || hack/apt-install.sh chromium
+
+# The archive's tests (pkg/archive, the e2e history tests) start a PostgreSQL server of
+# their own from Debian's package (internal/pgtest), installed when missing.
+.PHONY: postgresql
+postgresql: ## Install Debian's PostgreSQL server (the archive's tests start their own) when it is missing.
+	@compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || hack/apt-install.sh postgresql
 
 # The alert rules' promtool tests and the e2e test whose alert fires use Debian's
 # prometheus package (promtool and the server), installed when missing.

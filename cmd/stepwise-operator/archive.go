@@ -9,9 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/archive"
+	"github.com/stepwise-dev/stepwise/pkg/historyapi"
 )
 
 // openArchive opens the archive --archive-dsn-file names and migrates its schema; nil
@@ -60,4 +62,29 @@ func archiveEvents(ctx context.Context, store *archive.Store, events record.Even
 		watch.Stop()
 	}()
 	go buffer.Run(ctx)
+}
+
+// serveHistory serves the archive as history.stepwise.dev on --history-secure-port until
+// ctx ends; every replica serves it (reads need no Lease). It returns at once when the
+// history API is off.
+func serveHistory(ctx context.Context, opts *options, store *archive.Store) error {
+	if store == nil || opts.historyPort == 0 {
+		return nil
+	}
+	o := historyapi.DefaultOptions()
+	o.BindPort = opts.historyPort
+	o.TLSCertFile, o.TLSKeyFile, o.CertDir = opts.historyCertFile, opts.historyKeyFile, opts.historyCertDir
+	o.Kubeconfig = opts.kubeconfig
+	server, err := historyapi.New(o, store)
+	if err != nil {
+		return fmt.Errorf("start the history API: %w", err)
+	}
+	logger := klog.FromContext(ctx)
+	logger.Info("Serving", "endpoint", "history", "address", server.Addr().String(), "tls", true)
+	go func() {
+		if err := server.Run(ctx); err != nil {
+			logger.Error(err, "History API stopped")
+		}
+	}()
+	return nil
 }

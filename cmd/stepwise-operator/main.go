@@ -106,6 +106,9 @@ func run(ctx context.Context, opts *options) error {
 	recorder, events := newRecorder(ctx, clients.kube)
 	defer events.Shutdown()
 	archiveEvents(ctx, store, events)
+	if err := serveHistory(ctx, opts, store); err != nil {
+		return err
+	}
 
 	var ready atomic.Bool // caches synced, or standing by for leadership
 	var election *leaderelection.HealthzAdaptor

@@ -28,7 +28,7 @@ var operator *framework.Operator
 
 func TestMain(m *testing.M) {
 	framework.DefaultParallel(6)
-	os.Exit(framework.Main(m, framework.Suite{Name: "e2e", CRDs: true, AdmissionPolicies: true, OperatorArgs: pluginArgsOn,
+	os.Exit(framework.Main(m, framework.Suite{Name: "e2e", CRDs: true, AdmissionPolicies: true, Archive: true, OperatorArgs: pluginArgsOn,
 		Ready: func(c *framework.Cluster, op *framework.Operator) { cluster, operator = c, op }}))
 }
 

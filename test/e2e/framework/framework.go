@@ -78,6 +78,8 @@ type Cluster struct {
 
 	// metricsCert and metricsKey are the operators' metrics serving certificate.
 	metricsCert, metricsKey string
+	// archive, once started, is where the operators archive (StartArchive).
+	archive *Archive
 
 	root     string
 	bin      string

@@ -21,6 +21,9 @@ type Suite struct {
 	// OperatorArgs, when not nil, are the arguments the operator starts with on c; Main
 	// waits until it is ready, and stops it after the tests.
 	OperatorArgs func(c *Cluster) []string
+	// Archive starts a PostgreSQL archive before the operator, which then archives there
+	// and serves the history API through the aggregation layer (StartArchive).
+	Archive bool
 	// Setup does what else the suite needs once the above is done; the function it
 	// returns, if any, undoes it after the tests.
 	Setup func(ctx context.Context, c *Cluster) (func(), error)
@@ -78,6 +81,14 @@ func runSuite(ctx context.Context, m *testing.M, c *Cluster, s Suite) int {
 			fmt.Fprintf(os.Stderr, "install admission policies: %v\n", err)
 			return 1
 		}
+	}
+	if s.Archive {
+		a, err := c.StartArchive(ctx)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "start the archive: %v\n", err)
+			return 1
+		}
+		defer func() { _ = a.Close() }()
 	}
 	var op *Operator
 	if s.OperatorArgs != nil {

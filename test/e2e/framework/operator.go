@@ -227,7 +227,7 @@ func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 		return nil, fmt.Errorf("create operator log: %w", err)
 	}
 	defer func() { _ = log.Close() }() // the child keeps its own descriptor
-	args := append([]string{
+	args := []string{
 		"--kubeconfig", c.Kubeconfig,
 		"--enable-test-executors",
 		"--leader-elect=false",
@@ -239,7 +239,11 @@ func (c *Cluster) StartOperator(extraArgs ...string) (*Operator, error) {
 		// The executor catalogue goes to a namespace every cluster has.
 		"--namespace=" + OperatorNamespace,
 		"-v=2",
-	}, extraArgs...)
+	}
+	if c.archive != nil {
+		args = append(args, c.archive.args()...)
+	}
+	args = append(args, extraArgs...)
 	cmd := exec.Command(bin, args...)
 	if len(c.OperatorEnv) > 0 {
 		cmd.Env = append(os.Environ(), c.OperatorEnv...)
