@@ -184,7 +184,7 @@ unit: postgresql ## Unit tests only (no control plane needed; the archive's run 
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 
 .PHONY: e2e
-e2e: build localcluster-tools node-tools chromium prometheus $(HELM) ## End-to-end tests on a local control plane started for the run.
+e2e: build localcluster-tools node-tools chromium prometheus postgresql $(HELM) ## End-to-end tests on a local control plane started for the run.
 	$(E2E_TEST) ./test/e2e/...
 
 .PHONY: dashboard-bench

@@ -28,7 +28,7 @@ func TrimForCache(obj any) (any, error) {
 		m.SetAnnotations(keptKeys(a, v1alpha1.OperatorReadsAnnotation))
 	}
 	_, pipeline := obj.(*v1alpha1.Pipeline)
-	if l := m.GetLabels(); l != nil && !(pipeline && labelsSize(l) <= maxKeptPipelineLabels) {
+	if l := m.GetLabels(); l != nil && (!pipeline || labelsSize(l) > maxKeptPipelineLabels) {
 		m.SetLabels(keptKeys(l, v1alpha1.OperatorReadsLabel))
 	}
 	if p, ok := obj.(*v1alpha1.Pipeline); ok {

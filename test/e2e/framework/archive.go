@@ -30,7 +30,7 @@ type Archive struct {
 	Server  *pgtest.Server
 	dsnFile string
 	// Port is where the operators serve the history API (one operator at a time).
-	Port               int
+	Port              int
 	certFile, keyFile string
 }
 
