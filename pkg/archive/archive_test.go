@@ -287,6 +287,38 @@ func TestListPages(t *testing.T) {
 	assert.ErrorContains(t, err, "negative limit")
 }
 
+func TestListPagesAreBoundedInBytes(t *testing.T) {
+	s := newStore(t)
+	var want []string
+	for i := range 5 {
+		r := rec("bytes", i)
+		r.Body = []byte(`{"pad":"` + strings.Repeat("x", 1000) + `"}`)
+		put(t, s, r)
+		want = append(want, r.Name)
+	}
+	var got []string
+	pages := 0
+	o := ListOptions{Namespace: "bytes", MaxBytes: 2500}
+	for {
+		res, err := s.List(t.Context(), o)
+		require.NoError(t, err)
+		pages++
+		assert.LessOrEqual(t, len(res.Records), 2, "two bodies of about 1 KB fit 2,500 bytes, a third does not")
+		got = append(got, names(res.Records)...)
+		if res.Continue == "" {
+			break
+		}
+		o.Continue = res.Continue
+	}
+	assert.Equal(t, want, got)
+	assert.Equal(t, 3, pages)
+
+	one, err := s.List(t.Context(), ListOptions{Namespace: "bytes", MaxBytes: 10})
+	require.NoError(t, err)
+	assert.Len(t, one.Records, 1, "a page holds at least one record, however large")
+	assert.NotEmpty(t, one.Continue)
+}
+
 // TestListUsesIndex: a namespace's pages walk (namespace, id), whatever the table's
 // size (sequential scans off, so that a small table's plan says what a big one's would).
 func TestListUsesIndex(t *testing.T) {

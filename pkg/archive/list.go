@@ -31,6 +31,10 @@ type ListOptions struct {
 	// Continue is a token from a previous ListResult, with the same other options; a
 	// token List did not make is ErrBadContinue.
 	Continue string
+	// MaxBytes, when above 0, ends a page before the record whose Body would take the
+	// page's Bodies past it (a page holds at least one record), with a Continue: a page
+	// of large records is bounded in memory, not only in count.
+	MaxBytes int64
 }
 
 // ListResult is a page of records.
@@ -82,7 +86,7 @@ func (s *Store) List(ctx context.Context, o ListOptions) (ListResult, error) {
 	}
 	defer rows.Close()
 	var res ListResult
-	var last int64
+	var last, bytes int64
 	for rows.Next() {
 		if limit > 0 && int64(len(res.Records)) == limit {
 			// The extra row asked for: there is another page, after the last one kept.
@@ -93,6 +97,11 @@ func (s *Store) List(ctx context.Context, o ListOptions) (ListResult, error) {
 		if err != nil {
 			return ListResult{}, fmt.Errorf("archive: list records in %q: %w", o.Namespace, err)
 		}
+		if o.MaxBytes > 0 && len(res.Records) > 0 && bytes+int64(len(r.Body)) > o.MaxBytes {
+			res.Continue = encodeContinue(last)
+			break
+		}
+		bytes += int64(len(r.Body))
 		res.Records = append(res.Records, r)
 		last = id
 	}

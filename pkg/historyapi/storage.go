@@ -108,6 +108,7 @@ func (s *storage) List(ctx context.Context, opts *metainternalversion.ListOption
 	if none {
 		return list, nil
 	}
+	o.Limit, o.MaxBytes = pageBounds(o.Limit)
 	res, err := s.archive.List(ctx, o)
 	switch {
 	case errors.Is(err, archive.ErrBadContinue):
@@ -128,6 +129,24 @@ func (s *storage) List(ctx context.Context, opts *metainternalversion.ListOption
 		list.Items = append(list.Items, *recordObject(logger, r))
 	}
 	return list, nil
+}
+
+// A page of records holds at most maxPageRecords records and about maxPageBytes of
+// them, whatever limit the request asks (none included), and says where the next page
+// starts: a list of a million records, or of a few large ones, costs the operator (which
+// also runs the engine) a bounded amount of memory. kubectl and client-go's pager follow
+// continue; a client that asks for no limit and ignores continue gets the first page.
+const (
+	maxPageRecords = 500
+	maxPageBytes   = 32 << 20
+)
+
+// pageBounds is the limit and byte bound of a page a request asked limit of (0: none).
+func pageBounds(limit int64) (int64, int64) {
+	if limit <= 0 || limit > maxPageRecords {
+		limit = maxPageRecords
+	}
+	return limit, maxPageBytes
 }
 
 // supportedFields names the field selectors a list understands, for the error that

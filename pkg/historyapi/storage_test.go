@@ -3,6 +3,7 @@ package historyapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -226,6 +227,26 @@ func TestArchiveErrors(t *testing.T) {
 			assert.Equal(t, tt.wantEvent, len(events) > 0)
 		})
 	}
+}
+
+func TestListPagesAreBoundedWhateverTheLimitAsked(t *testing.T) {
+	a := &memArchive{}
+	for i := range maxPageRecords + 1 {
+		r := record("a", "p", stepwisev1alpha1.ArchiveSucceeded)
+		r.UID = fmt.Sprintf("%08d-0000-4000-8000-p", i)
+		r.Name = historyv1alpha1.RecordName(r.Pipeline, r.UID, 1, r.State)
+		a.records = append(a.records, r)
+	}
+	s := newStorage(a, clocktesting.NewFakePassiveClock(t0))
+	for _, limit := range []int64{0, maxPageRecords + 100} {
+		obj, err := s.List(ctxIn("a"), &metainternalversion.ListOptions{Limit: limit})
+		require.NoError(t, err)
+		list := obj.(*historyv1alpha1.PipelineRecordList)
+		assert.Len(t, list.Items, maxPageRecords, "limit %d", limit)
+		assert.NotEmpty(t, list.Continue, "the next page is said, limit %d", limit)
+	}
+	opts, _ := a.asked()
+	assert.Equal(t, int64(maxPageBytes), opts[len(opts)-1].MaxBytes)
 }
 
 func TestRecordObject(t *testing.T) {

@@ -57,7 +57,7 @@ func (r row) rerunStats() string {
 	return fmt.Sprintf("%.2f / %d", float64(sum)/float64(len(r.reruns)), slices.Max(r.reruns))
 }
 
-// TestChaos runs pipelines through five phases of chaos and checks what at-least-once
+// TestChaos runs pipelines through six phases of chaos and checks what at-least-once
 // promises (docs/concepts.md, "How a pipeline runs"):
 //
 //  1. one operator SIGKILLed every 1-4s and started again at once, and SIGKILLed besides,
@@ -68,7 +68,10 @@ func (r row) rerunStats() string {
 //  3. the API server restarted while pipelines run (the operators must reconnect alone);
 //  4. every pipeline deleted, the leader SIGKILLed in the middle of a teardown;
 //  5. a drain that brings a replacement up first, the leader SIGKILLed at its moves
-//     (drainUnderKills).
+//     (drainUnderKills);
+//  6. hundreds of pipelines archived and deleted, the leader SIGKILLed every few seconds
+//     and the archive's PostgreSQL restarted twice (archiveUnderKills): each has exactly
+//     one record per state.
 //
 // Every pipeline must be Ready; in its record every create hook ran and the first runs come
 // in step order; deleting it runs every teardown, the first runs last step first, and leaves
@@ -102,6 +105,7 @@ func TestChaos(t *testing.T) {
 	rows = append(rows, s.apiServerRestart(ctx, cfg))
 	rows = append(rows, s.teardown(ctx, cfg))
 	rows = append(rows, s.drainUnderKills(ctx, cfg))
+	rows = append(rows, s.archiveUnderKills(ctx, cfg))
 
 	// The operators stop; no plugin process may be left, and none may have run on without
 	// its operator at any time.

@@ -118,9 +118,12 @@ func (s *suite) drainUnderKills(ctx context.Context, cfg config) row {
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets", "replicasets"}, Verbs: []string{"get"}},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch"}},
 	)
-	retired := s.poolNode(ctx, ns)
-	s.poolNode(ctx, ns) // where the replacement goes
+	s.poolNode(ctx, ns)
+	s.poolNode(ctx, ns)
 	d, pods := s.singleReplicaWithBudget(ctx, ns)
+	// The node retired is the one the scheduler put the pod on; the replacement goes to
+	// the other.
+	retired := pods.Items[0].Spec.NodeName
 
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	w := &drainWatch{fewest: 1 << 30, live: map[types.UID]bool{}}

@@ -131,7 +131,9 @@ func (f *fleet) add(name string, args ...string) error {
 }
 
 func (f *fleet) startLocked(r *replica) error {
-	op, err := f.c.StartOperator(r.args...)
+	// Replicas share this machine's ports: none serves the history API (the archive is
+	// read from PostgreSQL itself), or all but the first would fail to listen and exit.
+	op, err := f.c.StartOperator(append(slices.Clone(r.args), "--history-secure-port=0")...)
 	if err != nil {
 		return fmt.Errorf("start replica %s: %w", r.name, err)
 	}

@@ -21,7 +21,7 @@ var cluster *framework.Cluster
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(framework.Main(m, framework.Suite{Name: "chaos", CRDs: true,
+	os.Exit(framework.Main(m, framework.Suite{Name: "chaos", CRDs: true, Archive: true,
 		KeepLogs: func() bool { return *keepFlag },
 		Ready:    func(c *framework.Cluster, _ *framework.Operator) { cluster = c }}))
 }
@@ -55,6 +55,11 @@ type config struct {
 	// replacement up first (recorded, scaled up, evicted).
 	drainKills int
 
+	// Archive: archivePipelines pipelines of instant steps created and deleted while the
+	// leader is SIGKILLed every archiveKillEvery, the archive's PostgreSQL restarted twice.
+	archivePipelines int
+	archiveKillEvery [2]time.Duration
+
 	// readyTimeout bounds each wait for pipelines to be Ready, or gone.
 	readyTimeout time.Duration
 }
@@ -66,9 +71,10 @@ var (
 		killEvery: [2]time.Duration{time.Second, 4 * time.Second}, pluginKillEvery: [2]time.Duration{500 * time.Millisecond, 2 * time.Second},
 		phase2Pipelines: 3, leaderKills: 1,
 		phase3Pipelines: 3, apiGrace: []time.Duration{5 * time.Second}, apiDown: time.Second,
-		teardownKills: 1,
-		drainKills:    2,
-		readyTimeout:  2 * time.Minute,
+		teardownKills:    1,
+		drainKills:       2,
+		archivePipelines: 200, archiveKillEvery: [2]time.Duration{time.Second, 3 * time.Second},
+		readyTimeout: 2 * time.Minute,
 	}
 	fullRun = config{
 		name:            "full",
@@ -76,9 +82,10 @@ var (
 		killEvery: [2]time.Duration{time.Second, 4 * time.Second}, pluginKillEvery: [2]time.Duration{500 * time.Millisecond, 2 * time.Second},
 		phase2Pipelines: 12, leaderKills: 3,
 		phase3Pipelines: 12, apiGrace: []time.Duration{5 * time.Second, 0}, apiDown: 3 * time.Second,
-		teardownKills: 2,
-		drainKills:    3,
-		readyTimeout:  3 * time.Minute,
+		teardownKills:    2,
+		drainKills:       3,
+		archivePipelines: 600, archiveKillEvery: [2]time.Duration{time.Second, 3 * time.Second},
+		readyTimeout: 3 * time.Minute,
 	}
 )
 
