@@ -91,6 +91,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 		Triggers:             factory.Stepwise().V1alpha1().PipelineTriggers(),
 		ApprovalAccess:       controller.SubjectAccessReviews{Client: e.clients.kube},
 		Archive:              e.archive,
+		DefaultRetention:     e.opts.defaultRetention,
 	})
 	if err != nil {
 		return err

@@ -104,6 +104,8 @@ type options struct {
 	historyCertDir  string
 	historyCertFile string
 	historyKeyFile  string
+	// defaultRetention: see controller.Config.DefaultRetention.
+	defaultRetention time.Duration
 
 	// version: print the version and exit.
 	version bool
@@ -189,6 +191,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&o.pluginMemoryLimit, "plugin-memory-limit", "256Mi", "The memory each plugin process may map, as a quantity (256Mi, 1Gi); over it the plugin dies, failing only the hooks in flight in it, and is restarted on the next call, while the operator runs on. Its garbage collector is told a lower limit (GOMEMLIMIT) to work hard before. A Go plugin maps about 80Mi as it starts, which counts. Keep the sum with the operator's own memory under the container's limit. 0: no limit.")
 	fs.StringVar(&o.archiveDSNFile, "archive-dsn-file", "", "File holding the PostgreSQL connection string (postgres://user:password@host:5432/db?sslmode=verify-full, or key=value form) of the archive: every pipeline's record (spec, status, approvals, the operator's Events) is written there when it finishes and when it is deleted, once per state, and a deleted pipeline keeps its finalizer until its record is written. Mount it from a Secret; the operator migrates the schema at start. Empty: no archive.")
+	fs.DurationVar(&o.defaultRetention, "default-retention", 0, "With --archive-dsn-file: how long a finished pipeline stays in the API server once the archive has its record, when neither it nor its template sets spec.retention; then it is removed WITHOUT a teardown (its record says Removed). It applies only to pipelines whose steps recorded nothing they created, so that nothing a pipeline owns is left without a way to tear it down; set spec.retention on those that own what they made. 0: kept until deleted.")
 	fs.IntVar(&o.historyPort, "history-secure-port", 0, "With --archive-dsn-file: serve the archive read-only as the aggregated API history.stepwise.dev/v1alpha1 (pipelinerecords) over HTTPS on this port, to requests the API server's aggregation layer forwards; authentication and authorization are delegated to the API server, so RBAC on pipelinerecords decides who reads which namespace's records. Register it with an APIService (the chart does). 0: not served.")
 	fs.StringVar(&o.historyCertDir, "history-cert-dir", "", "Where the history API keeps a self-signed serving certificate it makes when --history-tls-cert-file is not given. Empty: in memory.")
 	fs.StringVar(&o.historyCertFile, "history-tls-cert-file", "", "The history API's serving certificate, PEM (with --history-tls-key-file); the APIService's caBundle must verify it.")
@@ -241,6 +244,12 @@ func (o *options) validate() error {
 	}
 	if o.historyPort != 0 && o.archiveDSNFile == "" {
 		errs = append(errs, errors.New("--history-secure-port needs --archive-dsn-file: the history API serves the archive"))
+	}
+	if o.defaultRetention != 0 && o.archiveDSNFile == "" {
+		errs = append(errs, errors.New("--default-retention needs --archive-dsn-file: a pipeline is removed only once the archive has its record"))
+	}
+	if o.defaultRetention < 0 {
+		errs = append(errs, fmt.Errorf("--default-retention must not be negative, got %s", o.defaultRetention))
 	}
 	if o.historyPort < 0 || o.historyPort > 65535 {
 		errs = append(errs, fmt.Errorf("--history-secure-port must be a port (1-65535) or 0, got %d", o.historyPort))

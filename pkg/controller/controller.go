@@ -104,6 +104,9 @@ type Config struct {
 	// goes away (pkg/archive); a deleted pipeline keeps its finalizer until its record is
 	// written. nil: no archive.
 	Archive Archiver
+	// DefaultRetention is the retention of the pipelines that set none, nor their
+	// template, and whose steps recorded nothing they created (retentionOf); 0: none.
+	DefaultRetention time.Duration
 }
 
 // Controller runs Pipelines.
@@ -154,6 +157,8 @@ type syncEnv struct {
 	shuttingDown func() bool
 	// archive may be nil: archiving is off.
 	archive Archiver
+	// defaultRetention: see Config.DefaultRetention.
+	defaultRetention time.Duration
 }
 
 // New creates a controller and registers its event handlers on the informer.
@@ -185,6 +190,7 @@ func newController(ctx context.Context, cfg Config) *Controller {
 			due:                  newDueCalls(),
 			approvalAccess:       cfg.ApprovalAccess,
 			archive:              cfg.Archive,
+			defaultRetention:     cfg.DefaultRetention,
 		},
 		client:        cfg.Client,
 		synced:        cfg.Informer.Informer().HasSynced,

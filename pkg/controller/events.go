@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,6 +38,9 @@ const (
 	reasonRetryRequested = "RetryRequested"
 	// reasonRetryIgnored: the retry annotation names a step the pipeline does not have.
 	reasonRetryIgnored = "RetryIgnored"
+	// reasonRemovedByRetention: retention removes a finished, archived pipeline without a
+	// teardown.
+	reasonRemovedByRetention = "RemovedByRetention"
 	// reasonStepRetired: a step is no longer in the spec as it ran; its teardown runs
 	// before the steps run again.
 	reasonStepRetired = "StepRetired"
@@ -244,4 +248,13 @@ func (ps *pipelineSync) emitEvents() {
 // recordOn records Event e on obj at once.
 func (e event) recordOn(r record.EventRecorder, obj runtime.Object) {
 	r.Eventf(obj, e.eventType, e.reason, "%s", e.message)
+}
+
+// The Event of retention.
+
+// retentionRemoved: retention removes the pipeline, after as long as it asks, without a
+// teardown; the archive keeps its record.
+func retentionRemoved(after time.Duration) event {
+	return normal(reasonRemovedByRetention, "Removed %s after its finished state was archived, as its retention asks; "+
+		"nothing was torn down, and the archive keeps its record (state Removed)", after)
 }

@@ -24,6 +24,12 @@ const (
 	modeOrphan syncMode = "Orphan"
 	// modeDelete tears down what ran, last first, then lets the pipeline go: syncDeletion.
 	modeDelete syncMode = "Delete"
+	// modeRetained is a pipeline retention deleted: it goes without a teardown, its
+	// removal archived (syncRetained).
+	modeRetained syncMode = "Retained"
+	// modeRemove is a pipeline whose removal by retention is archived and said in its
+	// status, not yet deleted: syncRemove deletes it.
+	modeRemove syncMode = "Remove"
 	// modeRefuseEdit is a spec changed after steps ran under updatePolicy Immutable:
 	// nothing runs, and the status says why (refuseEdit).
 	modeRefuseEdit syncMode = "RefuseEdit"
@@ -54,10 +60,14 @@ func modeOf(p *v1alpha1.Pipeline) syncMode {
 		return modePlan
 	case p.DeletionTimestamp != nil && !finalizer:
 		return modeForget
+	case p.DeletionTimestamp != nil && removedByRetention(p):
+		return modeRetained
 	case p.DeletionTimestamp != nil && p.Annotations[v1alpha1.TeardownPolicyAnnotation] == v1alpha1.TeardownOrphan:
 		return modeOrphan
 	case p.DeletionTimestamp != nil:
 		return modeDelete
+	case removedByRetention(p):
+		return modeRemove
 	case !finalizer:
 		return modeAddFinalizer
 	}

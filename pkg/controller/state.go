@@ -129,6 +129,7 @@ func specHash(spec *v1alpha1.PipelineSpec) string {
 	unsuspended := *spec
 	unsuspended.Suspend = false
 	unsuspended.UpdatePolicy = "" // a change of policy alone runs nothing again
+	unsuspended.Retention = nil   // nor does a change of how long it is kept
 	return hashOf(&unsuspended)
 }
 

@@ -34,7 +34,9 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 		}
 	}
 	if p.Elided != nil && restsWithoutValues(p) && (c.archive == nil || archivedAsFinished(p)) {
-		return 0, nil
+		if wait, ok := c.removalDue(p); !ok || wait > 0 {
+			return max(wait, 0), nil // at rest until retention removes it, if it does
+		}
 	}
 	if p, err = c.whole(ctx, p); err != nil || p == nil {
 		return 0, err
@@ -67,9 +69,36 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 		return 0, c.syncOrphan(ctx, p)
 	case modeDelete:
 		return c.syncDeletion(ctx, p)
+	case modeRetained:
+		return 0, c.syncRetained(ctx, p)
+	case modeRemove:
+		return c.syncRemove(ctx, p)
 	default:
-		return c.syncRun(ctx, p, mode)
+		if wait, ok := c.removalDue(p); ok && wait <= 0 && mode == modeFinished {
+			return c.syncRemove(ctx, p)
+		}
+		requeue, err := c.syncRun(ctx, p, mode)
+		return c.untilRemoval(key, requeue), err
 	}
+}
+
+// untilRemoval is when to look at the pipeline key again after a sync that asked for
+// requeue: no later than when retention is due to remove it, as the status the sync wrote
+// says.
+func (c *Controller) untilRemoval(key cache.ObjectName, requeue time.Duration) time.Duration {
+	p, err := c.cachedPipeline(key)
+	if err != nil || p == nil {
+		return requeue
+	}
+	wait, ok := c.removalDue(p)
+	if !ok {
+		return requeue
+	}
+	wait = max(wait, time.Second) // due: the next sync removes it
+	if requeue > 0 {
+		return min(requeue, wait)
+	}
+	return wait
 }
 
 // cachedPipeline reads a pipeline from the cache: the newer of the informer's copy and

@@ -63,7 +63,7 @@ func (ps *pipelineSync) takeTemplate(newRun bool) bool {
 	}
 	snap = &v1alpha1.TemplateSnapshot{
 		Name: tpl.Name, UID: string(tpl.UID), Generation: tpl.Generation,
-		Params: params, OnFailure: tpl.Spec.OnFailure, Steps: tpl.Spec.Steps,
+		Params: params, OnFailure: tpl.Spec.OnFailure, Steps: tpl.Spec.Steps, Retention: tpl.Spec.Retention.DeepCopy(),
 	}
 	if tpl.UID != "" {
 		ps.recordAuthors(snap, tpl, nil)

@@ -131,3 +131,30 @@ func TestHistoryKeepsAPipelineAfterItIsDeletedBehindRBAC(t *testing.T) {
 	require.Len(t, next.Items, 1)
 	assert.NotEqual(t, page.Items[0].Name, next.Items[0].Name)
 }
+
+func TestRetentionRemovesAnArchivedPipelineWithoutATeardown(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	client := stepwiseClient(t)
+	p := recordPipeline(ns, "kept-a-while", "runner", recordStep("first", nil), recordStep("second", nil))
+	p.Spec.Retention = &v1alpha1.Retention{AfterFinished: metav1.Duration{Duration: 2 * time.Second}}
+	created, err := client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, p, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// Archived, kept for its retention, then removed: gone from the API server...
+	framework.PollObject(t, time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := client.StepwiseV1alpha1().Pipelines(ns).Get(ctx, "kept-a-while", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}, func(gone bool) bool { return gone }, func(bool) any { return nil }, "pipeline kept-a-while removed by retention (operator log: "+operator.Log+")")
+	// ... with nothing torn down: test.record's record shows no teardown hook ...
+	calls := recordedCalls(t, ns, "stepwise-record-kept-a-while")
+	for _, c := range calls {
+		assert.NotContains(t, c, "Delete", "retention tears nothing down: %v", calls)
+	}
+	// ... and the archive says so.
+	items := records(t, ns, "kept-a-while", 2)
+	assert.Equal(t, []v1alpha1.ArchiveState{v1alpha1.ArchiveSucceeded, v1alpha1.ArchiveRemoved}, statesOf(items))
+	assert.Equal(t, string(created.UID), items[1].Pipeline.UID)
+}

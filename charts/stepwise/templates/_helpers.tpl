@@ -83,3 +83,56 @@ securityContext:
   capabilities:
     drop: [ALL]
 {{- end }}
+
+{{/* Fails the rendering on archive values that cannot work: an archive with no database
+to write to, two databases, a bundled PostgreSQL for no archive, or a certificate of the
+history API that nothing verifies. */}}
+{{- define "stepwise.archiveChecks" -}}
+{{- $a := .Values.archive -}}
+{{- if $a.enabled -}}
+{{- if and $a.dsnSecret.name $a.postgresql.deploy -}}
+{{- fail (printf "archive: archive.dsnSecret.name (%s) and archive.postgresql.deploy name two databases: keep one (the bundled PostgreSQL makes its own Secret, stepwise-archive-dsn)" $a.dsnSecret.name) -}}
+{{- end -}}
+{{- if not (or $a.dsnSecret.name $a.postgresql.deploy) -}}
+{{- fail "archive: archive.enabled needs the PostgreSQL connection string: set archive.dsnSecret.name to a Secret of the release's namespace holding it (under archive.dsnSecret.key, \"dsn\" by default), or archive.postgresql.deploy=true for a bundled PostgreSQL to try it (not for production)" -}}
+{{- end -}}
+{{- if $a.history.enabled -}}
+{{- $injected := false -}}
+{{- range $k, $_ := $a.history.apiServiceAnnotations -}}
+{{- if hasPrefix "cert-manager.io/inject-ca-from" $k -}}{{- $injected = true -}}{{- end -}}
+{{- end -}}
+{{- if and $a.history.tls.secretName (not $a.history.tls.caBundle) (not $injected) -}}
+{{- fail (printf "archive: archive.history.tls.secretName (%s) needs the CA that signed its certificate: archive.history.tls.caBundle, or cert-manager's annotation cert-manager.io/inject-ca-from in archive.history.apiServiceAnnotations; the API server verifies the history API against it" $a.history.tls.secretName) -}}
+{{- end -}}
+{{- if and $a.history.tls.caBundle (not $a.history.tls.secretName) -}}
+{{- fail "archive: archive.history.tls.caBundle is the CA of your own certificate: name its Secret in archive.history.tls.secretName, or leave both empty for the chart's" -}}
+{{- end -}}
+{{- end -}}
+{{- else if $a.postgresql.deploy -}}
+{{- fail "archive: archive.postgresql.deploy is the archive's database: set archive.enabled=true with it" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the archive's connection string: the installer's, or the one made
+for the bundled PostgreSQL. */}}
+{{- define "stepwise.archiveDSNSecretName" -}}
+{{- if .Values.archive.postgresql.deploy -}}
+stepwise-archive-dsn
+{{- else -}}
+{{ .Values.archive.dsnSecret.name }}
+{{- end -}}
+{{- end -}}
+
+{{/* The key of that Secret holding the connection string. */}}
+{{- define "stepwise.archiveDSNSecretKey" -}}
+{{- if .Values.archive.postgresql.deploy -}}
+dsn
+{{- else -}}
+{{ .Values.archive.dsnSecret.key | default "dsn" }}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret of the history API's serving certificate: the installer's, or the chart's. */}}
+{{- define "stepwise.historyTLSSecretName" -}}
+{{ .Values.archive.history.tls.secretName | default "stepwise-operator-history-tls" }}
+{{- end -}}

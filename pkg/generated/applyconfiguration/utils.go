@@ -94,6 +94,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &stepwisev1alpha1.PlanItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PrometheusGate"):
 		return &stepwisev1alpha1.PrometheusGateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Retention"):
+		return &stepwisev1alpha1.RetentionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RetryPolicy"):
 		return &stepwisev1alpha1.RetryPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Step"):

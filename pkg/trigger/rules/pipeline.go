@@ -39,6 +39,7 @@ func PipelineFor(trig *v1alpha1.PipelineTrigger, obj metav1.Object, params map[s
 			Params:             params,
 			ServiceAccountName: trig.Spec.ServiceAccountName,
 			UpdatePolicy:       policy,
+			Retention:          trig.Spec.Retention.DeepCopy(),
 		},
 	}
 	if id := ResumeOf(trig); id != "" {

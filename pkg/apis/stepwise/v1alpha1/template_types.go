@@ -41,6 +41,12 @@ type PipelineTemplateSpec struct {
 	// OnFailure is the onFailure of the Pipelines of this template that set none.
 	// +optional
 	OnFailure FailurePolicy `json:"onFailure,omitempty"`
+
+	// Retention is the retention of the Pipelines of this template that set none
+	// (PipelineSpec.Retention): they are removed once archived and finished this long,
+	// without a teardown.
+	// +optional
+	Retention *Retention `json:"retention,omitempty"`
 }
 
 // TemplateParam declares one parameter of a template.

@@ -54,6 +54,12 @@ type PipelineTriggerSpec struct {
 	// runs.
 	TemplateRef TemplateRef `json:"templateRef"`
 
+	// Retention is the retention of the trigger's pipelines (PipelineSpec.Retention): each
+	// is removed once archived and finished this long, without a teardown, and the
+	// archive keeps its record. Empty: the template's.
+	// +optional
+	Retention *Retention `json:"retention,omitempty"`
+
 	// Params are the pipelines' params. Values may refer to the object:
 	// $(object.metadata.name), $(object.spec.providerID),
 	// $(object.metadata.labels['stepwise.dev/pool']). A field the object lacks is an

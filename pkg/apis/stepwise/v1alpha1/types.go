@@ -172,6 +172,15 @@ type PipelineSpec struct {
 	// else Stop.
 	// +optional
 	OnFailure FailurePolicy `json:"onFailure,omitempty"`
+
+	// Retention removes the pipeline from the API server once the archive has its finished
+	// state and it has been finished this long, WITHOUT tearing down what its steps made
+	// (as the Orphan teardown policy does): its record in the archive says Removed. It acts
+	// only while archiving is on. Empty: its template's, else the operator's
+	// --default-retention, which applies only to pipelines whose steps recorded nothing
+	// they created. Editing it runs nothing again.
+	// +optional
+	Retention *Retention `json:"retention,omitempty"`
 }
 
 // Step is one unit of work, run by the executor it names.
@@ -409,6 +418,16 @@ type PipelineStatus struct {
 	Archived *ArchivedState `json:"archived,omitempty"`
 }
 
+// Retention is how long a finished, archived pipeline stays in the API server.
+type Retention struct {
+	// AfterFinished is how long after its finished state was archived the pipeline is
+	// removed, as a Go duration (e.g. 720h).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	AfterFinished metav1.Duration `json:"afterFinished"`
+}
+
 // ArchivedState is a state of a pipeline written to the archive.
 type ArchivedState struct {
 	// Generation is the spec generation the state was of.
@@ -635,6 +654,9 @@ type TemplateSnapshot struct {
 	// OnFailure is the template's.
 	// +optional
 	OnFailure FailurePolicy `json:"onFailure,omitempty"`
+	// Retention is the template's.
+	// +optional
+	Retention *Retention `json:"retention,omitempty"`
 	// Steps are the template's steps.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50

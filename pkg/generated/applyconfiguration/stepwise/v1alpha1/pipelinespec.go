@@ -54,6 +54,13 @@ type PipelineSpecApplyConfiguration struct {
 	// at once (a node is uncordoned), and the pipeline ends Failed. Empty: the template's,
 	// else Stop.
 	OnFailure *stepwisev1alpha1.FailurePolicy `json:"onFailure,omitempty"`
+	// Retention removes the pipeline from the API server once the archive has its finished
+	// state and it has been finished this long, WITHOUT tearing down what its steps made
+	// (as the Orphan teardown policy does): its record in the archive says Removed. It acts
+	// only while archiving is on. Empty: its template's, else the operator's
+	// --default-retention, which applies only to pipelines whose steps recorded nothing
+	// they created. Editing it runs nothing again.
+	Retention *RetentionApplyConfiguration `json:"retention,omitempty"`
 }
 
 // PipelineSpecApplyConfiguration constructs a declarative configuration of the PipelineSpec type for use with
@@ -134,5 +141,13 @@ func (b *PipelineSpecApplyConfiguration) WithTemplateRef(value *TemplateRefApply
 // If called multiple times, the OnFailure field is set to the value of the last call.
 func (b *PipelineSpecApplyConfiguration) WithOnFailure(value stepwisev1alpha1.FailurePolicy) *PipelineSpecApplyConfiguration {
 	b.OnFailure = &value
+	return b
+}
+
+// WithRetention sets the Retention field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Retention field is set to the value of the last call.
+func (b *PipelineSpecApplyConfiguration) WithRetention(value *RetentionApplyConfiguration) *PipelineSpecApplyConfiguration {
+	b.Retention = value
 	return b
 }

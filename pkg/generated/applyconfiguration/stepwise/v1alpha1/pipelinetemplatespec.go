@@ -33,6 +33,10 @@ type PipelineTemplateSpecApplyConfiguration struct {
 	Steps []StepApplyConfiguration `json:"steps,omitempty"`
 	// OnFailure is the onFailure of the Pipelines of this template that set none.
 	OnFailure *stepwisev1alpha1.FailurePolicy `json:"onFailure,omitempty"`
+	// Retention is the retention of the Pipelines of this template that set none
+	// (PipelineSpec.Retention): they are removed once archived and finished this long,
+	// without a teardown.
+	Retention *RetentionApplyConfiguration `json:"retention,omitempty"`
 }
 
 // PipelineTemplateSpecApplyConfiguration constructs a declarative configuration of the PipelineTemplateSpec type for use with
@@ -72,5 +76,13 @@ func (b *PipelineTemplateSpecApplyConfiguration) WithSteps(values ...*StepApplyC
 // If called multiple times, the OnFailure field is set to the value of the last call.
 func (b *PipelineTemplateSpecApplyConfiguration) WithOnFailure(value stepwisev1alpha1.FailurePolicy) *PipelineTemplateSpecApplyConfiguration {
 	b.OnFailure = &value
+	return b
+}
+
+// WithRetention sets the Retention field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Retention field is set to the value of the last call.
+func (b *PipelineTemplateSpecApplyConfiguration) WithRetention(value *RetentionApplyConfiguration) *PipelineTemplateSpecApplyConfiguration {
+	b.Retention = value
 	return b
 }

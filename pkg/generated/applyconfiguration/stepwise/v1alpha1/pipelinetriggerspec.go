@@ -41,6 +41,10 @@ type PipelineTriggerSpecApplyConfiguration struct {
 	// TemplateRef names the PipelineTemplate, in the trigger's namespace, each pipeline
 	// runs.
 	TemplateRef *TemplateRefApplyConfiguration `json:"templateRef,omitempty"`
+	// Retention is the retention of the trigger's pipelines (PipelineSpec.Retention): each
+	// is removed once archived and finished this long, without a teardown, and the
+	// archive keeps its record. Empty: the template's.
+	Retention *RetentionApplyConfiguration `json:"retention,omitempty"`
 	// Params are the pipelines' params. Values may refer to the object:
 	// $(object.metadata.name), $(object.spec.providerID),
 	// $(object.metadata.labels['stepwise.dev/pool']). A field the object lacks is an
@@ -145,6 +149,14 @@ func (b *PipelineTriggerSpecApplyConfiguration) WithMatchFields(values ...*Field
 // If called multiple times, the TemplateRef field is set to the value of the last call.
 func (b *PipelineTriggerSpecApplyConfiguration) WithTemplateRef(value *TemplateRefApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
 	b.TemplateRef = value
+	return b
+}
+
+// WithRetention sets the Retention field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Retention field is set to the value of the last call.
+func (b *PipelineTriggerSpecApplyConfiguration) WithRetention(value *RetentionApplyConfiguration) *PipelineTriggerSpecApplyConfiguration {
+	b.Retention = value
 	return b
 }
 

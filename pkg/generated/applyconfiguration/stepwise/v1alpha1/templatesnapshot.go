@@ -36,6 +36,8 @@ type TemplateSnapshotApplyConfiguration struct {
 	Params map[string]string `json:"params,omitempty"`
 	// OnFailure is the template's.
 	OnFailure *stepwisev1alpha1.FailurePolicy `json:"onFailure,omitempty"`
+	// Retention is the template's.
+	Retention *RetentionApplyConfiguration `json:"retention,omitempty"`
 	// Steps are the template's steps.
 	Steps []StepApplyConfiguration `json:"steps,omitempty"`
 	// Authors are who made the template and, for a trigger's pipeline, the trigger, as the
@@ -93,6 +95,14 @@ func (b *TemplateSnapshotApplyConfiguration) WithParams(entries map[string]strin
 // If called multiple times, the OnFailure field is set to the value of the last call.
 func (b *TemplateSnapshotApplyConfiguration) WithOnFailure(value stepwisev1alpha1.FailurePolicy) *TemplateSnapshotApplyConfiguration {
 	b.OnFailure = &value
+	return b
+}
+
+// WithRetention sets the Retention field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Retention field is set to the value of the last call.
+func (b *TemplateSnapshotApplyConfiguration) WithRetention(value *RetentionApplyConfiguration) *TemplateSnapshotApplyConfiguration {
+	b.Retention = value
 	return b
 }
 
