@@ -287,6 +287,31 @@ func TestListPages(t *testing.T) {
 	assert.ErrorContains(t, err, "negative limit")
 }
 
+func TestPutBatchWritesEachOnce(t *testing.T) {
+	s := newStore(t)
+	var batch []Record
+	for i := range 20 {
+		batch = append(batch, rec("batch", i))
+	}
+	n, err := s.PutBatch(t.Context(), batch)
+	require.NoError(t, err)
+	assert.Equal(t, 20, n)
+	n, err = s.PutBatch(t.Context(), append(batch[:5:5], rec("batch", 20)))
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the records it has stay; only the new one is written")
+	all, err := s.List(t.Context(), ListOptions{Namespace: "batch"})
+	require.NoError(t, err)
+	assert.Len(t, all.Records, 21)
+
+	bad := rec("batch", 30)
+	bad.State = "Exploded"
+	_, err = s.PutBatch(t.Context(), []Record{rec("batch", 31), bad})
+	require.ErrorContains(t, err, "unknown state")
+	has, err := s.Has(t.Context(), rec("batch", 31).UID, 1, v1alpha1.ArchiveSucceeded)
+	require.NoError(t, err)
+	assert.False(t, has, "a batch with a bad record writes nothing")
+}
+
 func TestListPagesAreBoundedInBytes(t *testing.T) {
 	s := newStore(t)
 	var want []string

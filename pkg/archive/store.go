@@ -73,19 +73,54 @@ const putSQL = `INSERT INTO pipeline_records
 // this call wrote it. Only a conflict on (UID, Generation, State) is ignored: a name
 // taken by another pipeline's record is an error, not a silent loss.
 func (s *Store) Put(ctx context.Context, r Record) (inserted bool, err error) {
+	args, err := putArgs(&r)
+	if err != nil {
+		return false, fmt.Errorf("archive: put record %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	tag, err := s.pool.Exec(ctx, putSQL, args...)
+	if err != nil {
+		return false, fmt.Errorf("archive: put record %s/%s: %w", r.Namespace, r.Name, nameTaken(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// PutBatch puts many records in one round trip, each as Put does (an existing record of
+// the same UID, generation and state stays); it returns how many it wrote. For imports
+// and benchmarks: the engine puts one record at a time, as each pipeline finishes.
+func (s *Store) PutBatch(ctx context.Context, records []Record) (int, error) {
+	batch := &pgx.Batch{}
+	for i := range records {
+		args, err := putArgs(&records[i])
+		if err != nil {
+			return 0, fmt.Errorf("archive: put record %s/%s: %w", records[i].Namespace, records[i].Name, err)
+		}
+		batch.Queue(putSQL, args...)
+	}
+	results := s.pool.SendBatch(ctx, batch)
+	defer func() { _ = results.Close() }()
+	written := 0
+	for i := range records {
+		tag, err := results.Exec()
+		if err != nil {
+			return written, fmt.Errorf("archive: put record %s/%s: %w", records[i].Namespace, records[i].Name, nameTaken(err))
+		}
+		written += int(tag.RowsAffected())
+	}
+	return written, results.Close()
+}
+
+// putArgs checks r, fills in its name when empty, and returns putSQL's arguments.
+func putArgs(r *Record) ([]any, error) {
 	if r.Name == "" {
 		r.Name = historyv1alpha1.RecordName(r.Pipeline, r.UID, r.Generation, r.State)
 	}
 	switch {
 	case r.UID == "" || r.Namespace == "" || r.Pipeline == "":
-		err = errors.New("UID, Namespace and Pipeline are required")
+		return nil, errors.New("UID, Namespace and Pipeline are required")
 	case !validState(r.State):
-		err = fmt.Errorf("unknown state %q", r.State)
+		return nil, fmt.Errorf("unknown state %q", r.State)
 	case len(r.Body) > MaxBodyBytes:
-		err = fmt.Errorf("%w: %d bytes", ErrBodyTooLarge, len(r.Body))
-	}
-	if err != nil {
-		return false, fmt.Errorf("archive: put record %s/%s: %w", r.Namespace, r.Name, err)
+		return nil, fmt.Errorf("%w: %d bytes", ErrBodyTooLarge, len(r.Body))
 	}
 	lbls := r.Labels
 	if lbls == nil {
@@ -95,15 +130,17 @@ func (s *Store) Put(ctx context.Context, r Record) (inserted bool, err error) {
 	if body == nil {
 		body = []byte{} // NOT NULL
 	}
-	tag, err := s.pool.Exec(ctx, putSQL, r.UID, r.Generation, string(r.State), r.Namespace, r.Name, r.Pipeline,
-		text(r.Phase), text(r.Trigger), text(r.Object), text(r.Creator), lbls, r.Created, r.Finished, body)
-	if err != nil {
-		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.ConstraintName == "pipeline_records_name" {
-			err = fmt.Errorf("the name is taken by another pipeline's record: %w", err)
-		}
-		return false, fmt.Errorf("archive: put record %s/%s: %w", r.Namespace, r.Name, err)
+	return []any{r.UID, r.Generation, string(r.State), r.Namespace, r.Name, r.Pipeline,
+		text(r.Phase), text(r.Trigger), text(r.Object), text(r.Creator), lbls, r.Created, r.Finished, body}, nil
+}
+
+// nameTaken says so when err is the unique name's violation: a name taken by another
+// pipeline's record is an error, not a silent loss.
+func nameTaken(err error) error {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.ConstraintName == "pipeline_records_name" {
+		return fmt.Errorf("the name is taken by another pipeline's record: %w", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return err
 }
 
 // text makes a free-form string one PostgreSQL's text takes: no NUL, valid UTF-8. A

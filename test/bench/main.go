@@ -51,8 +51,12 @@ type config struct {
 	triggerNodes            int
 	goMemLimit              string
 	plugin, restart, keep   bool
-	restartProfile          time.Duration
-	runProfile              time.Duration
+	// archive runs the operator with an archive; historyRecords and historyLists size the
+	// history phase.
+	archive                      bool
+	historyRecords, historyLists int
+	restartProfile               time.Duration
+	runProfile                   time.Duration
 	// fairnessHang and fairnessSlow are tenant A's pipelines in the fairness phase.
 	fairnessHang, fairnessSlow int
 	namespaceShare             int
@@ -87,6 +91,9 @@ func main() {
 	fs.IntVar(&cfg.fairnessSlow, "fairness-slow", 1000, "Fairness phase: tenant A's pipelines whose hook is slow (500 ms) and fails, retried.")
 	fs.IntVar(&cfg.namespaceShare, "max-workers-per-namespace", 0, "The operator's --max-workers-per-namespace (0: its default, no cap: the share follows the namespaces with work); -workers lets one namespace hold every worker, for a before/after comparison.")
 	fs.BoolVar(&cfg.trace, "trace", false, "Run the operator with tracing on (--otlp-endpoint), sending its spans to a receiver that counts them, to measure what tracing costs.")
+	fs.BoolVar(&cfg.archive, "archive", false, "Run the operator with an archive in a PostgreSQL of the run's own (--archive-dsn-file) and its history API: every pipeline is archived as it finishes.")
+	fs.IntVar(&cfg.historyRecords, "history-records", 0, "With -archive, last: fill the archive with this many records over 100 namespaces, then time lists of one namespace's records through the aggregation layer (--limit 100, as kubectl); 0 skips it.")
+	fs.IntVar(&cfg.historyLists, "history-lists", 200, "Lists (and as many second pages) the history phase times.")
 	fs.BoolVar(&cfg.keep, "keep", false, "Keep the control plane's state directory (logs) after the run.")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "Deadline of the whole run.")
 	fs.StringVar(&cfg.out, "out", "bin/bench-results.json", "Where to write the results as JSON.")
@@ -161,6 +168,13 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 	}
 	if err := cluster.InstallCRDs(ctx); err != nil {
 		return res, err
+	}
+	if cfg.archive {
+		a, err := cluster.StartArchive(ctx)
+		if err != nil {
+			return res, err
+		}
+		defer func() { err = errors.Join(err, a.Close()) }()
 	}
 	// The operator's own namespace is where it publishes its executor catalogue at start;
 	// without it the publisher would keep retrying (a GET each time) during the run.
@@ -293,6 +307,12 @@ func run(ctx context.Context, cfg config) (res *results, err error) {
 	if cfg.fairnessHang+cfg.fairnessSlow > 0 {
 		logf("Fairness: tenant B applies %d pipelines one at a time, alone, then under tenant A's load", max(cfg.latencySamples, 1))
 		if err := b.fairnessPhase(ctx); err != nil {
+			return res, err
+		}
+	}
+	if cfg.archive && cfg.historyRecords > 0 {
+		log("History: %d records in the archive, lists of one namespace's", cfg.historyRecords)
+		if err := b.historyPhase(ctx); err != nil {
 			return res, err
 		}
 	}

@@ -28,6 +28,7 @@ type results struct {
 	Idle        *idleResult     `json:"idle,omitempty"`
 	Restart     *restartResult  `json:"restart,omitempty"`
 	Fairness    *fairnessResult `json:"fairness,omitempty"`
+	History     *historyResult  `json:"history,omitempty"`
 	// Spans the operator and its plugins sent in a -trace run.
 	Spans int64 `json:"spans,omitempty"`
 	// ReadsAfterSync counts the operator's GET and LIST requests from its caches' sync to
@@ -422,6 +423,12 @@ func printTable(out io.Writer, r *results) {
 			pf("%s\t%.1f\t%.1f\t%.1f\t%.1f\n", row.name, row.p.P50, row.p.P90, row.p.P99, row.p.Max)
 		}
 		pf("tenant A's hook attempts meanwhile\t%d\n", f.HogAttempts)
+	}
+
+	if h := r.History; h != nil && h.Lists > 0 {
+		pf("\n")
+		pf("HISTORY (%d records over %d namespaces, filled in %.0f s)\tlists\tp50 ms\tp99 ms\tmax ms\tpage 2 p99 ms\n", h.Records, h.Namespaces, h.FillSeconds)
+		pf("kubectl get pipelinerecords -n NS --limit 100\t%d\t%.1f\t%.1f\t%.1f\t%.1f\n", h.Lists, h.ListP50Millis, h.ListP99Millis, h.ListMaxMillis, h.PageTwoP99Msec)
 	}
 
 	if len(r.Targets) > 0 {
