@@ -2,13 +2,25 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"maps"
+	"math/big"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -465,6 +477,13 @@ func TestTheChartsSchemaRefusesWrongValues(t *testing.T) {
 		"namespaced.quota.enabled=yes",
 		"metrics.serviceMonitor.prometheusServiceAccount.name=prometheus", // without its namespace
 		"metrics.tlsSecretName=Not_A_Name",
+		"archive.enabled=yes",
+		"archive.dsnSecret.name=Not_A_Name",
+		"archive.history.port=0",
+		"archive.history.port=8080",    // the metrics port
+		"archive.history.tls.secret=x", // a typo of secretName
+		"archive.postgresql.storage=1GB",
+		"archive.postgresql.replicas=3", // one, for trying it
 	} {
 		t.Run(set, func(t *testing.T) {
 			out, err := renderErr(t, "--set", set)
@@ -524,6 +543,318 @@ func TestTheChartRefusesPluginsItCannotVerify(t *testing.T) {
 			assert.Contains(t, out, tt.want)
 		})
 	}
+}
+
+// historyHost is the name the API server's aggregation layer verifies the history API's
+// certificate for: its Service's.
+const historyHost = "stepwise-operator-history.stepwise-system.svc"
+
+// archiveObjects are the objects only the archive adds.
+var archiveObjects = []string{
+	"Secret/stepwise-system/stepwise-operator-history-tls",
+	"Service/stepwise-system/stepwise-operator-history",
+	"APIService//v1alpha1.history.stepwise.dev",
+	"ClusterRoleBinding//stepwise-operator-auth-delegator",
+	"RoleBinding/kube-system/stepwise-operator-auth-reader",
+	"ClusterRole//stepwise-history-view",
+	"Secret/stepwise-system/stepwise-postgresql",
+	"Secret/stepwise-system/stepwise-archive-dsn",
+	"Service/stepwise-system/stepwise-postgresql",
+	"StatefulSet/stepwise-system/stepwise-postgresql",
+}
+
+// TestTheChartsArchive: archive.enabled mounts the connection string and registers the
+// history API (its Service, APIService, certificate and the rights an aggregated API server
+// needs); the bundled PostgreSQL is its own database; wrong combinations do not render.
+// Each values set that renders also passes helm lint --strict.
+func TestTheChartsArchive(t *testing.T) {
+	operator := func(t *testing.T, objs map[string]*unstructured.Unstructured) (*corev1.PodSpec, *corev1.Container) {
+		t.Helper()
+		pod := as[appsv1.Deployment](t, objs["Deployment/stepwise-system/stepwise-operator"]).Spec.Template.Spec
+		require.Len(t, pod.Containers, 1)
+		return &pod, &pod.Containers[0]
+	}
+	volume := func(pod *corev1.PodSpec, name string) *corev1.Volume {
+		for i := range pod.Volumes {
+			if pod.Volumes[i].Name == name {
+				return &pod.Volumes[i]
+			}
+		}
+		return nil
+	}
+	caBundle := func(t *testing.T, objs map[string]*unstructured.Unstructured) (string, bool) {
+		t.Helper()
+		apiService := objs["APIService//v1alpha1.history.stepwise.dev"]
+		require.NotNil(t, apiService)
+		ca, ok, err := unstructured.NestedString(apiService.Object, "spec", "caBundle")
+		require.NoError(t, err)
+		return ca, ok
+	}
+	noHistoryAPI := func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+		t.Helper()
+		for _, key := range archiveObjects[:6] {
+			assert.NotContains(t, objs, key)
+		}
+		_, c := operator(t, objs)
+		assert.NotContains(t, strings.Join(c.Args, " "), "--history-")
+		for _, p := range c.Ports {
+			assert.NotEqual(t, "history", p.Name)
+		}
+	}
+	dsnFile := func(t *testing.T, objs map[string]*unstructured.Unstructured, secret, key string) {
+		t.Helper()
+		pod, c := operator(t, objs)
+		assert.Contains(t, c.Args, "--archive-dsn-file=/etc/stepwise/archive/dsn")
+		assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "archive-dsn", MountPath: "/etc/stepwise/archive", ReadOnly: true})
+		assert.Equal(t, &corev1.Volume{Name: "archive-dsn", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secret, Items: []corev1.KeyToPath{{Key: key, Path: "dsn"}}}}}, volume(pod, "archive-dsn"),
+			"the connection string alone, read-only")
+	}
+	caPEM := testCA(t)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, caPEM, 0o600))
+	dsnSecret := []string{"--set", "archive.enabled=true", "--set", "archive.dsnSecret.name=stepwise-archive"}
+
+	tests := []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, objs map[string]*unstructured.Unstructured)
+	}{
+		{name: "off by default", check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+			for _, key := range archiveObjects {
+				assert.NotContains(t, objs, key)
+			}
+			for key := range objs {
+				assert.NotContains(t, key, "kube-system", "nothing outside the release's namespace")
+			}
+			pod, c := operator(t, objs)
+			assert.NotContains(t, strings.Join(c.Args, " "), "--archive-")
+			assert.Nil(t, volume(pod, "archive-dsn"))
+			noHistoryAPI(t, objs)
+		}},
+		{name: "a DSN Secret of the installer's, and the history API", args: append(slices.Clone(dsnSecret),
+			"--set", "archive.dsnSecret.key=url"),
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				dsnFile(t, objs, "stepwise-archive", "url")
+				for _, key := range archiveObjects[6:] {
+					assert.NotContains(t, objs, key, "no bundled PostgreSQL")
+				}
+				pod, c := operator(t, objs)
+				assert.Contains(t, c.Args, "--history-secure-port=8443")
+				assert.Contains(t, c.Args, "--history-tls-cert-file=/etc/stepwise/history-tls/tls.crt")
+				assert.Contains(t, c.Args, "--history-tls-key-file=/etc/stepwise/history-tls/tls.key")
+				assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "history", ContainerPort: 8443})
+				assert.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: "history-tls", MountPath: "/etc/stepwise/history-tls", ReadOnly: true})
+				tlsVolume := volume(pod, "history-tls")
+				require.NotNil(t, tlsVolume)
+				require.NotNil(t, tlsVolume.Secret)
+				assert.Equal(t, "stepwise-operator-history-tls", tlsVolume.Secret.SecretName)
+
+				svc := as[corev1.Service](t, objs["Service/stepwise-system/stepwise-operator-history"])
+				assert.Equal(t, map[string]string{"app.kubernetes.io/name": "stepwise-operator"}, svc.Spec.Selector, "every operator replica")
+				require.Len(t, svc.Spec.Ports, 1)
+				assert.Equal(t, int32(443), svc.Spec.Ports[0].Port)
+				assert.Equal(t, "history", svc.Spec.Ports[0].TargetPort.String())
+
+				apiService := objs["APIService//v1alpha1.history.stepwise.dev"]
+				require.NotNil(t, apiService)
+				assert.Equal(t, "apiregistration.k8s.io/v1", apiService.GetAPIVersion())
+				spec, _, _ := unstructured.NestedMap(apiService.Object, "spec")
+				assert.Equal(t, "history.stepwise.dev", spec["group"])
+				assert.Equal(t, "v1alpha1", spec["version"])
+				assert.EqualValues(t, 1000, spec["groupPriorityMinimum"])
+				assert.EqualValues(t, 15, spec["versionPriority"])
+				assert.Equal(t, map[string]any{"name": "stepwise-operator-history", "namespace": "stepwise-system", "port": float64(443)}, spec["service"])
+
+				// The API server verifies the operator's certificate against caBundle, for
+				// the Service's name: the chart's CA signed the chart's certificate.
+				secret := as[corev1.Secret](t, objs["Secret/stepwise-system/stepwise-operator-history-tls"])
+				assert.Equal(t, corev1.SecretTypeTLS, secret.Type)
+				ca, ok := caBundle(t, objs)
+				require.True(t, ok, "a caBundle")
+				caDER, err := base64.StdEncoding.DecodeString(ca)
+				require.NoError(t, err)
+				assert.Equal(t, secret.Data["ca.crt"], caDER, "the Secret keeps the CA with the certificate")
+				roots := x509.NewCertPool()
+				require.True(t, roots.AppendCertsFromPEM(caDER), "caBundle is a PEM certificate")
+				block, _ := pem.Decode(secret.Data["tls.crt"])
+				require.NotNil(t, block, "tls.crt is PEM")
+				cert, err := x509.ParseCertificate(block.Bytes)
+				require.NoError(t, err)
+				_, err = cert.Verify(x509.VerifyOptions{DNSName: historyHost, Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+				require.NoError(t, err, "the caBundle verifies the serving certificate for %s", historyHost)
+				_, err = cert.Verify(x509.VerifyOptions{DNSName: "stepwise-operator-history.elsewhere.svc", Roots: roots})
+				require.Error(t, err, "for that name only")
+				_, err = tls.X509KeyPair(secret.Data["tls.crt"], secret.Data["tls.key"])
+				require.NoError(t, err, "tls.key is the certificate's key")
+
+				delegator := as[rbacv1.ClusterRoleBinding](t, objs["ClusterRoleBinding//stepwise-operator-auth-delegator"])
+				assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:auth-delegator"}, delegator.RoleRef)
+				assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "stepwise-operator", Namespace: "stepwise-system"}}, delegator.Subjects)
+				reader := as[rbacv1.RoleBinding](t, objs["RoleBinding/kube-system/stepwise-operator-auth-reader"])
+				assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "extension-apiserver-authentication-reader"}, reader.RoleRef)
+				assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "stepwise-operator", Namespace: "stepwise-system"}}, reader.Subjects)
+
+				view := as[rbacv1.ClusterRole](t, objs["ClusterRole//stepwise-history-view"])
+				assert.Equal(t, "true", view.Labels["rbac.authorization.k8s.io/aggregate-to-view"], "whoever may view a namespace may read its history")
+				assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"history.stepwise.dev"}, Resources: []string{"pipelinerecords"},
+					Verbs: []string{"get", "list"}}}, view.Rules)
+			}},
+		{name: "another port, and history for those it is bound to", args: append(slices.Clone(dsnSecret),
+			"--set", "archive.history.port=9443", "--set", "archive.history.aggregateToView=false"),
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				_, c := operator(t, objs)
+				assert.Contains(t, c.Args, "--history-secure-port=9443")
+				assert.Contains(t, c.Ports, corev1.ContainerPort{Name: "history", ContainerPort: 9443})
+				view := as[rbacv1.ClusterRole](t, objs["ClusterRole//stepwise-history-view"])
+				assert.NotContains(t, view.Labels, "rbac.authorization.k8s.io/aggregate-to-view")
+			}},
+		{name: "the archive without the history API", args: append(slices.Clone(dsnSecret), "--set", "archive.history.enabled=false"),
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				dsnFile(t, objs, "stepwise-archive", "dsn")
+				noHistoryAPI(t, objs)
+				pod, _ := operator(t, objs)
+				assert.Nil(t, volume(pod, "history-tls"))
+			}},
+		{name: "a certificate of the installer's, and its CA in PEM", args: append(slices.Clone(dsnSecret),
+			"--set", "archive.history.tls.secretName=history-cert", "--set-file", "archive.history.tls.caBundle="+caFile),
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				assert.NotContains(t, objs, "Secret/stepwise-system/stepwise-operator-history-tls", "no certificate of the chart's")
+				pod, c := operator(t, objs)
+				assert.Contains(t, c.Args, "--history-tls-cert-file=/etc/stepwise/history-tls/tls.crt")
+				tlsVolume := volume(pod, "history-tls")
+				require.NotNil(t, tlsVolume)
+				require.NotNil(t, tlsVolume.Secret)
+				assert.Equal(t, "history-cert", tlsVolume.Secret.SecretName)
+				ca, ok := caBundle(t, objs)
+				require.True(t, ok)
+				assert.Equal(t, base64.StdEncoding.EncodeToString(caPEM), ca, "the CA as given, base64 as the field wants")
+			}},
+		{name: "a certificate of the installer's, and its CA in base64", args: append(slices.Clone(dsnSecret),
+			"--set", "archive.history.tls.secretName=history-cert", "--set", "archive.history.tls.caBundle="+base64.StdEncoding.EncodeToString(caPEM)),
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				ca, _ := caBundle(t, objs)
+				assert.Equal(t, base64.StdEncoding.EncodeToString(caPEM), ca)
+			}},
+		{name: "cert-manager's certificate, its CA injected", args: append(slices.Clone(dsnSecret),
+			"--set", "archive.history.tls.secretName=history-cert",
+			"--set", `archive.history.apiServiceAnnotations.cert-manager\.io/inject-ca-from=stepwise-system/stepwise-operator-history`),
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				_, ok := caBundle(t, objs)
+				assert.False(t, ok, "cert-manager writes the caBundle")
+				assert.Equal(t, "stepwise-system/stepwise-operator-history",
+					objs["APIService//v1alpha1.history.stepwise.dev"].GetAnnotations()["cert-manager.io/inject-ca-from"])
+				assert.NotContains(t, objs, "Secret/stepwise-system/stepwise-operator-history-tls")
+			}},
+		{name: "the bundled PostgreSQL, for trying it", args: []string{"--set", "archive.enabled=true", "--set", "archive.postgresql.deploy=true"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				dsnFile(t, objs, "stepwise-archive-dsn", "dsn")
+				assert.Contains(t, objs, "APIService//v1alpha1.history.stepwise.dev")
+
+				sts := as[appsv1.StatefulSet](t, objs["StatefulSet/stepwise-system/stepwise-postgresql"])
+				assert.Equal(t, new(int32(1)), sts.Spec.Replicas)
+				pod := sts.Spec.Template.Spec
+				require.Len(t, pod.Containers, 1)
+				c := pod.Containers[0]
+				assert.Equal(t, "postgres:15", c.Image, "no registry host of the chart's")
+				require.NotNil(t, pod.SecurityContext)
+				assert.Equal(t, new(true), pod.SecurityContext.RunAsNonRoot)
+				assert.NotEqual(t, new(int64(0)), pod.SecurityContext.RunAsUser)
+				assert.Equal(t, new(false), pod.AutomountServiceAccountToken)
+				require.NotNil(t, c.SecurityContext)
+				assert.Equal(t, new(false), c.SecurityContext.AllowPrivilegeEscalation)
+				assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+				assert.Equal(t, "256Mi", c.Resources.Requests.Memory().String())
+				assert.Equal(t, "512Mi", c.Resources.Limits.Memory().String())
+				assert.Contains(t, c.Env, corev1.EnvVar{Name: "POSTGRES_PASSWORD", ValueFrom: &corev1.EnvVarSource{
+					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "stepwise-postgresql"}, Key: "password"}}})
+				require.Len(t, sts.Spec.VolumeClaimTemplates, 1)
+				assert.Equal(t, "1Gi", sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String())
+				assert.Nil(t, sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName, "the cluster's default")
+
+				svc := as[corev1.Service](t, objs["Service/stepwise-system/stepwise-postgresql"])
+				assert.Equal(t, sts.Spec.Selector.MatchLabels, svc.Spec.Selector)
+				assert.Equal(t, sts.Spec.Template.Labels, svc.Spec.Selector)
+				require.Len(t, svc.Spec.Ports, 1)
+				assert.Equal(t, int32(5432), svc.Spec.Ports[0].Port)
+
+				password := as[corev1.Secret](t, objs["Secret/stepwise-system/stepwise-postgresql"])
+				assert.Len(t, password.Data["password"], 32)
+				assert.Equal(t, "keep", password.Annotations["helm.sh/resource-policy"], "the volume outlives helm uninstall, and so must its password")
+				dsn := as[corev1.Secret](t, objs["Secret/stepwise-system/stepwise-archive-dsn"])
+				u, err := url.Parse(string(dsn.Data["dsn"]))
+				require.NoError(t, err)
+				assert.Equal(t, "postgres", u.Scheme)
+				assert.Equal(t, "stepwise-postgresql.stepwise-system.svc:5432", u.Host, "the bundled PostgreSQL's Service")
+				assert.Equal(t, "stepwise", u.User.Username())
+				pw, _ := u.User.Password()
+				assert.Equal(t, string(password.Data["password"]), pw)
+				assert.Equal(t, "/stepwise", u.Path)
+				assert.Equal(t, "disable", u.Query().Get("sslmode"))
+			}},
+		{name: "the bundled PostgreSQL's image and volume", args: []string{"--set", "archive.enabled=true", "--set", "archive.postgresql.deploy=true",
+			"--set", "archive.postgresql.image=mirror.example/postgres:15.8", "--set", "archive.postgresql.storage=5Gi",
+			"--set", "archive.postgresql.storageClassName=fast"},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				sts := as[appsv1.StatefulSet](t, objs["StatefulSet/stepwise-system/stepwise-postgresql"])
+				assert.Equal(t, "mirror.example/postgres:15.8", sts.Spec.Template.Spec.Containers[0].Image)
+				assert.Equal(t, "5Gi", sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String())
+				assert.Equal(t, new("fast"), sts.Spec.VolumeClaimTemplates[0].Spec.StorageClassName)
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, render(t, tt.args...))
+			lint := exec.Command(helm(t), append([]string{"lint", "--strict", chartDir, "--namespace", "stepwise-system"}, tt.args...)...)
+			out, err := lint.CombinedOutput()
+			require.NoError(t, err, "helm lint: %s", out)
+		})
+	}
+}
+
+// TestTheChartRefusesAnArchiveThatCannotWork: an archive with no database, or two; a
+// bundled PostgreSQL for no archive; a certificate nothing verifies.
+func TestTheChartRefusesAnArchiveThatCannotWork(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{name: "no database", set: []string{"archive.enabled=true"},
+			want: "archive.enabled needs the PostgreSQL connection string: set archive.dsnSecret.name"},
+		{name: "no database, and no history API", set: []string{"archive.enabled=true", "archive.history.enabled=false"},
+			want: "archive.enabled needs the PostgreSQL connection string"},
+		{name: "two databases", set: []string{"archive.enabled=true", "archive.dsnSecret.name=stepwise-archive", "archive.postgresql.deploy=true"},
+			want: "name two databases"},
+		{name: "a PostgreSQL for no archive", set: []string{"archive.postgresql.deploy=true"},
+			want: "set archive.enabled=true with it"},
+		{name: "a certificate without its CA", set: []string{"archive.enabled=true", "archive.dsnSecret.name=stepwise-archive",
+			"archive.history.tls.secretName=history-cert"}, want: "needs the CA that signed its certificate"},
+		{name: "a CA without its certificate", set: []string{"archive.enabled=true", "archive.dsnSecret.name=stepwise-archive",
+			"archive.history.tls.caBundle=Zm9v"}, want: "name its Secret in archive.history.tls.secretName"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var args []string
+			for _, s := range tt.set {
+				args = append(args, "--set", s)
+			}
+			out, err := renderErr(t, args...)
+			require.Error(t, err, "helm template accepted %v", tt.set)
+			assert.Contains(t, out, tt.want)
+		})
+	}
+}
+
+// testCA is a self-signed CA certificate, PEM.
+func testCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 func as[T any](t *testing.T, u *unstructured.Unstructured) *T {
