@@ -80,6 +80,7 @@ func (e *engine) newTriggers(ctx context.Context, factory informers.SharedInform
 		WorkqueueMetrics:    queueMetrics,
 		Faults:              faults,
 		UndecodableTriggers: undecodable,
+		Archiving:           e.archive != nil,
 	})
 }
 

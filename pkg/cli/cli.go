@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,6 +56,17 @@ type Clients struct {
 	// trigger watches.
 	Dynamic dynamic.Interface
 	Mapper  meta.RESTMapper
+	// Now is the clock of the commands that compute times (history's ages and --since);
+	// nil: time.Now.
+	Now func() time.Time
+}
+
+// now is the time on c's clock.
+func (c *Clients) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
 }
 
 // options are shared by every command.
@@ -186,6 +198,7 @@ Exit codes: 0 success, 1 error, 2 the pipeline failed (status, watch), the plan 
 		newPlanCommand(o),
 		newDashboardCommand(o),
 		newTriggersCommand(o),
+		newHistoryCommand(o),
 		pluginauthor.NewCommand(streams),
 	)
 	addCompletionCommand(cmd)

@@ -144,6 +144,10 @@ type Config struct {
 	// Raw patches a trigger that cannot be decoded; default: the clientset's REST client.
 	Raw   lenient.Patcher
 	Clock clock.WithTicker
+	// Archiving says the engine archives pipelines: the pipelines past a trigger's
+	// historyLimit are then removed by retention (archived, without a teardown) rather
+	// than deleted.
+	Archiving bool
 }
 
 // Controller runs PipelineTriggers.
@@ -176,6 +180,8 @@ type Controller struct {
 	undecodable lenient.DecodeErrors
 	raw         lenient.Patcher
 	clock       clock.WithTicker
+	// archiving: see Config.Archiving.
+	archiving bool
 
 	// gateAdminHTTP and gatePrometheusURLs: see Config. Read only once made.
 	gateAdminHTTP      *http.Client
@@ -222,6 +228,7 @@ func newController(ctx context.Context, cfg Config) *Controller {
 		undecodable: cfg.UndecodableTriggers,
 		raw:         cfg.Raw,
 		clock:       cfg.Clock,
+		archiving:   cfg.Archiving,
 		memories:    map[cache.ObjectName]*memory{},
 	}
 	if c.clock == nil {

@@ -567,6 +567,52 @@ func TestHistoryLimit(t *testing.T) {
 	}, f.pipelineNames())
 }
 
+// TestHistoryLimitWithAnArchiveRemovesByRetention: with archiving on, the pipelines past
+// historyLimit are not deleted (which would tear them down) but given a retention of
+// nothing: the engine removes each once the archive has its record, without a teardown.
+func TestHistoryLimitWithAnArchiveRemovesByRetention(t *testing.T) {
+	trig := triggertest.Trigger()
+	trig.Spec.HistoryLimit = 1
+	trig.Spec.Concurrency = 3
+	var in []runtime.Object
+	in = append(in, trig, newTemplate("retire-node"))
+	var nodes []*unstructured.Unstructured
+	for i, name := range []string{"a", "b", "c"} {
+		n := triggertest.Node(name, time.Duration(i)*time.Second, retiring)
+		nodes = append(nodes, n)
+		in = append(in, n)
+	}
+	f := newFixture(t, in, func(c *Config) { c.Archiving = true })
+	f.sync("retire")
+	for _, n := range nodes {
+		f.clock.Step(time.Minute)
+		f.finish("retire", n)
+		f.deleteObject(n)
+	}
+	f.events()
+	f.client.ClearActions()
+	f.sync("retire")
+	f.sync("retire") // asked once: the second sync patches nothing
+
+	events := f.events()
+	require.Len(t, events, 2)
+	assert.Contains(t, events[0], "history limit 1: pipeline "+rules.PipelineName("retire", "a", nodes[0].GetUID())+
+		" of a, which is gone, is removed once archived, without a teardown")
+	assert.Len(t, f.pipelineList(), 3, "nothing deleted: the engine removes them")
+	for _, p := range f.pipelineList() {
+		kept := p.Name == rules.PipelineName("retire", "c", nodes[2].GetUID())
+		if kept {
+			assert.Nil(t, p.Spec.Retention, "the newest is kept")
+			continue
+		}
+		require.NotNil(t, p.Spec.Retention, p.Name)
+		assert.Zero(t, p.Spec.Retention.AfterFinished.Duration, p.Name)
+	}
+	for _, a := range f.client.Actions() {
+		assert.NotEqual(t, "delete", a.GetVerb(), "no pipeline is deleted")
+	}
+}
+
 // TestRecreatedObjectGetsANewPipeline: an object deleted and created again under the same
 // name is another object: it gets a pipeline of its own.
 func TestRecreatedObjectGetsANewPipeline(t *testing.T) {

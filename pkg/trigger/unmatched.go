@@ -19,7 +19,8 @@ import (
 // being deleted), or its labels no longer match the selector. Under WhenUnmatched Delete
 // each is deleted, and its teardown runs. Under Keep they stay, but of the finished
 // pipelines of objects that are gone at most spec.historyLimit are kept: the oldest
-// (by completion time, else creation time) are deleted first. The pipeline of an object
+// (by completion time, else creation time) go first, deleted, or with archiving on removed
+// by retention once archived, without a teardown. The pipeline of an object
 // that still exists but no longer matches is not history: it is found again if the
 // object matches again.
 func (ts *triggerSync) unmatched(ctx context.Context, matched map[types.UID]bool) error {
@@ -56,11 +57,41 @@ func (ts *triggerSync) unmatched(ctx context.Context, matched map[types.UID]bool
 		return cmp.Compare(a.Name, b.Name)
 	})
 	for _, p := range history[:len(history)-limit] {
-		if err := ts.deletePipeline(ctx, p, "history limit %d: deleted pipeline %s of %s, which is gone (its teardown runs)",
-			limit, p.Name, p.Annotations[v1alpha1.AnnotationObject]); err != nil {
+		var err error
+		if ts.c.archiving {
+			err = ts.retire(ctx, p, "history limit %d: pipeline %s of %s, which is gone, is removed once archived, without a teardown",
+				limit, p.Name, p.Annotations[v1alpha1.AnnotationObject])
+		} else {
+			err = ts.deletePipeline(ctx, p, "history limit %d: deleted pipeline %s of %s, which is gone (its teardown runs)",
+				limit, p.Name, p.Annotations[v1alpha1.AnnotationObject])
+		}
+		if err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// retire sets p's retention to nothing, so that the engine removes it as soon as the
+// archive has its record, without a teardown (the archive keeps its history), and says
+// why in an Event.
+func (ts *triggerSync) retire(ctx context.Context, p *v1alpha1.Pipeline, format string, args ...any) error {
+	if r := p.Spec.Retention; r != nil && r.AfterFinished.Duration == 0 {
+		return nil // asked already
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q},"spec":{"retention":{"afterFinished":"0s"}}}`, p.UID)
+	_, err := ts.c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: ControllerName})
+	// The patch's UID makes it fail (a UID is immutable: Invalid) on another pipeline that
+	// took the name since.
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+		return nil // gone already, or another pipeline now has the name
+	}
+	if err != nil {
+		return fmt.Errorf("set the retention of pipeline %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	ts.mem.deleted[p.UID] = true
+	ts.event(corev1.EventTypeNormal, v1alpha1.TriggerReasonPipelineDeleted, format, args...)
 	return nil
 }
 

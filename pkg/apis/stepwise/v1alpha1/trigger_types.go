@@ -116,7 +116,9 @@ type PipelineTriggerSpec struct {
 	TaintWaiting bool `json:"taintWaiting,omitempty"`
 
 	// HistoryLimit bounds the finished pipelines of objects that are gone kept under
-	// WhenUnmatched Keep; the oldest go first (their teardown runs, as for any deletion).
+	// WhenUnmatched Keep; the oldest go first: deleted (their teardown runs, as for any
+	// deletion), or, while the operator archives pipelines, removed by retention once
+	// archived, without a teardown (the archive keeps their history).
 	// +optional
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=0

@@ -76,7 +76,9 @@ type PipelineTriggerSpecApplyConfiguration struct {
 	// ServiceAccount needs the right to patch Nodes.
 	TaintWaiting *bool `json:"taintWaiting,omitempty"`
 	// HistoryLimit bounds the finished pipelines of objects that are gone kept under
-	// WhenUnmatched Keep; the oldest go first (their teardown runs, as for any deletion).
+	// WhenUnmatched Keep; the oldest go first: deleted (their teardown runs, as for any
+	// deletion), or, while the operator archives pipelines, removed by retention once
+	// archived, without a teardown (the archive keeps their history).
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 	// FailureBudget is how many of the trigger's pipelines may fail (onFailure Teardown
 	// included) since it was created or last resumed before it starts nothing new: the
