@@ -134,6 +134,14 @@ func TestPrintStatus(t *testing.T) {
 			wantRows: threeStepRows("Failed", "Create", "3", "-", "forbidden"),
 		},
 		{
+			name: "a template's pipeline shows the template's steps, as the run took them",
+			p: pipeline(v1alpha1.StepRunning, func(p *v1alpha1.Pipeline) {
+				p.Status.Template = &v1alpha1.TemplateSnapshot{Name: "t", Steps: p.Spec.Steps}
+				p.Spec.TemplateRef, p.Spec.Steps = &v1alpha1.TemplateRef{Name: "t"}, nil
+			}),
+			wantRows: threeStepRows("Running", "Create", "3", "10s", "applied", "2", "of", "3", "objects:", "waiting"),
+		},
+		{
 			name: "not looked at yet, suspended, retry asked, newer spec",
 			p: &v1alpha1.Pipeline{
 				ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "demo", Generation: 2,

@@ -319,10 +319,8 @@ func age(t metav1.Time, now time.Time) string {
 
 // recordSteps are the steps of the record's pipeline: its spec's, or its template's.
 func recordSteps(r *historyv1alpha1.PipelineRecord) []v1alpha1.Step {
-	if len(r.Spec.Steps) == 0 && r.Status.Template != nil {
-		return r.Status.Template.Steps
-	}
-	return r.Spec.Steps
+	p := v1alpha1.Pipeline{Spec: r.Spec, Status: r.Status}
+	return p.StepsRun()
 }
 
 // recordProgress says how far the pipeline got: "3/3 succeeded", "2/3, failed at drain",

@@ -158,8 +158,9 @@ func stepRows(p *v1alpha1.Pipeline, now time.Time) [][]string {
 	for i := range p.Status.Steps {
 		byName[p.Status.Steps[i].Name] = &p.Status.Steps[i]
 	}
-	rows := make([][]string, 0, len(p.Spec.Steps))
-	for _, step := range p.Spec.Steps {
+	steps := p.StepsRun()
+	rows := make([][]string, 0, len(steps))
+	for _, step := range steps {
 		s, ok := byName[step.Name]
 		if !ok {
 			rows = append(rows, []string{step.Name, step.Executor, string(v1alpha1.StepPending), "-", "0", "-", ""})

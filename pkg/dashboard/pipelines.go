@@ -104,7 +104,7 @@ func summarizePipeline(p *v1alpha1.Pipeline) pipelineSummary {
 		CreationTimestamp: p.CreationTimestamp,
 		StartTime:         p.Status.StartTime,
 		CompletionTime:    p.Status.CompletionTime,
-		Steps:             len(p.Spec.Steps),
+		Steps:             len(p.StepsRun()),
 		Suspend:           p.Spec.Suspend,
 		Failed:            p.Failed(),
 		RetryRequested:    p.RetryRequested(),

@@ -69,6 +69,19 @@ const (
 	ReasonPlanned = "Planned"
 )
 
+// StepsRun are the steps the pipeline runs: its spec's, or, for a pipeline of a template
+// (spec.templateRef), the template's steps as its run took them (status.template); none
+// before the run took the template.
+func (p *Pipeline) StepsRun() []Step {
+	if p.Spec.TemplateRef != nil {
+		if t := p.Status.Template; t != nil {
+			return t.Steps
+		}
+		return nil
+	}
+	return p.Spec.Steps
+}
+
 // Failed tells whether the pipeline has failed: a step failed and waits for a retry, or
 // its teardown is blocked.
 func (p *Pipeline) Failed() bool {
