@@ -225,6 +225,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/triggers", read(s.listTriggers))
 	mux.Handle("GET /api/triggers/{namespace}/{name}", read(s.getTrigger))
 	mux.Handle("GET /api/executors", read(s.listExecutors))
+	mux.Handle("GET /api/history", read(s.listHistory))
 	// EventSource cannot set headers: the stream takes the token in its query.
 	mux.Handle("GET /api/events", s.requireToken(true, http.HandlerFunc(s.streamChanges)))
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -157,4 +158,30 @@ func TestRetentionRemovesAnArchivedPipelineWithoutATeardown(t *testing.T) {
 	items := records(t, ns, "kept-a-while", 2)
 	assert.Equal(t, []v1alpha1.ArchiveState{v1alpha1.ArchiveSucceeded, v1alpha1.ArchiveRemoved}, statesOf(items))
 	assert.Equal(t, string(created.UID), items[1].Pipeline.UID)
+}
+
+// TestDashboardShowsTheHistory: the dashboard's History page lists the archive's records
+// of the namespace, a pipeline's finished and deleted states among them, in the browser.
+func TestDashboardShowsTheHistory(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := cluster.CreateNamespace(t)
+	serviceAccount(t, ns, "runner", true)
+	client := stepwiseClient(t)
+	_, err := client.StepwiseV1alpha1().Pipelines(ns).Create(ctx, recordPipeline(ns, "remembered", "runner", recordStep("only", nil)), metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitPipeline(t, ns, "remembered", time.Minute, func(p *v1alpha1.Pipeline) bool { return p.Status.Archived != nil })
+	require.NoError(t, client.StepwiseV1alpha1().Pipelines(ns).Delete(ctx, "remembered", metav1.DeleteOptions{}))
+	records(t, ns, "remembered", 2)
+
+	url := startDashboard(t, "-n", ns)
+	b := browser(t)
+	deleted := byTestID("history-row") + `[data-pipeline="remembered"][data-state="Deleted"]`
+	within(t, b, time.Minute, chromedp.Navigate(url+"#/history"), chromedp.WaitVisible(chromedp.CSS(deleted)))
+	rows, err := chromedp.Run(b, chromedp.Evaluate[int](`document.querySelectorAll('`+byTestID("history-row")+`').length`))
+	require.NoError(t, err)
+	assert.Equal(t, 2, rows, "its Succeeded and Deleted records, and no other namespace's")
+	text, err := chromedp.Run(b, chromedp.Text(chromedp.CSS(byTestID("history-row")+`[data-state="Succeeded"]`)))
+	require.NoError(t, err)
+	assert.Contains(t, text, "1/1")
 }

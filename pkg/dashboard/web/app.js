@@ -12,7 +12,8 @@
 //
 // Layout: js/api.js (token, fetch), js/live.js (the event stream), js/router.js (hash
 // routes), js/ui.js (alert, dialog), one module per page (js/pipelines.js, js/pipeline.js
-// with js/timeline.js, js/catalog.js for templates, triggers and executors).
+// with js/timeline.js, js/catalog.js for templates, triggers and executors, js/history.js
+// for the archive's records).
 import {initToken} from './js/api.js';
 import {connect, onChange} from './js/live.js';
 import {parseHash} from './js/router.js';
@@ -20,6 +21,7 @@ import {clearMessages, focusTitleOnRender} from './js/ui.js';
 import * as pipelines from './js/pipelines.js';
 import * as pipeline from './js/pipeline.js';
 import {mountTemplates, mountTriggers, mountExecutors} from './js/catalog.js';
+import {mountHistory} from './js/history.js';
 
 initToken();
 
@@ -34,6 +36,7 @@ function resolve(r) {
   if (top === 'templates') return {key: 'templates', nav: 'templates', mount: mountTemplates};
   if (top === 'triggers') return {key: 'triggers', nav: 'triggers', mount: mountTriggers};
   if (top === 'executors') return {key: 'executors', nav: 'executors', mount: mountExecutors};
+  if (top === 'history') return {key: 'history', nav: 'history', mount: mountHistory};
   return null;
 }
 

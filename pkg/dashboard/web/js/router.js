@@ -1,5 +1,5 @@
 // Hash routes: #/pipelines?filters, #/pipelines/NS/NAME, #/templates, #/triggers,
-// #/executors. The list's filters live in the hash's query so that a reload keeps them.
+// #/executors, #/history?namespace=NS. The list's filters live in the hash's query so that a reload keeps them.
 
 export function parseHash(hash = window.location.hash) {
   let h = hash.replace(/^#/, '');
