@@ -106,6 +106,11 @@ func TestHostileObjects(t *testing.T) {
 	lines, err := panicLines(operator.Log)
 	require.NoError(t, err)
 	assert.Empty(t, lines, "the operator's log (%s) tells of a panic", operator.Log)
+	// Every pipeline is archived as it finishes and as it is deleted: a hostile object the
+	// archive refused would hold its deletion (orphaned above) and say so in the log.
+	archiveErrors, err := grepLog(operator.Log, "archive pipeline")
+	require.NoError(t, err)
+	assert.Empty(t, archiveErrors, "the archive refused hostile pipelines' records (log: %s)", operator.Log)
 	assert.Empty(t, misses, "canary pipelines not Ready within %s", can.deadline)
 	assert.LessOrEqual(t, hostile.percentile(0.99), *p99Flag, "canary p99 among hostile objects (alone: %s)", alone)
 	assert.LessOrEqual(t, teardown.percentile(0.99), *p99Flag, "canary p99 during the teardown (alone: %s)", alone)
@@ -121,6 +126,21 @@ func TestHostileObjects(t *testing.T) {
 	assert.Empty(t, breaches, "the tenant reached outside its namespace")
 	assert.Empty(t, unapproved, "steps that ran without the approvals they require, or decisions that counted though they must not")
 	assert.Positive(t, admitted, "no object was admitted: the generator tests admission only")
+}
+
+// grepLog returns the lines of a log that contain substr (at most 20).
+func grepLog(path, substr string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if strings.Contains(line, substr) && len(out) < 20 {
+			out = append(out, line)
+		}
+	}
+	return out, nil
 }
 
 // panicLines are the lines of the operator's log that tell of a panic, recovered or not

@@ -49,7 +49,7 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(framework.Main(m, framework.Suite{Name: "hostile", CRDs: true, AdmissionPolicies: true,
+	os.Exit(framework.Main(m, framework.Suite{Name: "hostile", CRDs: true, AdmissionPolicies: true, Archive: true,
 		OperatorArgs: func(*framework.Cluster) []string { return operatorArgs },
 		KeepLogs:     func() bool { return *keepFlag },
 		Needed:       clusterNeeded,
