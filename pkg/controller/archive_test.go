@@ -148,6 +148,12 @@ func TestADeletedPipelineKeepsItsFinalizerUntilTheArchiveHasIt(t *testing.T) {
 	f.refresh("p")
 	got := f.get("p")
 	assert.Contains(t, got.Finalizers, v1alpha1.Finalizer, "no record is lost: the deletion waits for the archive")
+	ready := readyCondition(got.Status.Conditions)
+	assert.Equal(t, v1alpha1.ReasonArchivePending, ready.Reason)
+	assert.Contains(t, ready.Message, "connection refused", "it says what it waits for")
+	require.Len(t, got.Status.BlockedBy, 1)
+	assert.Equal(t, v1alpha1.BlockerArchive, got.Status.BlockedBy[0].Kind)
+	assert.Contains(t, got.Status.BlockedBy[0].Unblock, "remove the finalizer stepwise.dev/teardown", "and how to get out")
 	assert.Equal(t, v1alpha1.StepDeleted, stepStatus(got, "a").Phase, "the teardown is written down, not run again")
 	f.exec.reset()
 

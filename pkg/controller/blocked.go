@@ -64,6 +64,10 @@ func (ps *pipelineSync) blockers(r readiness) []v1alpha1.Blocker {
 		}
 	case v1alpha1.ReasonStepFailed, v1alpha1.ReasonTornDownAfterFailure:
 		add(v1alpha1.Blocker{Kind: v1alpha1.BlockerStepFailed, Step: r.current, Unblock: retry})
+	case v1alpha1.ReasonArchivePending:
+		add(v1alpha1.Blocker{Kind: v1alpha1.BlockerArchive, Unblock: fmt.Sprintf(
+			"make the archive answer (the operator's --archive-dsn-file); or, to let the pipeline go without its record, "+
+				"remove the finalizer %s by hand (kubectl edit pipeline %s -n %s)", v1alpha1.Finalizer, name, ns)})
 	case v1alpha1.ReasonStepRetrying:
 		add(v1alpha1.Blocker{Kind: v1alpha1.BlockerRetry, Step: r.current, Unblock: "the step is tried again after its backoff; " + retry})
 	}

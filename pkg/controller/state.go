@@ -37,6 +37,9 @@ type pipelineSync struct {
 	// retryRequested: the sync took the retry annotation, which finish removes once the
 	// status that records the retry is written.
 	retryRequested bool
+	// archiveErr is why the archive did not take the record of a deleted pipeline whose
+	// teardown is done, which then waits (ReasonArchivePending).
+	archiveErr error
 	// ranSpec is the hash of the spec a sync of a pipeline that is not deleted ran
 	// (syncRun); empty in the other syncs, which archive nothing as finished.
 	ranSpec string

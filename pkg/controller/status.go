@@ -177,6 +177,10 @@ func (ps *pipelineSync) planReadiness() readiness {
 func (ps *pipelineSync) teardownReadiness() readiness {
 	r, ok := ps.nextTeardown(false)
 	switch {
+	case !ok && ps.archiveErr != nil:
+		return notReady(v1alpha1.PipelineDeleting, "", v1alpha1.ReasonArchivePending, fmt.Sprintf(
+			"teardown finished; the pipeline goes once the archive has its record, tried again with backoff: %s",
+			contract.Truncate(ps.archiveErr.Error(), 512)))
 	case !ok:
 		return notReady(v1alpha1.PipelineDeleting, "", v1alpha1.ReasonDeleting, "teardown finished")
 	case teardownBlocked(r.s):

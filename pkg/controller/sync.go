@@ -226,6 +226,7 @@ func (c *Controller) syncDeletion(ctx context.Context, p *v1alpha1.Pipeline) (ti
 		// The last teardown is done: the object goes away, so its status needs no write,
 		// once the archive has its record.
 		if err := ps.archiveGone(ctx, v1alpha1.ArchiveDeleted); err != nil {
+			ps.archiveErr = err // the status says what it waits for
 			return 0, errors.Join(c.finish(ctx, ps), err)
 		}
 		ps.emitEvents()

@@ -46,6 +46,8 @@ const (
 	BlockerTemplate = "PipelineTemplate"
 	// BlockerTeardown: a teardown is blocked and keeps the pipeline from going on.
 	BlockerTeardown = "Teardown"
+	// BlockerArchive: a deleted pipeline waits for the archive to take its record.
+	BlockerArchive = "Archive"
 	// BlockerRetry: a step failed and waits out its backoff before it is tried again.
 	BlockerRetry = "Retry"
 	// BlockerStepFailed: a step failed for good; a person retries it or edits the spec.

@@ -38,6 +38,9 @@ const (
 	ReasonSuspended      = "Suspended"
 	ReasonDeleting       = "Deleting"
 	ReasonTeardownFailed = "TeardownFailed"
+	// ReasonArchivePending: a deleted pipeline's teardown is done, and it waits for the
+	// archive to take its record before it goes.
+	ReasonArchivePending = "ArchivePending"
 	// ReasonStatusRejected: the API server refused the status a hook produced; the step
 	// fails rather than run the hook again.
 	ReasonStatusRejected = "StatusRejected"
