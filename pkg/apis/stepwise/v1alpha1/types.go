@@ -424,7 +424,7 @@ type Retention struct {
 	// removed, as a Go duration (e.g. 720h).
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(\.[0-9]{1,9})?(ns|us|µs|ms|s|m|h))+$`
 	AfterFinished metav1.Duration `json:"afterFinished"`
 }
 
