@@ -88,3 +88,36 @@ func serveHistory(ctx context.Context, opts *options, store *archive.Store) erro
 	}()
 	return nil
 }
+
+// archivePruneEvery is how often the archive's old records are deleted.
+const archivePruneEvery = time.Hour
+
+// pruneArchive deletes the records older than --archive-retention, at once and then every
+// archivePruneEvery, until ctx ends; it returns at once when records are kept for ever.
+// Every replica prunes: the deletion is idempotent and cheap when there is nothing to do.
+func pruneArchive(ctx context.Context, store *archive.Store, retention time.Duration) {
+	if store == nil || retention <= 0 {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	go func() {
+		ticker := time.NewTicker(archivePruneEvery)
+		defer ticker.Stop()
+		for {
+			pruneCtx, cancel := context.WithTimeout(ctx, archivePruneEvery/2)
+			n, err := store.DeleteArchivedBefore(pruneCtx, time.Now().Add(-retention))
+			cancel()
+			switch {
+			case err != nil:
+				logger.Error(err, "Prune the archive")
+			case n > 0:
+				logger.Info("Pruned the archive", "records", n, "olderThan", retention)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+}

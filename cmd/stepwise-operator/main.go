@@ -106,6 +106,7 @@ func run(ctx context.Context, opts *options) error {
 	recorder, events := newRecorder(ctx, clients.kube)
 	defer events.Shutdown()
 	archiveEvents(ctx, store, events)
+	pruneArchive(ctx, store, opts.archiveRetention)
 	if err := serveHistory(ctx, opts, store); err != nil {
 		return err
 	}

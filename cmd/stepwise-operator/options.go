@@ -106,6 +106,8 @@ type options struct {
 	historyKeyFile  string
 	// defaultRetention: see controller.Config.DefaultRetention.
 	defaultRetention time.Duration
+	// archiveRetention is how long the archive keeps a record; 0: for ever.
+	archiveRetention time.Duration
 
 	// version: print the version and exit.
 	version bool
@@ -192,6 +194,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.pluginMemoryLimit, "plugin-memory-limit", "256Mi", "The memory each plugin process may map, as a quantity (256Mi, 1Gi); over it the plugin dies, failing only the hooks in flight in it, and is restarted on the next call, while the operator runs on. Its garbage collector is told a lower limit (GOMEMLIMIT) to work hard before. A Go plugin maps about 80Mi as it starts, which counts. Keep the sum with the operator's own memory under the container's limit. 0: no limit.")
 	fs.StringVar(&o.archiveDSNFile, "archive-dsn-file", "", "File holding the PostgreSQL connection string (postgres://user:password@host:5432/db?sslmode=verify-full, or key=value form) of the archive: every pipeline's record (spec, status, approvals, the operator's Events) is written there when it finishes and when it is deleted, once per state, and a deleted pipeline keeps its finalizer until its record is written. Mount it from a Secret; the operator migrates the schema at start. Empty: no archive.")
 	fs.DurationVar(&o.defaultRetention, "default-retention", 0, "With --archive-dsn-file: how long a finished pipeline stays in the API server once the archive has its record, when neither it nor its template sets spec.retention; then it is removed WITHOUT a teardown (its record says Removed). It applies only to pipelines whose steps recorded nothing they created, so that nothing a pipeline owns is left without a way to tear it down; set spec.retention on those that own what they made. 0: kept until deleted.")
+	fs.DurationVar(&o.archiveRetention, "archive-retention", 0, "With --archive-dsn-file: how long the archive keeps a record (and the Events of a pipeline whose records are all gone), e.g. 8760h for a year; older ones are deleted every hour. The archive grows with every pipeline every tenant runs, so bound it unless the database is sized for all of history. 0: records are kept for ever.")
 	fs.IntVar(&o.historyPort, "history-secure-port", 0, "With --archive-dsn-file: serve the archive read-only as the aggregated API history.stepwise.dev/v1alpha1 (pipelinerecords) over HTTPS on this port, to requests the API server's aggregation layer forwards; authentication and authorization are delegated to the API server, so RBAC on pipelinerecords decides who reads which namespace's records. Register it with an APIService (the chart does). 0: not served.")
 	fs.StringVar(&o.historyCertDir, "history-cert-dir", "", "Where the history API keeps a self-signed serving certificate it makes when --history-tls-cert-file is not given. Empty: in memory.")
 	fs.StringVar(&o.historyCertFile, "history-tls-cert-file", "", "The history API's serving certificate, PEM (with --history-tls-key-file); the APIService's caBundle must verify it.")
@@ -247,6 +250,12 @@ func (o *options) validate() error {
 	}
 	if o.defaultRetention != 0 && o.archiveDSNFile == "" {
 		errs = append(errs, errors.New("--default-retention needs --archive-dsn-file: a pipeline is removed only once the archive has its record"))
+	}
+	if o.archiveRetention != 0 && o.archiveDSNFile == "" {
+		errs = append(errs, errors.New("--archive-retention needs --archive-dsn-file"))
+	}
+	if o.archiveRetention < 0 {
+		errs = append(errs, fmt.Errorf("--archive-retention must not be negative, got %s", o.archiveRetention))
 	}
 	if o.defaultRetention < 0 {
 		errs = append(errs, fmt.Errorf("--default-retention must not be negative, got %s", o.defaultRetention))

@@ -146,3 +146,16 @@ func TestInstalledPluginFlags(t *testing.T) {
 		{name: "the image's directory", args: []string{"--plugin-dir=/plugins", "--installed-plugin-dir=/plugins/", "--installed-plugin-checksums=/etc/SHA256SUMS"}, wantErr: "--installed-plugin-dir must be another directory than --plugin-dir"},
 	})
 }
+
+func TestArchiveFlags(t *testing.T) {
+	assertValidation(t, []flagCase{
+		{name: "off"},
+		{name: "on, served, kept a year", args: []string{"--archive-dsn-file=/etc/dsn", "--history-secure-port=8443", "--archive-retention=8760h", "--default-retention=720h"}},
+		{name: "history without an archive", args: []string{"--history-secure-port=8443"}, wantErr: "--history-secure-port needs --archive-dsn-file"},
+		{name: "a port past the last", args: []string{"--archive-dsn-file=/etc/dsn", "--history-secure-port=70000"}, wantErr: "must be a port"},
+		{name: "a certificate without its key", args: []string{"--history-tls-cert-file=/c"}, wantErr: "go together"},
+		{name: "record retention without an archive", args: []string{"--archive-retention=1h"}, wantErr: "--archive-retention needs --archive-dsn-file"},
+		{name: "negative record retention", args: []string{"--archive-dsn-file=/etc/dsn", "--archive-retention=-1h"}, wantErr: "--archive-retention must not be negative"},
+		{name: "default retention without an archive", args: []string{"--default-retention=1h"}, wantErr: "--default-retention needs --archive-dsn-file"},
+	})
+}
