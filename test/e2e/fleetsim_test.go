@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/pipelineops"
@@ -436,18 +437,22 @@ func turnNotReady(ctx context.Context, name string) error {
 	if _, err := cluster.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return err
 	}
-	n, err := cluster.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			n.Status.Conditions[i].Status = corev1.ConditionUnknown
-			n.Status.Conditions[i].Reason = "NodeStatusUnknown"
+	// The operator (a cordon, a taint) and kwok write the Node too: read it again on a
+	// conflict.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cluster.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-	}
-	_, err = cluster.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-	return err
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				n.Status.Conditions[i].Status = corev1.ConditionUnknown
+				n.Status.Conditions[i].Reason = "NodeStatusUnknown"
+			}
+		}
+		_, err = cluster.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 func nodeIsReady(n *corev1.Node) bool {
