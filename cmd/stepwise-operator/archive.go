@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -72,7 +73,7 @@ func serveHistory(ctx context.Context, opts *options, store *archive.Store) erro
 		return nil
 	}
 	o := historyapi.DefaultOptions()
-	o.BindPort = opts.historyPort
+	o.BindAddress, o.BindPort = net.ParseIP(opts.historyAddress), opts.historyPort
 	o.TLSCertFile, o.TLSKeyFile, o.CertDir = opts.historyCertFile, opts.historyKeyFile, opts.historyCertDir
 	o.Kubeconfig = opts.kubeconfig
 	server, err := historyapi.New(o, store)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,6 +102,7 @@ type options struct {
 	// history serves the archive as history.stepwise.dev (pkg/historyapi) on this port
 	// when the archive is on; 0: not served.
 	historyPort     int
+	historyAddress  string
 	historyCertDir  string
 	historyCertFile string
 	historyKeyFile  string
@@ -196,6 +198,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.defaultRetention, "default-retention", 0, "With --archive-dsn-file: how long a finished pipeline stays in the API server once the archive has its record, when neither it nor its template sets spec.retention; then it is removed WITHOUT a teardown (its record says Removed). It applies only to pipelines whose steps recorded nothing they created, so that nothing a pipeline owns is left without a way to tear it down; set spec.retention on those that own what they made. 0: kept until deleted.")
 	fs.DurationVar(&o.archiveRetention, "archive-retention", 0, "With --archive-dsn-file: how long the archive keeps a record (and the Events of a pipeline whose records are all gone), e.g. 8760h for a year; older ones are deleted every hour. The archive grows with every pipeline every tenant runs, so bound it unless the database is sized for all of history. 0: records are kept for ever.")
 	fs.IntVar(&o.historyPort, "history-secure-port", 0, "With --archive-dsn-file: serve the archive read-only as the aggregated API history.stepwise.dev/v1alpha1 (pipelinerecords) over HTTPS on this port, to requests the API server's aggregation layer forwards; authentication and authorization are delegated to the API server, so RBAC on pipelinerecords decides who reads which namespace's records. Register it with an APIService (the chart does). 0: not served.")
+	fs.StringVar(&o.historyAddress, "history-bind-address", "0.0.0.0", "The IP address the history API listens on (with --history-secure-port); the API server's aggregation layer must reach it there.")
 	fs.StringVar(&o.historyCertDir, "history-cert-dir", "", "Where the history API keeps a self-signed serving certificate it makes when --history-tls-cert-file is not given. Empty: in memory.")
 	fs.StringVar(&o.historyCertFile, "history-tls-cert-file", "", "The history API's serving certificate, PEM (with --history-tls-key-file); the APIService's caBundle must verify it.")
 	fs.StringVar(&o.historyKeyFile, "history-tls-key-file", "", "The history API's serving certificate's private key, PEM.")
@@ -262,6 +265,9 @@ func (o *options) validate() error {
 	}
 	if o.historyPort < 0 || o.historyPort > 65535 {
 		errs = append(errs, fmt.Errorf("--history-secure-port must be a port (1-65535) or 0, got %d", o.historyPort))
+	}
+	if net.ParseIP(o.historyAddress) == nil {
+		errs = append(errs, fmt.Errorf("--history-bind-address must be an IP address, got %q", o.historyAddress))
 	}
 	if (o.historyCertFile == "") != (o.historyKeyFile == "") {
 		errs = append(errs, errors.New("--history-tls-cert-file and --history-tls-key-file go together"))

@@ -154,6 +154,8 @@ func TestArchiveFlags(t *testing.T) {
 		{name: "history without an archive", args: []string{"--history-secure-port=8443"}, wantErr: "--history-secure-port needs --archive-dsn-file"},
 		{name: "a port past the last", args: []string{"--archive-dsn-file=/etc/dsn", "--history-secure-port=70000"}, wantErr: "must be a port"},
 		{name: "a certificate without its key", args: []string{"--history-tls-cert-file=/c"}, wantErr: "go together"},
+		{name: "served on loopback", args: []string{"--archive-dsn-file=/etc/dsn", "--history-secure-port=8443", "--history-bind-address=127.0.0.1"}},
+		{name: "a bind address that is a name", args: []string{"--archive-dsn-file=/etc/dsn", "--history-secure-port=8443", "--history-bind-address=localhost"}, wantErr: "--history-bind-address must be an IP address"},
 		{name: "record retention without an archive", args: []string{"--archive-retention=1h"}, wantErr: "--archive-retention needs --archive-dsn-file"},
 		{name: "negative record retention", args: []string{"--archive-dsn-file=/etc/dsn", "--archive-retention=-1h"}, wantErr: "--archive-retention must not be negative"},
 		{name: "default retention without an archive", args: []string{"--default-retention=1h"}, wantErr: "--default-retention needs --archive-dsn-file"},

@@ -114,6 +114,7 @@ func (a *Archive) args() []string {
 	return []string{
 		"--archive-dsn-file=" + a.dsnFile,
 		"--history-secure-port=" + strconv.Itoa(a.Port),
+		"--history-bind-address=127.0.0.1",
 		"--history-tls-cert-file=" + a.certFile,
 		"--history-tls-key-file=" + a.keyFile,
 	}
