@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -34,7 +35,13 @@ func useLenientInformers(factory informers.SharedInformerFactory, client version
 		}
 	}
 	factory.InformerFor(&v1alpha1.Pipeline{}, func(_ versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
-		informer, _ := lenient.NewInformer[v1alpha1.Pipeline](config("pipelines", resync, u.pipelines))
+		informer, _ := lenient.NewMergedInformer[v1alpha1.Pipeline](lenient.MergedConfig{
+			// A pipeline being deleted never rests (it has a teardown to run), so its
+			// deletion is never a move to the resting streams.
+			Deleted: func(obj metav1.Object, stream int) bool { return stream == 0 && obj.GetDeletionTimestamp() != nil },
+			Exists:  lenient.MetadataExists(client.StepwiseV1alpha1().RESTClient(), "pipelines"),
+			Logger:  logger,
+		}, pipelineStreams(config("pipelines", resync, u.pipelines))...)
 		return informer
 	})
 	factory.InformerFor(&v1alpha1.PipelineTemplate{}, func(_ versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -46,4 +53,22 @@ func useLenientInformers(factory informers.SharedInformerFactory, client version
 		return informer
 	})
 	return u
+}
+
+// pipelineStreams are the parts the pipelines' informer lists and watches (a
+// lenient.Merged): whole, the pipelines that can still act (status.resting empty); as
+// metadata, the resting ones, a stream for each phase they rest in, so that their cached
+// stand-ins (controller.RestingStandIn) tell Succeeded from Failed. A restart then reads
+// no finished pipeline whole.
+func pipelineStreams(whole lenient.Config) []lenient.Config {
+	whole.FieldSelector = v1alpha1.FieldResting + "="
+	streams := []lenient.Config{whole}
+	for _, phase := range []v1alpha1.PipelinePhase{v1alpha1.PipelineSucceeded, v1alpha1.PipelineFailed} {
+		resting := whole
+		resting.FieldSelector = v1alpha1.FieldResting + "=" + string(phase)
+		resting.MetadataOnly = true
+		resting.Transform = controller.RestingStandIn(phase)
+		streams = append(streams, resting)
+	}
+	return streams
 }

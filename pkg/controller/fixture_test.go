@@ -156,6 +156,9 @@ type fixture struct {
 	// trimmed makes refresh put into the cache what the informer's transform keeps
 	// (TrimForCache), as the operator's informers do.
 	trimmed bool
+	// standIns makes refresh put into the cache a resting pipeline's metadata alone
+	// (RestingStandIn), as the operator's resting streams do.
+	standIns bool
 }
 
 func newFixture(t testing.TB, objects ...*v1alpha1.Pipeline) *fixture {
@@ -264,6 +267,10 @@ func (f *fixture) refresh(name string) {
 	}
 	if f.trimmed {
 		obj, _ := TrimForCache(p.DeepCopyObject())
+		p = obj.(runtime.Object)
+	}
+	if whole := p.(*v1alpha1.Pipeline); f.standIns && whole.Status.Resting != "" {
+		obj, _ := RestingStandIn(whole.Status.Resting)(whole.DeepCopy())
 		p = obj.(runtime.Object)
 	}
 	require.NoError(f.t, f.indexer.Update(p))

@@ -59,6 +59,9 @@ func (ps *pipelineSync) hold(phase v1alpha1.PipelinePhase, reason, message strin
 
 func (c *Controller) newPipelineSync(p *v1alpha1.Pipeline) *pipelineSync {
 	ps := &pipelineSync{env: c.syncEnv, p: p, status: p.Status.DeepCopy(), steps: p.Spec.Steps, params: p.Spec.Params}
+	// A sync that does not finish (finish sets it again) wakes a resting pipeline: its
+	// status write moves it back among those the operator holds whole.
+	ps.status.Resting = ""
 	if t := ps.status.Template; p.Spec.TemplateRef != nil && t != nil {
 		ps.steps, ps.params = t.Steps, t.Params
 	}

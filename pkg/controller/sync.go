@@ -33,6 +33,9 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (tim
 			return c.syncUndecodable(ctx, p, decodeErr)
 		}
 	}
+	if restsAsMetadata(p) {
+		return 0, nil
+	}
 	if p.Elided != nil && restsWithoutValues(p) && (c.archive == nil || archivedAsFinished(p)) {
 		if wait, ok := c.removalDue(p); !ok || wait > 0 {
 			return max(wait, 0), nil // at rest until retention removes it, if it does
@@ -126,11 +129,11 @@ func restsWithoutValues(p *v1alpha1.Pipeline) bool {
 	return modeOf(p) == modeFinished && p.Status.ObservedGeneration == p.Generation && !p.RetryRequested()
 }
 
-// whole is p with its values: p itself, or, when the cache left them out (elideValues),
-// the pipeline as the API server has it now (nil when it is gone). A read from the API
+// whole is p with its values: p itself, or, when the cache left them out (elideValues) or
+// holds only its metadata (restsAsMetadata), the pipeline as the API server has it now (nil when it is gone). A read from the API
 // server is never older than the cache, so the sync never redoes work the status records.
 func (c *Controller) whole(ctx context.Context, p *v1alpha1.Pipeline) (*v1alpha1.Pipeline, error) {
-	if p.Elided == nil {
+	if p.Elided == nil && !p.MetadataOnly {
 		return p, nil
 	}
 	whole, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
@@ -266,6 +269,7 @@ func (ps *pipelineSync) goOn(s *v1alpha1.StepStatus, done v1alpha1.StepPhase, ba
 func (c *Controller) finish(ctx context.Context, ps *pipelineSync) error {
 	ps.summarize()
 	archiveErr := ps.archiveFinished(ctx)
+	ps.status.Resting = ps.restingPhase()
 	if err := c.writeStatus(ctx, ps); err != nil {
 		return errors.Join(err, archiveErr)
 	}

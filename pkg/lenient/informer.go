@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -50,7 +51,18 @@ type Config struct {
 	// objects is then never held in memory as decoded, only as the cache keeps them.
 	Transform cache.TransformFunc
 	Logger    klog.Logger
+	// FieldSelector, when set, selects the objects listed and watched.
+	FieldSelector string
+	// MetadataOnly asks the API server for the objects' metadata alone
+	// (PartialObjectMetadata), decoded into T with nothing else set.
+	MetadataOnly bool
 }
+
+// Accept headers of metadata-only lists and watches, as k8s.io/client-go/metadata asks.
+const (
+	acceptMetadataList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+	acceptMetadata     = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+)
 
 // NewInformer returns a shared informer of T, indexed by namespace as the generated
 // informers are, and the record of the objects it could not decode.
@@ -59,7 +71,26 @@ func NewInformer[T any, PT Object[T]](cfg Config) (cache.SharedIndexInformer, *U
 		cfg.Undecodable = NewUndecodable()
 	}
 	lw := &listWatch[T, PT]{cfg: cfg, undecodable: cfg.Undecodable}
-	informer := cache.NewSharedIndexInformer(lw, PT(new(T)), cfg.Resync,
+	return informerOf[T, PT](lw, cfg.Resync, lw.undecodable), lw.undecodable
+}
+
+// NewMergedInformer is NewInformer of the parts of one resource that each of cfgs selects
+// (Merged), sharing one record of what could not be decoded.
+func NewMergedInformer[T any, PT Object[T]](merge MergedConfig, cfgs ...Config) (cache.SharedIndexInformer, *Undecodable) {
+	record := cfgs[0].Undecodable
+	if record == nil {
+		record = NewUndecodable()
+	}
+	streams := make([]cache.ListerWatcherWithContext, len(cfgs))
+	for i, cfg := range cfgs {
+		cfg.Undecodable = record
+		streams[i] = &listWatch[T, PT]{cfg: cfg, undecodable: record}
+	}
+	return informerOf[T, PT](NewMerged(merge, streams...), cfgs[0].Resync, record), record
+}
+
+func informerOf[T any, PT Object[T]](lw cache.ListerWatcher, resync time.Duration, record *Undecodable) cache.SharedIndexInformer {
+	informer := cache.NewSharedIndexInformer(lw, PT(new(T)), resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	// A deleted object's record goes with it (a watch DELETED forgets it too; this also
 	// covers deletions a relist finds).
@@ -68,10 +99,10 @@ func NewInformer[T any, PT Object[T]](cfg Config) (cache.SharedIndexInformer, *U
 			obj = tombstone.Obj
 		}
 		if o, ok := obj.(metav1.Object); ok {
-			lw.undecodable.forget(o.GetUID())
+			record.forget(o.GetUID())
 		}
 	}})
-	return informer, lw.undecodable
+	return informer
 }
 
 // listWatch lists and watches through the REST client, decoding objects one by one.
@@ -86,9 +117,19 @@ type listWatch[T any, PT Object[T]] struct {
 func (lw *listWatch[T, PT]) IsWatchListSemanticsUnSupported() bool { return true }
 
 func (lw *listWatch[T, PT]) request(opts *metav1.ListOptions) *rest.Request {
+	if lw.cfg.FieldSelector != "" {
+		opts.FieldSelector = lw.cfg.FieldSelector
+	}
 	req := lw.cfg.Client.Get().Resource(lw.cfg.Resource).VersionedParams(opts, lw.cfg.ParameterCodec)
 	if lw.cfg.Namespace != "" {
 		req = req.Namespace(lw.cfg.Namespace)
+	}
+	if lw.cfg.MetadataOnly {
+		accept := acceptMetadataList
+		if opts.Watch {
+			accept = acceptMetadata
+		}
+		req = req.SetHeader("Accept", accept)
 	}
 	return req
 }
@@ -363,3 +404,22 @@ func (d *eventDecoder[T, PT]) Decode() (watch.EventType, runtime.Object, error) 
 }
 
 func (d *eventDecoder[T, PT]) Close() { _ = d.body.Close() }
+
+// MetadataExists is a MergedConfig.Exists that reads the object's metadata alone from
+// resource through client.
+func MetadataExists(client rest.Interface, resource string) func(ctx context.Context, namespace, name string) (types.UID, bool, error) {
+	return func(ctx context.Context, namespace, name string) (types.UID, bool, error) {
+		raw, err := client.Get().Namespace(namespace).Resource(resource).Name(name).SetHeader("Accept", acceptMetadata).DoRaw(ctx)
+		if apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("read %s %s/%s: %w", resource, namespace, name, err)
+		}
+		var m metav1.PartialObjectMetadata
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return "", false, fmt.Errorf("decode %s %s/%s: %w", resource, namespace, name, err)
+		}
+		return m.UID, true, nil
+	}
+}

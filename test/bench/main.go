@@ -551,6 +551,10 @@ func (b *bench) idlePhase(ctx context.Context, created int, spec pipelineSpec) e
 // restartPhase replaces the operator by a new one and measures it catching up with the
 // finished pipelines: it should reconcile each once and write nothing.
 func (b *bench) restartPhase(ctx context.Context) error {
+	before, err := b.probe.snapshot(ctx)
+	if err != nil {
+		return err
+	}
 	if err := b.op.stop(); err != nil {
 		return err
 	}
@@ -586,6 +590,7 @@ func (b *bench) restartPhase(ctx context.Context) error {
 	rr.Requests = after.operator
 	rr.Writes = count(after.operator, isWrite)
 	rr.CPUSeconds = after.cpuSeconds
+	rr.APIServerCPUSeconds = after.serverCPU - before.serverCPU
 	rr.RSSMiB = mib(st.RSSBytes)
 	rr.PeakRSSMiB = mib(st.PeakBytes)
 	rr.HeapInuseMiB = mib(after.heapBytes)

@@ -34,6 +34,8 @@ type snapshot struct {
 	hookCount  map[string]float64
 	// server is apiserver_request_total for pipelines and events by "verb resource".
 	server map[string]float64
+	// serverCPU is the API server's process_cpu_seconds_total.
+	serverCPU float64
 	// bench is the benchmark's own API requests by "verb resource", to subtract from server.
 	bench map[string]float64
 }
@@ -70,10 +72,11 @@ func (p *probe) snapshot(ctx context.Context) (snapshot, error) {
 	if err != nil {
 		return s, fmt.Errorf("scrape API server metrics: %w", err)
 	}
-	sm, err := parseMetrics(bytes.NewReader(raw), "apiserver_request_total")
+	sm, err := parseMetrics(bytes.NewReader(raw), "apiserver_request_total", "process_cpu_seconds_total")
 	if err != nil {
 		return s, fmt.Errorf("parse API server metrics: %w", err)
 	}
+	s.serverCPU = sm.sum("process_cpu_seconds_total", nil)
 	s.server = sm.by("apiserver_request_total", nil, func(l map[string]string) string {
 		if l["group"] != "stepwise.dev" && (l["group"] != "" || l["resource"] != "events") {
 			return ""

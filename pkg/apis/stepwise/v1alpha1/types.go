@@ -61,6 +61,7 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=swp,categories=stepwise
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:selectablefield:JSONPath=".status.resting"
 // +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.currentStep`
 // +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -76,6 +77,11 @@ type Pipeline struct {
 	// left out, and on no other copy: it is never serialized, so no object read from the
 	// API server has it, and no tenant can set it.
 	Elided *ElidedValues `json:"-"`
+
+	// MetadataOnly is set, as Elided is, on the operator's cached copy of a resting
+	// pipeline (status.resting): the cache holds its metadata and, of its status, only
+	// Phase and Resting.
+	MetadataOnly bool `json:"-"`
 }
 
 // TemplateRef names a PipelineTemplate in the pipeline's namespace.
@@ -352,6 +358,14 @@ type PipelineStatus struct {
 	// Phase summarises where the pipeline is.
 	// +optional
 	Phase PipelinePhase `json:"phase,omitempty"`
+
+	// Resting is the phase, Succeeded or Failed, of a pipeline that finished and has
+	// nothing left to do: never edited (generation 1), not a trigger's, archived when
+	// archiving is on, no retention to wait for, no retry asked. The operator then keeps only its metadata,
+	// and reads it whole again when it is deleted, edited or retried. Empty otherwise.
+	// A selectable field: --field-selector status.resting=Failed.
+	// +optional
+	Resting PipelinePhase `json:"resting,omitempty"`
 
 	// CurrentStep is the step being run or torn down, or the step that failed.
 	// +optional

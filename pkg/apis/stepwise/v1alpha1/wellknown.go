@@ -9,6 +9,9 @@ import (
 const (
 	// Finalizer keeps a deleted Pipeline until the teardown of its steps is done.
 	Finalizer = "stepwise.dev/teardown"
+	// FieldResting is the selectable field of status.resting: the operator lists and
+	// watches pipelines selected by it (status.resting= for those it holds whole).
+	FieldResting = "status.resting"
 	// RetryAnnotation asks for a failed pipeline to be tried again: empty or "true" retries
 	// the failed step, a step name retries from that step on. The engine removes it.
 	RetryAnnotation = "stepwise.dev/retry"

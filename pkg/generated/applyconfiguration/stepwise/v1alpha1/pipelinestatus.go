@@ -40,6 +40,12 @@ type PipelineStatusApplyConfiguration struct {
 	RefusedSpecHash *string `json:"refusedSpecHash,omitempty"`
 	// Phase summarises where the pipeline is.
 	Phase *stepwisev1alpha1.PipelinePhase `json:"phase,omitempty"`
+	// Resting is the phase, Succeeded or Failed, of a pipeline that finished and has
+	// nothing left to do: never edited (generation 1), archived when archiving is on, no
+	// retention to wait for, no retry asked. The operator then keeps only its metadata,
+	// and reads it whole again when it is deleted, edited or retried. Empty otherwise.
+	// A selectable field: --field-selector status.resting=Failed.
+	Resting *stepwisev1alpha1.PipelinePhase `json:"resting,omitempty"`
 	// CurrentStep is the step being run or torn down, or the step that failed.
 	CurrentStep *string `json:"currentStep,omitempty"`
 	// Progress is "succeeded steps/all steps", e.g. "2/4".
@@ -109,6 +115,14 @@ func (b *PipelineStatusApplyConfiguration) WithRefusedSpecHash(value string) *Pi
 // If called multiple times, the Phase field is set to the value of the last call.
 func (b *PipelineStatusApplyConfiguration) WithPhase(value stepwisev1alpha1.PipelinePhase) *PipelineStatusApplyConfiguration {
 	b.Phase = &value
+	return b
+}
+
+// WithResting sets the Resting field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Resting field is set to the value of the last call.
+func (b *PipelineStatusApplyConfiguration) WithResting(value stepwisev1alpha1.PipelinePhase) *PipelineStatusApplyConfiguration {
+	b.Resting = &value
 	return b
 }
 
