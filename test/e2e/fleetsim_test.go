@@ -208,7 +208,10 @@ func TestFleetSimulation(t *testing.T) {
 			}
 			obs.created[p.Name] = now
 			trig := p.Labels[v1alpha1.LabelTrigger]
-			if stopped, ok := obs.stoppedAt[trig]; ok && now.After(stopped.Add(fleetStartGrace)) && obs.resumedAt[trig].Before(stopped) {
+			// Its creation time, not when this poll first saw it: a poll slowed by a loaded
+			// machine sees a pipeline created before the stop later than the stop (a CI
+			// run failed on it).
+			if stopped, ok := obs.stoppedAt[trig]; ok && p.CreationTimestamp.After(stopped.Add(fleetStartGrace)) && obs.resumedAt[trig].Before(stopped) {
 				obs.startsWhileStopped = append(obs.startsWhileStopped, p.Name)
 			}
 			if !closed.IsZero() && p.CreationTimestamp.After(closed.Add(fleetStartGrace)) && (opened.IsZero() || p.CreationTimestamp.Time.Before(opened.Add(-time.Second))) {
