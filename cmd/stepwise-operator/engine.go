@@ -58,7 +58,15 @@ func (e *engine) run(ctx, lead context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(e.clients.stepwise, e.opts.resync,
 		informers.WithTransform(controller.TrimForCache))
 	faults := metrics.NewFaults(e.metrics)
-	undecodable := useLenientInformers(factory, e.clients.stepwise, faults, klog.FromContext(ctx))
+	// Each list of pipelines leaves out the resting ones: a sweep after it finds those
+	// that changed meanwhile.
+	sweeps := make(chan struct{}, 1)
+	undecodable := useLenientInformers(factory, e.clients.stepwise, faults, klog.FromContext(ctx), func() {
+		select {
+		case sweeps <- struct{}{}:
+		default: // one is due already
+		}
+	})
 	// Namespaces are watched so that a teardown that cannot run in a namespace being
 	// deleted is skipped rather than holding it in Terminating (no GET on that path).
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(e.clients.kube, e.opts.resync,
@@ -121,6 +129,7 @@ func (e *engine) run(ctx, lead context.Context) error {
 	defer rbacFactory.Shutdown()
 	defer stopInformers() // before the Shutdowns, which wait for the informers
 	defer e.runTriggers(ctx, informersCtx, triggers)()
+	go sweepResting(informersCtx, c, e.clients.stepwise, sweeps, factory.Stepwise().V1alpha1().Pipelines().Informer().HasSynced)
 	go func() {
 		if allSynced(factory.WaitForCacheSync(ctx.Done())) && allSynced(kubeFactory.WaitForCacheSync(ctx.Done())) {
 			e.ready.Store(true)

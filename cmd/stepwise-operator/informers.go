@@ -3,7 +3,6 @@ package main
 import (
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -25,7 +24,11 @@ type undecodable struct {
 // alone (pkg/lenient): one object a tenant stored that the Go types cannot decode must not
 // fail the list and watch of every other, nor keep a restarted operator from syncing. It
 // must be called before anything asks the factory for those informers.
-func useLenientInformers(factory informers.SharedInformerFactory, client versioned.Interface, faults *metrics.Faults, logger klog.Logger) *undecodable {
+//
+// onPipelineList is called after each list of pipelines, which lists no resting pipeline:
+// those that changed before it are for controller.SweepResting to find.
+func useLenientInformers(factory informers.SharedInformerFactory, client versioned.Interface, faults *metrics.Faults, logger klog.Logger,
+	onPipelineList func()) *undecodable {
 	u := &undecodable{pipelines: lenient.NewUndecodable(), templates: lenient.NewUndecodable(), triggers: lenient.NewUndecodable()}
 	config := func(resource string, resync time.Duration, record *lenient.Undecodable) lenient.Config {
 		return lenient.Config{
@@ -35,13 +38,8 @@ func useLenientInformers(factory informers.SharedInformerFactory, client version
 		}
 	}
 	factory.InformerFor(&v1alpha1.Pipeline{}, func(_ versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
-		informer, _ := lenient.NewMergedInformer[v1alpha1.Pipeline](lenient.MergedConfig{
-			// A pipeline being deleted never rests (it has a teardown to run), so its
-			// deletion is never a move to the resting streams.
-			Deleted: func(obj metav1.Object, stream int) bool { return stream == 0 && obj.GetDeletionTimestamp() != nil },
-			Exists:  lenient.MetadataExists(client.StepwiseV1alpha1().RESTClient(), "pipelines"),
-			Logger:  logger,
-		}, pipelineStreams(config("pipelines", resync, u.pipelines))...)
+		whole, resting := pipelineStreams(config("pipelines", resync, u.pipelines))
+		informer, _ := lenient.NewMergedInformer[v1alpha1.Pipeline](onPipelineList, whole, resting...)
 		return informer
 	})
 	factory.InformerFor(&v1alpha1.PipelineTemplate{}, func(_ versioned.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -56,19 +54,20 @@ func useLenientInformers(factory informers.SharedInformerFactory, client version
 }
 
 // pipelineStreams are the parts the pipelines' informer lists and watches (a
-// lenient.Merged): whole, the pipelines that can still act (status.resting empty); as
-// metadata, the resting ones, a stream for each phase they rest in, so that their cached
-// stand-ins (controller.RestingStandIn) tell Succeeded from Failed. A restart then reads
-// no finished pipeline whole.
-func pipelineStreams(whole lenient.Config) []lenient.Config {
+// lenient.Merged): whole, listed and watched, the pipelines that can still act
+// (status.resting empty); watched only, as metadata, the resting ones, a stream for each
+// phase they rest in. A resting pipeline is cached (as controller.RestingStandIn) only
+// once it changes, so a restart lists no finished pipeline, and the cache holds what can
+// act.
+func pipelineStreams(whole lenient.Config) (lenient.Config, []lenient.Config) {
 	whole.FieldSelector = v1alpha1.FieldResting + "="
-	streams := []lenient.Config{whole}
+	var resting []lenient.Config
 	for _, phase := range []v1alpha1.PipelinePhase{v1alpha1.PipelineSucceeded, v1alpha1.PipelineFailed} {
-		resting := whole
-		resting.FieldSelector = v1alpha1.FieldResting + "=" + string(phase)
-		resting.MetadataOnly = true
-		resting.Transform = controller.RestingStandIn(phase)
-		streams = append(streams, resting)
+		r := whole
+		r.FieldSelector = v1alpha1.FieldResting + "=" + string(phase)
+		r.MetadataOnly, r.ListNone = true, true
+		r.Transform = controller.RestingStandIn(phase)
+		resting = append(resting, r)
 	}
-	return streams
+	return whole, resting
 }

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
 	"github.com/stepwise-dev/stepwise/pkg/contract"
 	"github.com/stepwise-dev/stepwise/pkg/executor"
@@ -35,6 +38,11 @@ func (c *Controller) syncPlan(ctx context.Context, p *v1alpha1.Pipeline) (time.D
 	}
 	ps := c.newPipelineSync(p)
 	ps.status.ObservedGeneration = p.Generation
+	target, err := c.planTarget(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	ps.planTarget = target
 	if p.Spec.TemplateRef != nil && !ps.takeTemplate(true) {
 		return 0, c.finish(ctx, ps)
 	}
@@ -85,8 +93,31 @@ func (ps *pipelineSync) planStep(ctx context.Context, r stepRef) bool {
 	return true
 }
 
+// planTarget is the pipeline PlanAsAnnotation names, when it exists: from the cache, else
+// (it rests, and the cache holds no resting pipeline) read from the API server; nil when
+// the dry run plans for itself or the pipeline it names does not exist.
+func (c *Controller) planTarget(ctx context.Context, p *v1alpha1.Pipeline) (*v1alpha1.Pipeline, error) {
+	name := p.Annotations[v1alpha1.PlanAsAnnotation]
+	if name == "" || name == p.Name {
+		return nil, nil
+	}
+	if obj, exists, err := c.pipelines.GetByKey(p.Namespace + "/" + name); err == nil && exists {
+		if other, ok := obj.(*v1alpha1.Pipeline); ok {
+			return other, nil
+		}
+	}
+	other, err := c.client.StepwiseV1alpha1().Pipelines(p.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read pipeline %s/%s, which dry run %s plans for: %w", p.Namespace, name, p.Name, err)
+	}
+	return other, nil
+}
+
 // planAs is the pipeline the dry run plans for: the one PlanAsAnnotation names, with its
-// UID when it exists (from the cache), or the dry run itself.
+// UID when it exists (planTarget), or the dry run itself.
 func (ps *pipelineSync) planAs() contract.PipelineRef {
 	ref := contract.PipelineRef{Namespace: ps.p.Namespace, Name: ps.p.Name, UID: string(ps.p.UID), Generation: ps.p.Generation}
 	name := ps.p.Annotations[v1alpha1.PlanAsAnnotation]
@@ -96,10 +127,8 @@ func (ps *pipelineSync) planAs() contract.PipelineRef {
 	// Not there yet: the objects it would own do not exist either, so the dry run's own UID
 	// plans the same.
 	ref.Name = name
-	if obj, exists, err := ps.env.pipelines.GetByKey(ps.p.Namespace + "/" + name); err == nil && exists {
-		if other, ok := obj.(*v1alpha1.Pipeline); ok {
-			ref.UID, ref.Generation = string(other.UID), other.Generation
-		}
+	if other := ps.planTarget; other != nil {
+		ref.UID, ref.Generation = string(other.UID), other.Generation
 	}
 	return ref
 }

@@ -174,6 +174,15 @@ func TestDryRunPlansAsThePipelineItNames(t *testing.T) {
 	require.Len(t, pg.requests, 1)
 	assert.Equal(t, contract.PipelineRef{Namespace: "ns", Name: "not-yet", UID: "uid-1", Generation: 1}, pg.requests[0].Pipeline,
 		"its own UID: the named pipeline owns nothing yet")
+
+	// A resting pipeline is not in the cache: it is read from the API server.
+	r := newFixture(t, real.DeepCopy(), plan.DeepCopy())
+	require.NoError(t, r.indexer.Delete(real))
+	pr := r.withPlanner(func(*executor.Request) (contract.Plan, error) { return contract.Plan{Summary: "ok"}, nil })
+	r.syncUntilIdle("p")
+	require.Len(t, pr.requests, 1)
+	assert.Equal(t, contract.PipelineRef{Namespace: "ns", Name: "webapp", UID: "uid-webapp", Generation: 4}, pr.requests[0].Pipeline,
+		"the resting pipeline's UID")
 }
 
 // TestDryRunSaysAStepWaitsForApproval: a plan shows, first of a step's rows, that a run

@@ -9,10 +9,10 @@ import (
 )
 
 // A resting pipeline (status.resting) is one the engine has nothing left to do for until
-// someone deletes, edits or retries it. The operator lists and watches such pipelines as
-// metadata only (pkg/lenient's resting streams), so that its restart and its memory follow
-// the pipelines that can still act, not all that ever ran: a restart with 100,000 finished
-// pipelines lists none of them in full.
+// someone deletes, edits or retries it. The operator lists none (pkg/lenient's Merged
+// only watches them, as metadata) and caches one only once it changes, so that its
+// restart and its memory follow the pipelines that can still act, not all that ever ran.
+// What changed while no watch saw it, SweepResting finds.
 
 // restingPhase is what status.resting says after this sync: the finished phase when the
 // pipeline has nothing left to do, else empty. Only a pipeline never edited (generation
@@ -52,8 +52,9 @@ func restsAsMetadata(p *v1alpha1.Pipeline) bool {
 		slices.Contains(p.Finalizers, v1alpha1.Finalizer) && !p.RetryRequested()
 }
 
-// RestingStandIn is the informer transform of the pipelines a resting stream lists (their
-// metadata alone, status.resting=phase): the cached copy the engine takes as resting.
+// RestingStandIn is the informer transform of the pipelines a resting stream delivers
+// (their metadata alone, status.resting=phase): the cached copy of a resting pipeline that
+// changed, which the engine reads whole before it acts (restsAsMetadata).
 func RestingStandIn(phase v1alpha1.PipelinePhase) func(obj any) (any, error) {
 	return func(obj any) (any, error) {
 		p, ok := obj.(*v1alpha1.Pipeline)

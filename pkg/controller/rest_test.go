@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stepwise-dev/stepwise/internal/apitest"
@@ -123,5 +125,55 @@ func TestARestingPipelineIsReadWholeWhenItMustAct(t *testing.T) {
 			f.syncUntilIdle("p")
 			assert.Subset(t, f.exec.Calls(), tt.want)
 		})
+	}
+}
+
+func TestASweepWakesWhatChangedAtRest(t *testing.T) {
+	now := metav1.NewTime(start)
+	resting := func(name string, change func(*v1alpha1.Pipeline)) *v1alpha1.Pipeline {
+		p := newPipeline(stepsOf("a")...)
+		p.Name, p.UID, p.ResourceVersion = name, types.UID("uid-"+name), "7"
+		p.Status = v1alpha1.PipelineStatus{ObservedGeneration: 1, Phase: v1alpha1.PipelineSucceeded, Resting: v1alpha1.PipelineSucceeded}
+		if change != nil {
+			change(p)
+		}
+		return p
+	}
+	pipelines := []*v1alpha1.Pipeline{
+		resting("untouched", nil),
+		resting("deleted", func(p *v1alpha1.Pipeline) { p.DeletionTimestamp = &now }),
+		resting("edited", func(p *v1alpha1.Pipeline) { p.Generation = 2 }),
+		resting("retried", func(p *v1alpha1.Pipeline) { p.Annotations = map[string]string{v1alpha1.RetryAnnotation: ""} }),
+		resting("unfinalized", func(p *v1alpha1.Pipeline) { p.Finalizers = nil }),
+	}
+	f := newFixture(t, pipelines...)
+	var pages int
+	pager := func(_ context.Context, page func([]metav1.PartialObjectMetadata) error) error {
+		for _, batch := range [][]*v1alpha1.Pipeline{pipelines[:2], pipelines[2:]} { // two pages
+			var items []metav1.PartialObjectMetadata
+			for _, p := range batch {
+				items = append(items, metav1.PartialObjectMetadata{ObjectMeta: p.ObjectMeta})
+			}
+			pages++
+			if err := page(items); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	woken, err := f.c.SweepResting(f.ctx, pager, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 4, woken)
+	assert.Equal(t, 2, pages)
+	assert.Equal(t, []string{"patch pipelines/status", "patch pipelines/status", "patch pipelines/status", "patch pipelines/status"}, f.writes())
+	for _, p := range pipelines {
+		got, err := f.client.StepwiseV1alpha1().Pipelines("ns").Get(f.ctx, p.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		if p.Name == "untouched" {
+			assert.Equal(t, v1alpha1.PipelineSucceeded, got.Status.Resting, "left at rest")
+			continue
+		}
+		assert.Empty(t, got.Status.Resting, "%s woken: it comes whole into the cache", p.Name)
 	}
 }

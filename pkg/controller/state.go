@@ -31,6 +31,8 @@ type pipelineSync struct {
 	// that starts and succeeds in the same sync gets only its StepSucceeded event, which
 	// keeps Events (writes too) down to one a step for instant steps.
 	started map[string]int
+	// planTarget is the pipeline a dry run plans for (planTarget); nil: itself, or none.
+	planTarget *v1alpha1.Pipeline
 	// held says why the run cannot start in this sync (its template is missing, or its
 	// params do not fit it); nil when it can.
 	held *heldRun

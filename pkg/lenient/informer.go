@@ -14,13 +14,13 @@ import (
 	"fmt"
 	"io"
 	goruntime "runtime"
+	"strconv"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -56,6 +56,9 @@ type Config struct {
 	// MetadataOnly asks the API server for the objects' metadata alone
 	// (PartialObjectMetadata), decoded into T with nothing else set.
 	MetadataOnly bool
+	// ListNone makes a list return no objects, only the resource version to watch from
+	// (a transient stream of Merged): the objects reach the cache only when they change.
+	ListNone bool
 }
 
 // Accept headers of metadata-only lists and watches, as k8s.io/client-go/metadata asks.
@@ -74,19 +77,23 @@ func NewInformer[T any, PT Object[T]](cfg Config) (cache.SharedIndexInformer, *U
 	return informerOf[T, PT](lw, cfg.Resync, lw.undecodable), lw.undecodable
 }
 
-// NewMergedInformer is NewInformer of the parts of one resource that each of cfgs selects
-// (Merged), sharing one record of what could not be decoded.
-func NewMergedInformer[T any, PT Object[T]](merge MergedConfig, cfgs ...Config) (cache.SharedIndexInformer, *Undecodable) {
-	record := cfgs[0].Undecodable
+// NewMergedInformer is NewInformer of the part of one resource whole selects, merged with
+// the transient parts (Merged; their configs need ListNone), sharing one record of what
+// could not be decoded. onList, optional, is called after each list.
+func NewMergedInformer[T any, PT Object[T]](onList func(), whole Config, transient ...Config) (cache.SharedIndexInformer, *Undecodable) {
+	record := whole.Undecodable
 	if record == nil {
 		record = NewUndecodable()
 	}
-	streams := make([]cache.ListerWatcherWithContext, len(cfgs))
-	for i, cfg := range cfgs {
+	streamOf := func(cfg Config) cache.ListerWatcherWithContext {
 		cfg.Undecodable = record
-		streams[i] = &listWatch[T, PT]{cfg: cfg, undecodable: record}
+		return &listWatch[T, PT]{cfg: cfg, undecodable: record}
 	}
-	return informerOf[T, PT](NewMerged(merge, streams...), cfgs[0].Resync, record), record
+	streams := make([]cache.ListerWatcherWithContext, len(transient))
+	for i, cfg := range transient {
+		streams[i] = streamOf(cfg)
+	}
+	return informerOf[T, PT](NewMerged(onList, streamOf(whole), streams...), whole.Resync, record), record
 }
 
 func informerOf[T any, PT Object[T]](lw cache.ListerWatcher, resync time.Duration, record *Undecodable) cache.SharedIndexInformer {
@@ -147,6 +154,9 @@ func (lw *listWatch[T, PT]) Watch(opts metav1.ListOptions) (watch.Interface, err
 // 100,000 objects is hundreds of megabytes of JSON, which neither the body nor a copy of
 // each item need hold at once.
 func (lw *listWatch[T, PT]) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if lw.cfg.ListNone {
+		opts.Limit, opts.Continue = 1, "" // the API server's resource version, at the cost of one object
+	}
 	body, err := lw.request(&opts).Stream(ctx)
 	if err != nil {
 		return nil, err
@@ -155,6 +165,9 @@ func (lw *listWatch[T, PT]) ListWithContext(ctx context.Context, opts metav1.Lis
 	out, err := lw.decodeList(body)
 	if err != nil {
 		return nil, fmt.Errorf("decode list of %s: %w", lw.cfg.Resource, err)
+	}
+	if lw.cfg.ListNone {
+		out.Items, out.Continue, out.RemainingItemCount = nil, "", nil
 	}
 	return out, nil
 }
@@ -405,21 +418,31 @@ func (d *eventDecoder[T, PT]) Decode() (watch.EventType, runtime.Object, error) 
 
 func (d *eventDecoder[T, PT]) Close() { _ = d.body.Close() }
 
-// MetadataExists is a MergedConfig.Exists that reads the object's metadata alone from
-// resource through client.
-func MetadataExists(client rest.Interface, resource string) func(ctx context.Context, namespace, name string) (types.UID, bool, error) {
-	return func(ctx context.Context, namespace, name string) (types.UID, bool, error) {
-		raw, err := client.Get().Namespace(namespace).Resource(resource).Name(name).SetHeader("Accept", acceptMetadata).DoRaw(ctx)
-		if apierrors.IsNotFound(err) {
-			return "", false, nil
+// MetadataPages lists the metadata of the objects of resource that fieldSelector selects,
+// in every namespace, limit at a time, and calls page with each page until the list ends
+// or page fails.
+func MetadataPages(ctx context.Context, client rest.Interface, resource, fieldSelector string, limit int64,
+	page func([]metav1.PartialObjectMetadata) error) error {
+	next := ""
+	for {
+		req := client.Get().Resource(resource).SetHeader("Accept", acceptMetadataList).
+			Param("fieldSelector", fieldSelector).Param("limit", strconv.FormatInt(limit, 10))
+		if next != "" {
+			req = req.Param("continue", next)
 		}
+		raw, err := req.DoRaw(ctx)
 		if err != nil {
-			return "", false, fmt.Errorf("read %s %s/%s: %w", resource, namespace, name, err)
+			return fmt.Errorf("list %s (%s): %w", resource, fieldSelector, err)
 		}
-		var m metav1.PartialObjectMetadata
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return "", false, fmt.Errorf("decode %s %s/%s: %w", resource, namespace, name, err)
+		var list metav1.PartialObjectMetadataList
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return fmt.Errorf("decode list of %s: %w", resource, err)
 		}
-		return m.UID, true, nil
+		if err := page(list.Items); err != nil {
+			return err
+		}
+		if next = list.Continue; next == "" {
+			return nil
+		}
 	}
 }

@@ -2,7 +2,6 @@ package lenient
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,273 +45,175 @@ func (s *fakeStream) last() *watch.FakeWatcher {
 	return s.watches[len(s.watches)-1]
 }
 
-func object(name, uid, rv string, deleting bool) *corev1.ConfigMap {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid), ResourceVersion: rv}}
-	if deleting {
-		now := metav1.Now()
-		cm.DeletionTimestamp = &now
-	}
-	return cm
+func (s *fakeStream) started() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watches)
 }
 
-// existence answers Exists from a map the test sets, counting the calls.
-type existence struct {
-	mu    sync.Mutex
-	uids  map[string]types.UID
-	calls int
-}
-
-func (e *existence) exists(_ context.Context, namespace, name string) (types.UID, bool, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.calls++
-	uid, ok := e.uids[namespace+"/"+name]
-	return uid, ok, nil
-}
-
-func (e *existence) set(key string, uid types.UID) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if uid == "" {
-		delete(e.uids, key)
-		return
-	}
-	e.uids[key] = uid
-}
-
-func (e *existence) count() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.calls
+func object(name, uid, rv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid), ResourceVersion: rv}}
 }
 
 type mergedFixture struct {
 	whole, resting *fakeStream
-	exist          *existence
+	lists          int
 	merged         *Merged
-	w              watch.Interface
 }
 
 func newMergedFixture(t *testing.T) *mergedFixture {
 	t.Helper()
 	f := &mergedFixture{
-		whole:   &fakeStream{listRV: "10", items: []corev1.ConfigMap{*object("a", "uid-a", "5", false)}},
-		resting: &fakeStream{listRV: "11", items: []corev1.ConfigMap{*object("b", "uid-b", "7", false)}},
-		exist:   &existence{uids: map[string]types.UID{"ns/a": "uid-a", "ns/b": "uid-b"}},
+		whole:   &fakeStream{listRV: "10", items: []corev1.ConfigMap{*object("a", "uid-a", "5")}},
+		resting: &fakeStream{listRV: "11"},
 	}
-	f.merged = NewMerged(MergedConfig{
-		Deleted:    func(obj metav1.Object, stream int) bool { return stream == 0 && obj.GetDeletionTimestamp() != nil },
-		Exists:     f.exist.exists,
-		CheckAfter: 10 * time.Millisecond,
-	}, f.whole, f.resting)
-	list, err := f.merged.ListWithContext(t.Context(), metav1.ListOptions{})
+	f.merged = NewMerged(func() { f.lists++ }, f.whole, f.resting)
+	list, err := f.merged.ListWithContext(t.Context(), metav1.ListOptions{Limit: 500})
 	require.NoError(t, err)
-	require.Len(t, list.(*metav1.List).Items, 2)
-	f.watch(t)
+	require.Len(t, list.(*metav1.List).Items, 1)
 	return f
 }
 
-func (f *mergedFixture) watch(t *testing.T) {
-	t.Helper()
+// handle applies events in order, as the merging loop does, and returns what it delivers.
+func (f *mergedFixture) handle(events ...streamEvent) []watch.Event {
+	mw := &mergedWatch{m: f.merged}
+	var out []watch.Event
+	for _, se := range events {
+		if ev, ok := mw.apply(se.stream, se.event); ok {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func on(stream int, t watch.EventType, obj runtime.Object) streamEvent {
+	return streamEvent{stream: stream, event: watch.Event{Type: t, Object: obj}}
+}
+
+func eventTypes(events []watch.Event) []watch.EventType {
+	out := make([]watch.EventType, len(events))
+	for i, ev := range events {
+		out[i] = ev.Type
+	}
+	return out
+}
+
+const whole, resting = 0, 1
+
+func TestAListHoldsOnlyTheWholeStream(t *testing.T) {
+	f := newMergedFixture(t)
+	assert.Equal(t, 1, f.lists, "the owner hears of each list: what rested meanwhile is for it to sweep")
 	w, err := f.merged.WatchWithContext(t.Context(), metav1.ListOptions{})
 	require.NoError(t, err)
-	f.w = w
-	t.Cleanup(w.Stop)
+	defer w.Stop()
+	assert.Equal(t, []string{"10"}, f.whole.watchRVs)
+	assert.Equal(t, []string{"11"}, f.resting.watchRVs, "the resting stream is watched from its own version")
 }
 
-// next is the next merged event, or fails after a second.
-func (f *mergedFixture) next(t *testing.T) watch.Event {
-	t.Helper()
-	select {
-	case ev := <-f.w.ResultChan():
-		return ev
-	case <-time.After(time.Second):
-		require.FailNow(t, "no event")
-		return watch.Event{}
-	}
-}
-
-// nothing asserts that no event comes for a while (a held DELETED is checked after 10 ms).
-func (f *mergedFixture) nothing(t *testing.T) {
-	t.Helper()
-	select {
-	case ev := <-f.w.ResultChan():
-		assert.Fail(t, "unexpected event", "%s %v", ev.Type, ev.Object)
-	case <-time.After(100 * time.Millisecond):
-	}
-}
-
-// The order of two streams' events is the order they reach the merging loop: handle is
-// called directly, in each order.
-func TestAMoveBetweenStreamsIsOneModification(t *testing.T) {
+func TestMergedEvents(t *testing.T) {
 	tests := []struct {
-		name        string
-		deleteFirst bool
+		name   string
+		events []streamEvent
+		want   []watch.EventType
 	}{
-		{name: "the old stream's DELETED first", deleteFirst: true},
-		{name: "the new stream's ADDED first"},
+		{name: "an object that comes to rest leaves the cache", events: []streamEvent{
+			on(whole, watch.Deleted, object("a", "uid-a", "20")), on(resting, watch.Added, object("a", "uid-a", "20"))},
+			want: []watch.EventType{watch.Deleted}},
+		{name: "in either order", events: []streamEvent{
+			on(resting, watch.Added, object("a", "uid-a", "20")), on(whole, watch.Deleted, object("a", "uid-a", "20"))},
+			want: []watch.EventType{watch.Deleted}},
+		{name: "a resting object that changes comes into the cache, and goes when deleted", events: []streamEvent{
+			on(resting, watch.Modified, object("b", "uid-b", "20")), on(resting, watch.Modified, object("b", "uid-b", "21")),
+			on(resting, watch.Deleted, object("b", "uid-b", "22"))},
+			want: []watch.EventType{watch.Added, watch.Modified, watch.Deleted}},
+		{name: "woken: the whole stream's state replaces it", events: []streamEvent{
+			on(resting, watch.Modified, object("b", "uid-b", "20")), on(whole, watch.Added, object("b", "uid-b", "21")),
+			on(resting, watch.Deleted, object("b", "uid-b", "21"))},
+			want: []watch.EventType{watch.Added, watch.Modified}},
+		{name: "woken, the resting stream first", events: []streamEvent{
+			on(resting, watch.Modified, object("b", "uid-b", "20")), on(resting, watch.Deleted, object("b", "uid-b", "21")),
+			on(whole, watch.Added, object("b", "uid-b", "21"))},
+			want: []watch.EventType{watch.Added, watch.Deleted, watch.Added}},
+		{name: "a stale state is dropped", events: []streamEvent{
+			on(resting, watch.Modified, object("a", "uid-a", "20")), on(whole, watch.Modified, object("a", "uid-a", "15"))},
+			want: []watch.EventType{watch.Modified}},
+		{name: "a resting object deleted unseen is nothing to the cache", events: []streamEvent{
+			on(resting, watch.Deleted, object("c", "uid-c", "20"))}},
+		{name: "an object of the same name made again is another", events: []streamEvent{
+			on(whole, watch.Deleted, object("a", "uid-a", "20")), on(whole, watch.Added, object("a", "uid-a2", "21")),
+			on(resting, watch.Deleted, object("a", "uid-a", "22"))},
+			want: []watch.EventType{watch.Deleted, watch.Added}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newMergedFixture(t)
-			f.merged.cfg.CheckAfter = time.Hour // no read decides it
-			mw := &mergedWatch{m: f.merged, out: make(chan watch.Event, 10), done: make(chan struct{}),
-				checked: make(chan checkResult), pending: map[string]heldDeletion{}}
-			defer close(mw.done)
-			moved := object("a", "uid-a", "20", false)
-			deleted, added := watch.Event{Type: watch.Deleted, Object: moved}, watch.Event{Type: watch.Added, Object: moved}
-			if tt.deleteFirst {
-				mw.handle(t.Context(), 0, deleted)
-				assert.Empty(t, mw.out, "held")
-				mw.handle(t.Context(), 1, added)
-			} else {
-				mw.handle(t.Context(), 1, added)
-				mw.handle(t.Context(), 0, deleted)
+			got := eventTypes(f.handle(tt.events...))
+			if len(tt.want) == 0 {
+				assert.Empty(t, got)
+				return
 			}
-			require.Len(t, mw.out, 1)
-			ev := <-mw.out
-			assert.Equal(t, watch.Modified, ev.Type, "the object stays in the cache")
-			assert.Equal(t, "20", ev.Object.(*corev1.ConfigMap).ResourceVersion)
-			assert.Empty(t, mw.pending)
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }
 
-func TestADeletionIsDelivered(t *testing.T) {
-	t.Run("certainly: a pipeline being deleted never rests", func(t *testing.T) {
-		f := newMergedFixture(t)
-		f.whole.last().Delete(object("a", "uid-a", "20", true))
-		assert.Equal(t, watch.Deleted, f.next(t).Type)
-		assert.Zero(t, f.exist.count(), "no read")
-	})
-	t.Run("after a read says it is gone", func(t *testing.T) {
-		f := newMergedFixture(t)
-		f.exist.set("ns/b", "")
-		f.resting.last().Delete(object("b", "uid-b", "20", false))
-		ev := f.next(t)
-		assert.Equal(t, watch.Deleted, ev.Type)
-		assert.Equal(t, "b", ev.Object.(*corev1.ConfigMap).Name)
-		assert.Equal(t, 1, f.exist.count())
-	})
-	t.Run("after a read finds another object of that name", func(t *testing.T) {
-		f := newMergedFixture(t)
-		f.exist.set("ns/b", "uid-b2")
-		f.resting.last().Delete(object("b", "uid-b", "20", false))
-		assert.Equal(t, watch.Deleted, f.next(t).Type)
-	})
-	t.Run("not while the read finds it: it moved", func(t *testing.T) {
-		f := newMergedFixture(t)
-		f.resting.last().Delete(object("b", "uid-b", "20", false))
-		f.nothing(t)
-		assert.Equal(t, 1, f.exist.count())
-		f.whole.last().Add(object("b", "uid-b", "20", false))
-		assert.Equal(t, watch.Modified, f.next(t).Type)
-	})
-}
-
-func TestAStaleStateIsDropped(t *testing.T) {
-	f := newMergedFixture(t)
-	f.resting.last().Add(object("a", "uid-a", "20", false)) // moved
-	assert.Equal(t, watch.Modified, f.next(t).Type)
-	f.whole.last().Modify(object("a", "uid-a", "15", false)) // the old stream, late
-	f.whole.last().Delete(object("a", "uid-a", "20", false))
-	f.nothing(t)
-	assert.Zero(t, f.exist.count())
-}
-
 func TestEachStreamResumesFromItsOwnResourceVersion(t *testing.T) {
 	f := newMergedFixture(t)
-	assert.Equal(t, []string{"10"}, f.whole.watchRVs)
-	assert.Equal(t, []string{"11"}, f.resting.watchRVs)
-	f.whole.last().Add(object("c", "uid-c", "30", false))
-	assert.Equal(t, watch.Added, f.next(t).Type)
-	f.resting.last().Action(watch.Bookmark, object("", "", "31", false))
+	w, err := f.merged.WatchWithContext(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	f.whole.last().Add(object("c", "uid-c", "30"))
+	select {
+	case ev := <-w.ResultChan():
+		assert.Equal(t, watch.Added, ev.Type)
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "no event")
+	}
+	f.resting.last().Action(watch.Bookmark, object("", "", "31"))
 	require.Eventually(t, func() bool {
 		f.merged.mu.Lock()
 		defer f.merged.mu.Unlock()
 		return f.merged.rvs[1] == "31"
 	}, 5*time.Second, time.Millisecond, "a bookmark moves its stream's resource version")
 	f.whole.last().Stop() // the server ends one stream's watch
-	_, open := <-f.w.ResultChan()
-	require.False(t, open, "the merged watch ends with it")
+	for range w.ResultChan() {
+	}
 
-	f.watch(t)
+	w, err = f.merged.WatchWithContext(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	defer w.Stop()
 	assert.Equal(t, []string{"10", "30"}, f.whole.watchRVs)
 	assert.Equal(t, []string{"11", "31"}, f.resting.watchRVs)
 }
 
-func TestAWatchThatEndsWhileADeletionIsHeldListsAgain(t *testing.T) {
-	f := newMergedFixture(t)
-	f.exist.set("ns/b", "")
-	f.merged.cfg.CheckAfter = time.Hour
-	f.resting.last().Delete(object("b", "uid-b", "20", false))
-	f.nothing(t)
-	f.whole.last().Stop()
-	for range f.w.ResultChan() {
-	}
-	_, err := f.merged.WatchWithContext(t.Context(), metav1.ListOptions{})
-	require.Error(t, err)
-	assert.True(t, apierrors.IsResourceExpired(err), "the reflector lists again on an expired watch: %v", err)
-
-	_, err = f.merged.ListWithContext(t.Context(), metav1.ListOptions{})
-	require.NoError(t, err)
-	f.watch(t)
-}
-
-func TestAListKeepsTheNewerStateOfAnObjectThatMoved(t *testing.T) {
+// The merged streams feed a real informer: what rests leaves its store, what changes at
+// rest comes back.
+func TestAnInformerOfMergedStreamsHoldsWhatCanAct(t *testing.T) {
 	f := &mergedFixture{
-		whole:   &fakeStream{listRV: "10", items: []corev1.ConfigMap{*object("a", "uid-a", "5", false)}},
-		resting: &fakeStream{listRV: "12", items: []corev1.ConfigMap{*object("a", "uid-a", "11", false)}},
-	}
-	m := NewMerged(MergedConfig{}, f.whole, f.resting)
-	list, err := m.ListWithContext(t.Context(), metav1.ListOptions{Limit: 500})
-	require.NoError(t, err)
-	items := list.(*metav1.List).Items
-	require.Len(t, items, 1)
-	assert.Equal(t, "11", items[0].Object.(*corev1.ConfigMap).ResourceVersion)
-	assert.Equal(t, "12", list.(*metav1.List).ResourceVersion)
-}
-
-// The merged streams feed a real informer: a move never shows a reader the object gone.
-func TestAnInformerOfMergedStreamsNeverLosesAMovingObject(t *testing.T) {
-	f := &mergedFixture{
-		whole:   &fakeStream{listRV: "10", items: []corev1.ConfigMap{*object("a", "uid-a", "5", false)}},
+		whole:   &fakeStream{listRV: "10", items: []corev1.ConfigMap{*object("a", "uid-a", "5")}},
 		resting: &fakeStream{listRV: "10"},
-		exist:   &existence{uids: map[string]types.UID{"ns/a": "uid-a"}},
 	}
-	m := NewMerged(MergedConfig{Exists: f.exist.exists, CheckAfter: 10 * time.Millisecond}, f.whole, f.resting)
-	informer := cache.NewSharedIndexInformer(m, &corev1.ConfigMap{}, 0, cache.Indexers{})
-	var mu sync.Mutex
-	var deleted int
-	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) {
-		mu.Lock()
-		defer mu.Unlock()
-		deleted++
-	}})
-	require.NoError(t, err)
+	informer := cache.NewSharedIndexInformer(NewMerged(nil, f.whole, f.resting), &corev1.ConfigMap{}, 0, cache.Indexers{})
 	go informer.RunWithContext(t.Context())
 	require.True(t, cache.WaitForCacheSync(t.Context().Done(), informer.HasSynced))
-	require.Eventually(t, func() bool {
-		f.whole.mu.Lock()
-		defer f.whole.mu.Unlock()
-		return len(f.whole.watches) > 0
-	}, 5*time.Second, 5*time.Millisecond)
-
-	for i := range 20 { // back and forth
-		rv := 20 + i
-		from, to := f.whole, f.resting
-		if i%2 == 1 {
-			from, to = to, from
+	require.Eventually(t, func() bool { return f.whole.started() > 0 && f.resting.started() > 0 }, 5*time.Second, time.Millisecond)
+	has := func(rv string) func() bool {
+		return func() bool {
+			obj, exists, _ := informer.GetStore().GetByKey("ns/a")
+			if rv == "" {
+				return !exists
+			}
+			return exists && obj.(*corev1.ConfigMap).ResourceVersion == rv
 		}
-		moved := object("a", "uid-a", strconv.Itoa(rv), false)
-		from.last().Delete(moved)
-		to.last().Add(moved)
 	}
-	require.Eventually(t, func() bool {
-		obj, exists, _ := informer.GetStore().GetByKey("ns/a")
-		return exists && obj.(*corev1.ConfigMap).ResourceVersion == "39"
-	}, 5*time.Second, 5*time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Zero(t, deleted)
+
+	f.whole.last().Delete(object("a", "uid-a", "20")) // it rests
+	f.resting.last().Add(object("a", "uid-a", "20"))
+	require.Eventually(t, has(""), 5*time.Second, time.Millisecond, "what rests leaves the store")
+
+	f.resting.last().Modify(object("a", "uid-a", "21")) // deleted at rest, say
+	require.Eventually(t, has("21"), 5*time.Second, time.Millisecond, "what changes at rest comes back")
+
+	f.whole.last().Add(object("a", "uid-a", "22")) // woken
+	f.resting.last().Delete(object("a", "uid-a", "22"))
+	require.Eventually(t, has("22"), 5*time.Second, time.Millisecond)
 }

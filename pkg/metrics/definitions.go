@@ -61,7 +61,7 @@ func Definitions() []Definition {
 	name := []string{"name"}
 	return []Definition{
 		{Name: PipelinesName, Kind: Gauge, Labels: []string{"namespace", "phase"},
-			Help: "Pipelines by namespace and phase (Pending, Running, Succeeded, Failed, Suspended, Deleting, Planned), from the leader's cache at each scrape."},
+			Help: "Pipelines by namespace and phase (Pending, Running, Succeeded, Failed, Suspended, Deleting, Planned), from the leader's cache at each scrape; the cache leaves out resting pipelines (status.resting), so finished ones count until they rest."},
 		{Name: StepsName, Kind: Gauge, Labels: []string{"executor", "phase"},
 			Help: "Steps of all pipelines by executor and phase; an executor no one offers counts as \"unknown\"."},
 		{Name: PipelinesBlockedName, Kind: Gauge, Labels: []string{"namespace", "kind"},

@@ -49,7 +49,7 @@ func TestStateMetricsCountTheCache(t *testing.T) {
 		Now:           func() time.Time { return now },
 	})
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP stepwise_pipelines Pipelines by namespace and phase (Pending, Running, Succeeded, Failed, Suspended, Deleting, Planned), from the leader's cache at each scrape.
+# HELP stepwise_pipelines Pipelines by namespace and phase (Pending, Running, Succeeded, Failed, Suspended, Deleting, Planned), from the leader's cache at each scrape; the cache leaves out resting pipelines (status.resting), so finished ones count until they rest.
 # TYPE stepwise_pipelines gauge
 stepwise_pipelines{namespace="ops",phase="Running"} 2
 stepwise_pipelines{namespace="ops",phase="Succeeded"} 1

@@ -79,8 +79,8 @@ type Pipeline struct {
 	Elided *ElidedValues `json:"-"`
 
 	// MetadataOnly is set, as Elided is, on the operator's cached copy of a resting
-	// pipeline (status.resting): the cache holds its metadata and, of its status, only
-	// Phase and Resting.
+	// pipeline (status.resting) that changed: the cache holds its metadata and, of its
+	// status, only Phase and Resting.
 	MetadataOnly bool `json:"-"`
 }
 
@@ -361,9 +361,9 @@ type PipelineStatus struct {
 
 	// Resting is the phase, Succeeded or Failed, of a pipeline that finished and has
 	// nothing left to do: never edited (generation 1), not a trigger's, archived when
-	// archiving is on, no retention to wait for, no retry asked. The operator then keeps
-	// only its metadata, and reads it whole again when it is deleted, edited or retried.
-	// Empty otherwise. A selectable field: --field-selector status.resting=Failed.
+	// archiving is on, no retention to wait for, no retry asked. The operator then only
+	// watches its metadata, and reads it whole again when it is deleted, edited or
+	// retried. Empty otherwise. A selectable field: --field-selector status.resting=Failed.
 	// +optional
 	Resting PipelinePhase `json:"resting,omitempty"`
 

@@ -42,9 +42,9 @@ type PipelineStatusApplyConfiguration struct {
 	Phase *stepwisev1alpha1.PipelinePhase `json:"phase,omitempty"`
 	// Resting is the phase, Succeeded or Failed, of a pipeline that finished and has
 	// nothing left to do: never edited (generation 1), not a trigger's, archived when
-	// archiving is on, no retention to wait for, no retry asked. The operator then keeps
-	// only its metadata, and reads it whole again when it is deleted, edited or retried.
-	// Empty otherwise. A selectable field: --field-selector status.resting=Failed.
+	// archiving is on, no retention to wait for, no retry asked. The operator then only
+	// watches its metadata, and reads it whole again when it is deleted, edited or
+	// retried. Empty otherwise. A selectable field: --field-selector status.resting=Failed.
 	Resting *stepwisev1alpha1.PipelinePhase `json:"resting,omitempty"`
 	// CurrentStep is the step being run or torn down, or the step that failed.
 	CurrentStep *string `json:"currentStep,omitempty"`

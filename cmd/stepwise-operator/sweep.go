@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/stepwise-dev/stepwise/pkg/apis/stepwise/v1alpha1"
+	"github.com/stepwise-dev/stepwise/pkg/controller"
+	"github.com/stepwise-dev/stepwise/pkg/generated/clientset/versioned"
+	"github.com/stepwise-dev/stepwise/pkg/lenient"
+)
+
+const (
+	// restingSweepPage and restingSweepPause pace a sweep of the resting pipelines: 500
+	// every 100 ms reads 100,000 in 20 s, spread so that the API server serves the
+	// pipelines that act meanwhile.
+	restingSweepPage  = 500
+	restingSweepPause = 100 * time.Millisecond
+	// restingSweepRetry is how long a sweep that failed waits before it starts again.
+	restingSweepRetry = 10 * time.Second
+)
+
+// sweepResting runs controller.SweepResting after each list of pipelines (a value on
+// sweeps), once the pipelines' cache has synced, until ctx ends.
+func sweepResting(ctx context.Context, c *controller.Controller, client versioned.Interface, sweeps <-chan struct{}, synced cache.InformerSynced) {
+	logger := klog.FromContext(ctx)
+	pages := func(ctx context.Context, page func([]metav1.PartialObjectMetadata) error) error {
+		return lenient.MetadataPages(ctx, client.StepwiseV1alpha1().RESTClient(), "pipelines", v1alpha1.FieldResting+"!=",
+			restingSweepPage, page)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sweeps:
+		}
+		if !cache.WaitForCacheSync(ctx.Done(), synced) {
+			return
+		}
+		for {
+			_, err := c.SweepResting(ctx, pages, restingSweepPause)
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+			logger.Error(err, "Sweep of the resting pipelines failed; starting it again", "after", restingSweepRetry)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(restingSweepRetry):
+			}
+		}
+	}
+}
