@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
@@ -316,4 +318,34 @@ func TestAListBatchIsBoundedInBytes(t *testing.T) {
 			assert.Zero(t, b.bytes)
 		})
 	}
+}
+
+// TestAListOfNoneAsksForOneObjectFromTheStore: a transient stream's list wants only a
+// resource version. From the watch cache (resourceVersion=0, a reflector's first list) the
+// API server ignores the limit: a restart with 100,000 resting pipelines listed them all.
+func TestAListOfNoneAsksForOneObjectFromTheStore(t *testing.T) {
+	logger, ctx := ktesting.NewTestContext(t)
+	var got *http.Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		_, _ = io.WriteString(w, `{"kind":"PartialObjectMetadataList","metadata":{"resourceVersion":"42","continue":"more"},"items":[`+
+			`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","namespace":"ns","uid":"uid-a","resourceVersion":"7"}}]}`)
+	}))
+	defer srv.Close()
+	cs, err := versioned.NewForConfig(&rest.Config{Host: srv.URL})
+	require.NoError(t, err)
+	lw := &listWatch[v1alpha1.Pipeline, *v1alpha1.Pipeline]{cfg: Config{Client: cs.StepwiseV1alpha1().RESTClient(), Resource: "pipelines",
+		ParameterCodec: scheme.ParameterCodec, Logger: logger, FieldSelector: "status.resting=Failed", MetadataOnly: true, ListNone: true},
+		undecodable: NewUndecodable()}
+	list, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 500})
+	require.NoError(t, err)
+	l := list.(*metav1.List)
+	assert.Equal(t, "42", l.ResourceVersion)
+	assert.Empty(t, l.Items, "no object: only the resource version")
+	assert.Empty(t, l.Continue)
+	q := got.URL.Query()
+	assert.Equal(t, "1", q.Get("limit"))
+	assert.Empty(t, q.Get("resourceVersion"), "from the store, which honours the limit")
+	assert.Equal(t, "status.resting=Failed", q.Get("fieldSelector"))
+	assert.Contains(t, got.Header.Get("Accept"), "as=PartialObjectMetadataList")
 }
