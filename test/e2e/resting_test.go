@@ -52,7 +52,10 @@ func TestARestingPipelineDeletedWhileTheOperatorIsDownIsTornDown(t *testing.T) {
 	kept, err := client.StepwiseV1alpha1().Pipelines(ns).Get(ctx, "kept", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, v1alpha1.PipelineSucceeded, kept.Status.Resting, "left at rest")
-	log, err := os.ReadFile(operator.Log)
-	require.NoError(t, err)
-	assert.True(t, strings.Contains(string(log), `"Woke resting pipelines that changed while unwatched"`), "the sweep found it")
+	// The log is flushed every few seconds.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		log, err := os.ReadFile(operator.Log)
+		return err == nil && strings.Contains(string(log), `"Woke resting pipelines that changed while unwatched"`), nil
+	})
+	assert.NoError(t, err, "the sweep found it; operator log %s", operator.Log)
 }
