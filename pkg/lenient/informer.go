@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -438,14 +439,42 @@ func MetadataPages(ctx context.Context, client rest.Interface, resource, fieldSe
 		if err != nil {
 			return fmt.Errorf("list %s (%s): %w", resource, fieldSelector, err)
 		}
-		var list metav1.PartialObjectMetadataList
+		// Of each object only what a sweep reads: a tenant's annotations and managedFields
+		// may be hundreds of KiB an object, and are not decoded.
+		var list struct {
+			Metadata metav1.ListMeta `json:"metadata"`
+			Items    []struct {
+				Metadata struct {
+					Namespace         string       `json:"namespace"`
+					Name              string       `json:"name"`
+					UID               types.UID    `json:"uid"`
+					ResourceVersion   string       `json:"resourceVersion"`
+					Generation        int64        `json:"generation"`
+					DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+					Finalizers        []string     `json:"finalizers"`
+					Annotations       struct {
+						Retry *string `json:"stepwise.dev/retry"`
+					} `json:"annotations"`
+				} `json:"metadata"`
+			} `json:"items"`
+		}
 		if err := json.Unmarshal(raw, &list); err != nil {
 			return fmt.Errorf("decode list of %s: %w", resource, err)
 		}
-		if err := page(list.Items); err != nil {
+		raw = nil
+		items := make([]metav1.PartialObjectMetadata, len(list.Items))
+		for i, it := range list.Items {
+			m := it.Metadata
+			items[i].ObjectMeta = metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+				Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, Finalizers: m.Finalizers}
+			if m.Annotations.Retry != nil {
+				items[i].Annotations = map[string]string{"stepwise.dev/retry": *m.Annotations.Retry}
+			}
+		}
+		if err := page(items); err != nil {
 			return err
 		}
-		if next = list.Continue; next == "" {
+		if next = list.Metadata.Continue; next == "" {
 			return nil
 		}
 	}
