@@ -461,7 +461,6 @@ func MetadataPages(ctx context.Context, client rest.Interface, resource, fieldSe
 		if err := json.Unmarshal(raw, &list); err != nil {
 			return fmt.Errorf("decode list of %s: %w", resource, err)
 		}
-		raw = nil
 		items := make([]metav1.PartialObjectMetadata, len(list.Items))
 		for i, it := range list.Items {
 			m := it.Metadata
